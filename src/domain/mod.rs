@@ -1,0 +1,1 @@
+//! Pure domain logic (no I/O).

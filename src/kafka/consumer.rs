@@ -1,0 +1,76 @@
+//! Leader-epoch access for consumers, which rdkafka 0.39 does not expose safely.
+//!
+//! kmirror tracks the source leader epoch of every mirrored record (for the Last Mirrored Epoch)
+//! and re-assigns source partitions at `(offset, leader epoch)` so librdkafka validates the
+//! position against the leader's epoch history (KIP-320) and detects source truncation.
+#![allow(unsafe_code)]
+
+use rdkafka::bindings as rd;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::message::BorrowedMessage;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::error::{KafkaError, KafkaResult};
+use super::ffi;
+use super::types::PartitionPosition;
+
+/// The leader epoch of the batch a consumed message came from; `None` when the broker did not
+/// send one (message format v1 or older).
+pub fn message_leader_epoch(msg: &BorrowedMessage<'_>) -> Option<i32> {
+    // SAFETY: `msg.ptr()` is a live message for the borrow's lifetime; the accessor only reads it.
+    let epoch = unsafe { rd::rd_kafka_message_leader_epoch(msg.ptr()) };
+    (epoch >= 0).then_some(epoch)
+}
+
+/// Builds an rdkafka partition list at the given positions, with leader epochs set where known.
+pub fn position_list(positions: &[PartitionPosition]) -> KafkaResult<TopicPartitionList> {
+    const OP: &str = "assign";
+    let mut tpl = TopicPartitionList::with_capacity(positions.len());
+    for p in positions {
+        let offset = if p.offset >= 0 { Offset::Offset(p.offset) } else { Offset::Beginning };
+        tpl.add_partition_offset(&p.topic, p.partition, offset)
+            .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+        if let Some(epoch) = p.leader_epoch {
+            let topic = ffi::cstring(OP, &p.topic)?;
+            // SAFETY: `tpl` is live and owned; `find` returns an element of it (or NULL), valid
+            // until the list is modified; the setter only writes that element's private epoch.
+            unsafe {
+                let el = rd::rd_kafka_topic_partition_list_find(tpl.ptr(), topic.as_ptr(), p.partition);
+                if el.is_null() {
+                    return Err(KafkaError::InvalidArgument {
+                        operation: OP,
+                        message: format!("{}-{} not in list", p.topic, p.partition),
+                    });
+                }
+                rd::rd_kafka_topic_partition_set_leader_epoch(el, epoch);
+            }
+        }
+    }
+    Ok(tpl)
+}
+
+/// Replaces the consumer's assignment with `positions`. A position with a leader epoch is
+/// validated by the client against the leader (KIP-320) before fetching starts.
+pub fn assign_positions<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    positions: &[PartitionPosition],
+) -> KafkaResult<()> {
+    let tpl = position_list(positions)?;
+    consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: "assign", message: e.to_string() })
+}
+
+/// The leader epochs currently set on the elements of a partition list (as returned by
+/// `Consumer::position` or `committed`).
+pub fn list_leader_epochs(tpl: &TopicPartitionList) -> Vec<PartitionPosition> {
+    // SAFETY: `tpl.ptr()` is a live list for the borrow; read_tpl copies every element.
+    let entries = unsafe { ffi::read_tpl(tpl.ptr()) };
+    entries
+        .into_iter()
+        .map(|e| PartitionPosition {
+            topic: e.topic,
+            partition: e.partition,
+            offset: e.offset,
+            leader_epoch: e.leader_epoch,
+        })
+        .collect()
+}

@@ -1,0 +1,313 @@
+//! The unsafe core of the Kafka layer: owning guards for librdkafka objects, string and
+//! partition-list conversion, and the admin-call driver. Everything that dereferences a librdkafka
+//! pointer lives here or in `admin.rs`; no pointer leaves these two modules.
+//!
+//! The admin driver follows librdkafka's documented pattern: a private result queue per call
+//! (`rd_kafka_queue_new`), `rd_kafka_AdminOptions_new`, the `rd_kafka_<Op>` request, then a
+//! blocking `rd_kafka_queue_poll` for the single result event, whose contents are copied into owned
+//! Rust values before `rd_kafka_event_destroy`. Callers run it on tokio's blocking pool.
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString, c_char};
+use std::time::Duration;
+
+use rdkafka::bindings as rd;
+
+use super::error::{KafkaCode, KafkaError, KafkaResult};
+
+/// Owns a librdkafka object and destroys it with the matching `*_destroy` function on drop.
+pub(super) struct Owned<T> {
+    ptr: *mut T,
+    destroy: unsafe extern "C" fn(*mut T),
+}
+
+impl<T> Owned<T> {
+    /// Takes ownership of `ptr`; `None` when librdkafka returned NULL.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or a valid object that the caller owns and that `destroy` frees.
+    pub(super) unsafe fn new(ptr: *mut T, destroy: unsafe extern "C" fn(*mut T)) -> Option<Self> {
+        if ptr.is_null() { None } else { Some(Owned { ptr, destroy }) }
+    }
+
+    pub(super) fn ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        // SAFETY: `new` guarantees `ptr` is a live object we own and `destroy` is its destructor;
+        // drop runs once.
+        unsafe { (self.destroy)(self.ptr) }
+    }
+}
+
+/// Copies a C string into an owned `String` (lossy on invalid UTF-8); `None` for NULL.
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string valid for the duration of the call.
+pub(super) unsafe fn opt_string(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL and NUL-terminated per this function's contract.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+}
+
+/// Like [`opt_string`] but maps NULL to an empty string.
+///
+/// # Safety
+/// As [`opt_string`].
+pub(super) unsafe fn string(p: *const c_char) -> String {
+    // SAFETY: forwarded contract.
+    unsafe { opt_string(p) }.unwrap_or_default()
+}
+
+/// A C string for a request argument; a NUL byte inside is a clear argument error.
+pub(super) fn cstring(operation: &'static str, s: &str) -> KafkaResult<CString> {
+    CString::new(s)
+        .map_err(|_| KafkaError::InvalidArgument { operation, message: format!("{s:?} contains a NUL byte") })
+}
+
+/// The symbolic and numeric form of a librdkafka response code.
+pub(super) fn kafka_code(err: rd::rd_kafka_resp_err_t) -> KafkaCode {
+    // SAFETY: rd_kafka_err2name accepts any code and returns a static string (or NULL).
+    let name = unsafe { string(rd::rd_kafka_err2name(err)) };
+    KafkaCode { code: err as i32, name }
+}
+
+/// Turns a borrowed `rd_kafka_error_t` (NULL = success) into a `KafkaError`.
+///
+/// # Safety
+/// `e` must be NULL or a valid error object borrowed for the duration of the call.
+pub(super) unsafe fn borrowed_error(
+    operation: &'static str,
+    resource: &str,
+    e: *const rd::rd_kafka_error_t,
+) -> KafkaResult<()> {
+    if e.is_null() {
+        return Ok(());
+    }
+    // SAFETY: `e` is valid per contract; both accessors only read it.
+    let (code, message) = unsafe { (rd::rd_kafka_error_code(e), string(rd::rd_kafka_error_string(e))) };
+    if code == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return Ok(());
+    }
+    Err(KafkaError::Kafka { operation, resource: resource.to_string(), code: kafka_code(code), message })
+}
+
+/// Takes ownership of an `rd_kafka_error_t` returned by a setter (NULL = success) and frees it.
+///
+/// # Safety
+/// `e` must be NULL or an error object the caller owns.
+pub(super) unsafe fn owned_error(
+    operation: &'static str,
+    resource: &str,
+    e: *mut rd::rd_kafka_error_t,
+) -> KafkaResult<()> {
+    // SAFETY: caller passes ownership; the guard frees it after we read it.
+    let guard = unsafe { Owned::new(e, rd::rd_kafka_error_destroy) };
+    match guard {
+        None => Ok(()),
+        // SAFETY: the guard keeps the object alive while it is read.
+        Some(g) => unsafe { borrowed_error(operation, resource, g.ptr()) },
+    }
+}
+
+/// Maps a response code to `Ok` or a `KafkaError` with the given message.
+pub(super) fn check_code(
+    operation: &'static str,
+    resource: &str,
+    err: rd::rd_kafka_resp_err_t,
+    message: impl FnOnce() -> String,
+) -> KafkaResult<()> {
+    if err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        Ok(())
+    } else {
+        Err(KafkaError::Kafka { operation, resource: resource.to_string(), code: kafka_code(err), message: message() })
+    }
+}
+
+/// A borrowed C array `(ptr, len)` as a slice of pointers; empty for NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` valid elements that outlive the returned slice.
+pub(super) unsafe fn c_array<'a, T>(ptr: *mut *const T, len: usize) -> &'a [*const T] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: per contract.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// One element of a topic-partition list, owned.
+#[derive(Debug, Clone)]
+pub(super) struct TpEntry {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: Option<i32>,
+    pub metadata: Option<String>,
+    pub error: rd::rd_kafka_resp_err_t,
+}
+
+/// Copies every element of a borrowed topic-partition list.
+///
+/// # Safety
+/// `list` must be NULL or a valid list borrowed for the duration of the call.
+pub(super) unsafe fn read_tpl(list: *const rd::rd_kafka_topic_partition_list_t) -> Vec<TpEntry> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: `list` is valid; `elems` holds `cnt` initialised elements (librdkafka invariant).
+    unsafe {
+        let l = &*list;
+        let n = usize::try_from(l.cnt).unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let e = l.elems.add(i);
+            out.push(read_tp(e));
+        }
+        out
+    }
+}
+
+/// Copies one borrowed topic-partition element.
+///
+/// # Safety
+/// `e` must point to a valid element.
+pub(super) unsafe fn read_tp(e: *const rd::rd_kafka_topic_partition_t) -> TpEntry {
+    // SAFETY: `e` is valid per contract; metadata is `metadata_size` bytes when non-NULL.
+    unsafe {
+        let el = &*e;
+        let epoch = rd::rd_kafka_topic_partition_get_leader_epoch(e);
+        let metadata = if el.metadata.is_null() || el.metadata_size == 0 {
+            None
+        } else {
+            let bytes = std::slice::from_raw_parts(el.metadata as *const u8, el.metadata_size);
+            Some(String::from_utf8_lossy(bytes).into_owned())
+        };
+        TpEntry {
+            topic: string(el.topic),
+            partition: el.partition,
+            offset: el.offset,
+            leader_epoch: (epoch >= 0).then_some(epoch),
+            metadata,
+            error: el.err,
+        }
+    }
+}
+
+/// An owned native topic-partition list built from Rust values.
+pub(super) struct NativeTpl(Owned<rd::rd_kafka_topic_partition_list_t>);
+
+impl NativeTpl {
+    pub(super) fn new(capacity: usize) -> NativeTpl {
+        let cap = i32::try_from(capacity).unwrap_or(i32::MAX);
+        // SAFETY: rd_kafka_topic_partition_list_new returns a new list we own (never NULL for
+        // a non-negative size); the guard destroys it.
+        let owned = unsafe {
+            Owned::new(rd::rd_kafka_topic_partition_list_new(cap), rd::rd_kafka_topic_partition_list_destroy)
+        };
+        NativeTpl(owned.expect("rd_kafka_topic_partition_list_new returned NULL (out of memory)"))
+    }
+
+    /// Appends `(topic, partition)` with an offset and an optional leader epoch.
+    pub(super) fn add(
+        &mut self,
+        operation: &'static str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> KafkaResult<()> {
+        let t = cstring(operation, topic)?;
+        // SAFETY: the list is live and owned; `t` outlives the call (librdkafka copies the
+        // topic name); the returned element pointer is valid until the list is modified again.
+        unsafe {
+            let el = rd::rd_kafka_topic_partition_list_add(self.0.ptr(), t.as_ptr(), partition);
+            (*el).offset = offset;
+            if let Some(epoch) = leader_epoch {
+                rd::rd_kafka_topic_partition_set_leader_epoch(el, epoch);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn ptr(&self) -> *mut rd::rd_kafka_topic_partition_list_t {
+        self.0.ptr()
+    }
+}
+
+/// Options shared by every admin call.
+pub(super) struct AdminCall {
+    pub operation: &'static str,
+    pub resource: String,
+    pub timeout: Duration,
+    pub api: rd::rd_kafka_admin_op_t,
+}
+
+/// Runs one admin request and hands the result event to `extract`.
+///
+/// `configure` may set extra options; `invoke` issues the request with (client, options, queue);
+/// `extract` reads the result while the event is alive and must copy everything it returns.
+/// Blocks the calling thread for up to `timeout` + 5 s: call it from `spawn_blocking`.
+///
+/// # Safety
+/// `rk` must be a live client handle for the whole call; `invoke` must issue exactly one admin
+/// request of the kind `api` on the queue it is given; `extract` must not keep any pointer into the
+/// event after it returns.
+pub(super) unsafe fn run_admin<R>(
+    rk: *mut rd::rd_kafka_t,
+    call: &AdminCall,
+    configure: impl FnOnce(*mut rd::rd_kafka_AdminOptions_t) -> KafkaResult<()>,
+    invoke: impl FnOnce(*mut rd::rd_kafka_t, *const rd::rd_kafka_AdminOptions_t, *mut rd::rd_kafka_queue_t),
+    extract: impl FnOnce(*mut rd::rd_kafka_event_t) -> KafkaResult<R>,
+) -> KafkaResult<R> {
+    let timeout_ms = i32::try_from(call.timeout.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: `rk` is live per contract. The queue and options are owned by guards that outlive
+    // the request; librdkafka keeps its own references for the request's lifetime. The event is
+    // owned by a guard and `extract` copies out of it before the guard drops.
+    unsafe {
+        let queue = Owned::new(rd::rd_kafka_queue_new(rk), rd::rd_kafka_queue_destroy)
+            .ok_or_else(|| KafkaError::Client("rd_kafka_queue_new returned NULL".into()))?;
+        let opts = Owned::new(rd::rd_kafka_AdminOptions_new(rk, call.api), rd::rd_kafka_AdminOptions_destroy)
+            .ok_or_else(|| KafkaError::InvalidArgument {
+                operation: call.operation,
+                message: "admin options not supported for this operation".into(),
+            })?;
+        let mut errbuf = [0 as c_char; 512];
+        let err =
+            rd::rd_kafka_AdminOptions_set_request_timeout(opts.ptr(), timeout_ms, errbuf.as_mut_ptr(), errbuf.len());
+        check_code(call.operation, &call.resource, err, || string(errbuf.as_ptr()))?;
+        configure(opts.ptr())?;
+        invoke(rk, opts.ptr(), queue.ptr());
+        // librdkafka always posts exactly one result (possibly an error) once the request timeout
+        // passes; the margin covers its internal scheduling.
+        let wait_ms = timeout_ms.saturating_add(5_000);
+        let ev = Owned::new(rd::rd_kafka_queue_poll(queue.ptr(), wait_ms), rd::rd_kafka_event_destroy).ok_or(
+            KafkaError::Timeout { operation: call.operation, resource: call.resource.clone(), after: call.timeout },
+        )?;
+        let err = rd::rd_kafka_event_error(ev.ptr());
+        if err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            let message = string(rd::rd_kafka_event_error_string(ev.ptr()));
+            if err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__TIMED_OUT {
+                return Err(KafkaError::Timeout {
+                    operation: call.operation,
+                    resource: call.resource.clone(),
+                    after: call.timeout,
+                });
+            }
+            return Err(KafkaError::Kafka {
+                operation: call.operation,
+                resource: call.resource.clone(),
+                code: kafka_code(err),
+                message,
+            });
+        }
+        extract(ev.ptr())
+    }
+}

@@ -1,0 +1,15 @@
+//! The only part of kmirror that talks to Kafka: it owns every rdkafka import. Above this module,
+//! Kafka results are plain owned Rust types (`types`) and errors are `KafkaError` values.
+//!
+//! `unsafe` is allowed in `ffi`, `admin` and `consumer` only, where librdkafka functions that
+//! rdkafka 0.39 does not wrap are called; every unsafe block there carries a SAFETY comment.
+
+pub mod admin;
+pub mod consumer;
+pub mod error;
+mod ffi;
+pub mod types;
+
+pub use admin::KafkaAdmin;
+pub use error::{KafkaCode, KafkaError, KafkaResult};
+pub use types::*;

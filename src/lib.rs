@@ -1,0 +1,3 @@
+//! kmirror: cluster mirroring for Apache Kafka following the KIP-1279 design.
+pub mod domain;
+pub mod kafka;

@@ -1,0 +1,5 @@
+//! The one integration test binary. Every test here runs against the real Apache Kafka clusters
+//! started by `scripts/kafka-rig` (see `support.rs` for how they are found).
+
+mod kafka_admin;
+mod support;
