@@ -8,6 +8,7 @@ pub mod admin;
 pub mod consumer;
 pub mod error;
 mod ffi;
+pub mod pipe;
 pub mod types;
 
 pub use admin::KafkaAdmin;

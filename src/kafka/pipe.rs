@@ -1,0 +1,991 @@
+//! The data path of one mirror (DESIGN section 4): one `read_committed` source consumer with
+//! manual assignment and one transactional destination producer, driven by a dedicated thread.
+//!
+//! Every transaction carries a batch of mirrored records for any number of partitions plus, for
+//! each partition it touched, one state record (built by the engine's `encode` callback) holding
+//! the new position and the exact offset-map runs of that batch. Data and positions therefore
+//! become visible atomically: after a crash, the last committed state record says exactly where to
+//! resume, with no loss and no duplicate.
+//!
+//! The thread is the only writer of its mirror's partitions. It is driven by [`PipeCommand`]s and
+//! reports through [`PipeEvent`]s; it never decides a partition's state (that is the engine's
+//! coordinator) but reports what it saw: commits, per-partition failures, fencing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use tokio::sync::{mpsc, oneshot};
+
+use super::KafkaAdmin;
+use super::admin::client_config;
+use super::consumer::{message_leader_epoch, position_list};
+use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
+
+/// Settings of one mirror's data path.
+#[derive(Clone)]
+pub struct PipeConfig {
+    pub mirror: String,
+    pub source_bootstrap: String,
+    pub source_properties: BTreeMap<String, String>,
+    pub destination_bootstrap: String,
+    pub destination_properties: BTreeMap<String, String>,
+    /// The transactional id; a second writer with the same id fences this one.
+    pub transactional_id: String,
+    /// Commit at least this often while records flow.
+    pub commit_interval: Duration,
+    /// ...or as soon as a transaction holds this many payload bytes.
+    pub commit_max_bytes: usize,
+    /// Internal topic the `encode` callback's state records go to.
+    pub state_topic: String,
+    /// Timeout for transactional calls (init, commit, abort, flush).
+    pub transaction_timeout: Duration,
+}
+
+impl std::fmt::Debug for PipeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Client properties may hold secrets.
+        f.debug_struct("PipeConfig")
+            .field("mirror", &self.mirror)
+            .field("source_bootstrap", &self.source_bootstrap)
+            .field("destination_bootstrap", &self.destination_bootstrap)
+            .field("transactional_id", &self.transactional_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a partition starts (or resumes) mirroring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignSpec {
+    pub topic: String,
+    pub partition: i32,
+    /// Next source offset to mirror; `None` = the source's log start.
+    pub next_source_offset: Option<i64>,
+    /// Leader epoch of the last mirrored record, so the client validates the position (KIP-320).
+    pub source_leader_epoch: Option<i32>,
+    /// The destination's end offset now: the first record kmirror writes must land exactly here,
+    /// otherwise somebody else wrote to the partition.
+    pub destination_next_offset: i64,
+    /// The destination end offset of the last committed mirrored record (carried into progress).
+    pub destination_end_offset: i64,
+}
+
+/// A run of the offset map: source `[source_start, +len)` landed at destination
+/// `[destination_start, +len)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetRun {
+    pub source_start: i64,
+    pub destination_start: i64,
+    pub len: i64,
+}
+
+/// A partition's committed position after a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionProgress {
+    pub topic: String,
+    pub partition: i32,
+    /// Next source offset to mirror.
+    pub next_source_offset: i64,
+    /// Source leader epoch of the last mirrored record (the LME candidate).
+    pub source_leader_epoch: Option<i32>,
+    /// Destination offset after the last mirrored record.
+    pub destination_end_offset: i64,
+    /// Timestamp of the last mirrored record.
+    pub last_record_timestamp: Option<i64>,
+    /// Records and payload bytes (key + value) in this transaction.
+    pub records: u64,
+    pub bytes: u64,
+    /// The offset-map runs of this transaction.
+    pub runs: Vec<OffsetRun>,
+}
+
+/// A record for the state topic, produced in the same transaction as the data.
+#[derive(Debug, Clone)]
+pub struct StateWrite {
+    pub partition: i32,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
+
+/// Builds the state records that commit a partition's progress.
+pub type EncodeProgress = Box<dyn Fn(&PartitionProgress) -> Vec<StateWrite> + Send>;
+
+/// Why the pipe gave up on a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionFault {
+    /// The source log no longer holds our position: truncated below it (unclean election), or
+    /// deleted by retention before it was mirrored.
+    SourceTruncated { message: String },
+    /// A record in the destination partition that kmirror did not write.
+    ForeignWrite { expected_offset: i64, found_offset: i64 },
+    /// The source topic or partition is gone.
+    SourceMissing { message: String },
+    /// The destination refused our records for a non-retryable reason.
+    DestinationRejected { message: String },
+}
+
+/// What the pipe reports to the engine.
+#[derive(Debug)]
+pub enum PipeEvent {
+    /// A transaction committed: new positions per touched partition.
+    Committed(Vec<PartitionProgress>),
+    /// The partition was removed from the pipe because of `fault`; its position is the last
+    /// committed one (nothing of the failed transaction is visible).
+    PartitionFailed { topic: String, partition: i32, fault: PartitionFault },
+    /// A transient failure: the open transaction was aborted and the partitions rewound to their
+    /// committed positions; the pipe retries after a backoff.
+    Retrying { attempt: u32, message: String },
+    /// Another writer with the same transactional id took over: this pipe stopped for good.
+    Fenced { message: String },
+    /// The pipe could not start or hit a fatal error and stopped.
+    Failed { message: String },
+}
+
+/// How to end the open transaction when partitions leave the pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// Commit what has been consumed so far (pause).
+    Commit,
+    /// Abort it: the uncommitted tail is discarded, as the seed's truncation to the LSO (stop).
+    Abort,
+}
+
+/// The final committed position of a partition leaving the pipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalPosition {
+    pub topic: String,
+    pub partition: i32,
+    pub next_source_offset: Option<i64>,
+    pub source_leader_epoch: Option<i32>,
+    pub destination_end_offset: i64,
+}
+
+pub type Reply<T> = oneshot::Sender<Result<T, String>>;
+
+/// Commands the engine sends to a pipe.
+#[derive(Debug)]
+pub enum PipeCommand {
+    /// Start mirroring these partitions from the given positions.
+    Assign(Vec<AssignSpec>),
+    /// End the open transaction as `finish` says, then stop mirroring these partitions and return
+    /// their final committed positions.
+    Unassign { partitions: Vec<(String, i32)>, finish: Finish, reply: Reply<Vec<FinalPosition>> },
+    /// Re-initialise the transactional producer: bumps the producer epoch so no earlier
+    /// incarnation of this writer can append anything (the seed's PID reset barrier).
+    Fence { reply: Reply<()> },
+    /// Abort the open transaction and stop the thread.
+    Shutdown { reply: Reply<()> },
+}
+
+/// Per-partition bookkeeping inside the pipe.
+#[derive(Debug, Clone)]
+struct Part {
+    /// Last committed position.
+    committed_next_source: Option<i64>,
+    committed_epoch: Option<i32>,
+    committed_destination_end: i64,
+    /// Where the next record we write must land (None = unknown, re-read from the broker).
+    expected_next_destination: Option<i64>,
+    /// Records of the open transaction: (source offset, leader epoch, timestamp, bytes, slot).
+    pending: Vec<Pending>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    source_offset: i64,
+    epoch: Option<i32>,
+    timestamp: Option<i64>,
+    bytes: u64,
+    slot: usize,
+}
+
+/// A record's delivery: its destination offset, or the error text.
+type Delivered = Option<Result<i64, String>>;
+
+/// Delivery results by slot, filled by the producer's delivery callback.
+#[derive(Default)]
+struct DeliveryLog {
+    results: Mutex<Vec<Delivered>>,
+}
+
+struct PipeProducerContext {
+    log: DeliveryLog,
+}
+
+impl ClientContext for PipeProducerContext {}
+
+impl ProducerContext for PipeProducerContext {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, slot: usize) {
+        let value = match result {
+            Ok(m) => Ok(m.offset()),
+            Err((e, _)) => Err(e.to_string()),
+        };
+        let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = results.get_mut(slot) {
+            *entry = Some(value);
+        }
+    }
+}
+
+type Key = (String, i32);
+
+/// Starts the pipe thread. Returns the command sender; events arrive on `events`.
+pub fn spawn(
+    config: PipeConfig,
+    encode: EncodeProgress,
+    events: mpsc::UnboundedSender<PipeEvent>,
+    runtime: tokio::runtime::Handle,
+) -> std::io::Result<(std::sync::mpsc::Sender<PipeCommand>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = format!("pipe-{}", config.mirror);
+    let handle = std::thread::Builder::new().name(name).spawn(move || {
+        let events2 = events.clone();
+        match Pipe::new(config, encode, events, runtime) {
+            Ok(mut pipe) => pipe.run(rx),
+            Err(message) => {
+                let _ = events2.send(PipeEvent::Failed { message });
+                // Answer pending commands so no caller waits forever.
+                for cmd in rx.iter() {
+                    reject(cmd, "the mirror's data path could not start");
+                }
+            }
+        }
+    })?;
+    Ok((tx, handle))
+}
+
+fn reject(cmd: PipeCommand, why: &str) {
+    match cmd {
+        PipeCommand::Assign(_) => {}
+        PipeCommand::Unassign { reply, .. } => drop(reply.send(Err(why.to_string()))),
+        PipeCommand::Fence { reply } | PipeCommand::Shutdown { reply } => drop(reply.send(Err(why.to_string()))),
+    }
+}
+
+struct Pipe {
+    config: PipeConfig,
+    consumer: BaseConsumer,
+    producer: BaseProducer<PipeProducerContext>,
+    destination_admin: KafkaAdmin,
+    source_admin: KafkaAdmin,
+    runtime: tokio::runtime::Handle,
+    encode: EncodeProgress,
+    events: mpsc::UnboundedSender<PipeEvent>,
+    parts: HashMap<Key, Part>,
+    in_txn: bool,
+    txn_bytes: usize,
+    txn_started: Instant,
+    next_slot: usize,
+    retry_attempt: u32,
+    fenced: bool,
+}
+
+enum TxnOutcome {
+    Committed,
+    /// Aborted and rewound (transient); retry later.
+    Retry(String),
+    Fenced(String),
+}
+
+impl Pipe {
+    fn new(
+        config: PipeConfig,
+        encode: EncodeProgress,
+        events: mpsc::UnboundedSender<PipeEvent>,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Pipe, String> {
+        let mut ccfg: ClientConfig = client_config(&config.source_bootstrap, &config.source_properties);
+        ccfg.set("group.id", format!("kmirror-{}", config.mirror))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            // A position the source no longer has is an error, never a silent jump.
+            .set("auto.offset.reset", "error")
+            .set("enable.partition.eof", "false")
+            .set("fetch.queue.backoff.ms", "10")
+            .set("fetch.wait.max.ms", "100")
+            .set("queued.max.messages.kbytes", "65536")
+            .set("client.id", format!("kmirror-{}-source", config.mirror));
+        let consumer: BaseConsumer = ccfg.create().map_err(|e| format!("cannot create source consumer: {e}"))?;
+
+        let mut pcfg = client_config(&config.destination_bootstrap, &config.destination_properties);
+        pcfg.set("transactional.id", &config.transactional_id)
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "5")
+            .set("message.max.bytes", "16777216")
+            .set("transaction.timeout.ms", "60000")
+            .set("client.id", format!("kmirror-{}-destination", config.mirror));
+        let producer: BaseProducer<PipeProducerContext> = pcfg
+            .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
+            .map_err(|e| format!("cannot create destination producer: {e}"))?;
+        // Fences any earlier writer with the same transactional id (and aborts its open
+        // transaction) before this one writes anything.
+        producer
+            .init_transactions(config.transaction_timeout)
+            .map_err(|e| format!("cannot initialise transactions on the destination: {e}"))?;
+        let destination_admin =
+            KafkaAdmin::connect(&config.destination_bootstrap, &config.destination_properties, Duration::from_secs(15))
+                .map_err(|e| e.to_string())?;
+        let source_admin =
+            KafkaAdmin::connect(&config.source_bootstrap, &config.source_properties, Duration::from_secs(15))
+                .map_err(|e| e.to_string())?;
+        Ok(Pipe {
+            config,
+            consumer,
+            producer,
+            destination_admin,
+            source_admin,
+            runtime,
+            encode,
+            events,
+            parts: HashMap::new(),
+            in_txn: false,
+            txn_bytes: 0,
+            txn_started: Instant::now(),
+            next_slot: 0,
+            retry_attempt: 0,
+            fenced: false,
+        })
+    }
+
+    fn emit(&self, e: PipeEvent) {
+        let _ = self.events.send(e);
+    }
+
+    fn run(&mut self, rx: Receiver<PipeCommand>) {
+        let mut retry_at: Option<Instant> = None;
+        loop {
+            // Commands first: they may change what is assigned.
+            let wait = if self.parts.is_empty() { Duration::from_millis(200) } else { Duration::ZERO };
+            match rx.recv_timeout(wait) {
+                Ok(cmd) => {
+                    if self.handle(cmd) {
+                        return;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.abort_quietly();
+                    return;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if self.fenced {
+                // Stay alive only to answer commands with a clear refusal.
+                continue;
+            }
+            if self.parts.is_empty() {
+                continue;
+            }
+            if let Some(at) = retry_at {
+                if Instant::now() < at {
+                    std::thread::sleep(Duration::from_millis(20).min(at - Instant::now()));
+                    continue;
+                }
+                retry_at = None;
+            }
+            self.fill();
+            if self.in_txn && self.should_commit() {
+                match self.commit() {
+                    TxnOutcome::Committed => self.retry_attempt = 0,
+                    TxnOutcome::Retry(message) => {
+                        self.retry_attempt += 1;
+                        let backoff = backoff(self.retry_attempt);
+                        self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
+                        retry_at = Some(Instant::now() + backoff);
+                    }
+                    TxnOutcome::Fenced(message) => self.on_fenced(message),
+                }
+            }
+        }
+    }
+
+    fn on_fenced(&mut self, message: String) {
+        self.fenced = true;
+        self.parts.clear();
+        let _ = self.consumer.unassign();
+        self.emit(PipeEvent::Fenced { message });
+    }
+
+    /// Returns true when the thread must exit.
+    fn handle(&mut self, cmd: PipeCommand) -> bool {
+        match cmd {
+            PipeCommand::Assign(specs) => {
+                if self.fenced {
+                    return false;
+                }
+                self.assign(specs);
+                false
+            }
+            PipeCommand::Unassign { partitions, finish, reply } => {
+                let r = self.unassign(&partitions, finish);
+                let _ = reply.send(r);
+                false
+            }
+            PipeCommand::Fence { reply } => {
+                let r = if self.fenced {
+                    Err("this writer was fenced by another kmirror instance".to_string())
+                } else {
+                    self.fence()
+                };
+                let _ = reply.send(r);
+                false
+            }
+            PipeCommand::Shutdown { reply } => {
+                self.abort_quietly();
+                let _ = self.consumer.unassign();
+                let _ = reply.send(Ok(()));
+                true
+            }
+        }
+    }
+
+    fn assign(&mut self, specs: Vec<AssignSpec>) {
+        let mut positions = Vec::with_capacity(specs.len());
+        for s in specs {
+            let key = (s.topic.clone(), s.partition);
+            if self.parts.contains_key(&key) {
+                continue; // already mirroring: assigning twice is harmless
+            }
+            positions.push(PartitionPosition {
+                topic: s.topic.clone(),
+                partition: s.partition,
+                offset: s.next_source_offset.unwrap_or(-2),
+                leader_epoch: s.source_leader_epoch,
+            });
+            self.parts.insert(
+                key,
+                Part {
+                    committed_next_source: s.next_source_offset,
+                    committed_epoch: s.source_leader_epoch,
+                    committed_destination_end: s.destination_end_offset,
+                    expected_next_destination: Some(s.destination_next_offset),
+                    pending: Vec::new(),
+                },
+            );
+        }
+        if positions.is_empty() {
+            return;
+        }
+        if let Err(e) = self.incremental_assign(&positions) {
+            for p in positions {
+                self.parts.remove(&(p.topic.clone(), p.partition));
+                self.emit(PipeEvent::PartitionFailed {
+                    topic: p.topic,
+                    partition: p.partition,
+                    fault: PartitionFault::SourceMissing { message: format!("cannot assign: {e}") },
+                });
+            }
+        }
+    }
+
+    fn incremental_assign(&self, positions: &[PartitionPosition]) -> Result<(), String> {
+        let mut tpl = position_list(positions).map_err(|e| e.to_string())?;
+        // `-2` (log start) is expressed with Offset::Beginning by position_list.
+        for p in positions.iter().filter(|p| p.offset < 0) {
+            tpl.set_partition_offset(&p.topic, p.partition, Offset::Beginning).map_err(|e| e.to_string())?;
+        }
+        self.consumer.incremental_assign(&tpl).map_err(|e| e.to_string())
+    }
+
+    fn incremental_unassign(&self, keys: &[Key]) {
+        let mut tpl = TopicPartitionList::with_capacity(keys.len());
+        for (t, p) in keys {
+            tpl.add_partition(t, *p);
+        }
+        if let Err(e) = self.consumer.incremental_unassign(&tpl) {
+            tracing::warn!(mirror = %self.config.mirror, error = %e, "incremental unassign failed");
+        }
+    }
+
+    fn should_commit(&self) -> bool {
+        self.txn_started.elapsed() >= self.config.commit_interval || self.txn_bytes >= self.config.commit_max_bytes
+    }
+
+    /// Consumes and forwards records until it is time to commit.
+    fn fill(&mut self) {
+        let deadline = if self.in_txn {
+            self.txn_started + self.config.commit_interval
+        } else {
+            Instant::now() + self.config.commit_interval
+        };
+        loop {
+            let now = Instant::now();
+            if now >= deadline || self.txn_bytes >= self.config.commit_max_bytes {
+                return;
+            }
+            let wait = (deadline - now).min(Duration::from_millis(50));
+            match self.consumer.poll(wait) {
+                None => {
+                    self.producer.poll(Duration::ZERO);
+                    if !self.in_txn {
+                        return; // idle: go back to the command loop
+                    }
+                }
+                Some(Ok(msg)) => {
+                    let key = (msg.topic().to_string(), msg.partition());
+                    if !self.parts.contains_key(&key) {
+                        continue; // a prefetched record of a partition that just left
+                    }
+                    if !self.in_txn {
+                        if let Err(e) = self.producer.begin_transaction() {
+                            // The record just polled must not be skipped: rewind to committed.
+                            self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
+                            if matches!(&e, RdError::Transaction(te) if te.is_fatal())
+                                && let Err(m) = self.recreate_producer()
+                            {
+                                self.on_fenced(m);
+                                return;
+                            }
+                            self.rewind_all();
+                            return;
+                        }
+                        self.in_txn = true;
+                        self.txn_started = Instant::now();
+                        self.txn_bytes = 0;
+                        self.next_slot = 0;
+                        self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    }
+                    let slot = self.next_slot;
+                    self.next_slot += 1;
+                    self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).push(None);
+                    let bytes = (msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len)) as u64;
+                    let timestamp = msg.timestamp().to_millis();
+                    let epoch = message_leader_epoch(&msg);
+                    let source_offset = msg.offset();
+                    let mut send_error = None;
+                    let mut record: BaseRecord<'_, [u8], [u8], usize> =
+                        BaseRecord::with_opaque_to(msg.topic(), slot).partition(msg.partition());
+                    if let Some(k) = msg.key() {
+                        record = record.key(k);
+                    }
+                    if let Some(v) = msg.payload() {
+                        record = record.payload(v);
+                    }
+                    if let Some(ts) = timestamp {
+                        record = record.timestamp(ts);
+                    }
+                    if let Some(h) = msg.headers() {
+                        record = record.headers(h.detach());
+                    }
+                    let mut record = record;
+                    loop {
+                        match self.producer.send(record) {
+                            Ok(()) => break,
+                            Err((e, back)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::QueueFull) => {
+                                // Back-pressure: serve delivery reports until there is room.
+                                self.producer.poll(Duration::from_millis(10));
+                                record = back;
+                            }
+                            Err((e, _)) => {
+                                send_error = Some(format!("cannot send record at source offset {source_offset}: {e}"));
+                                break;
+                            }
+                        }
+                    }
+                    drop(msg);
+                    if let Some(message) = send_error {
+                        // Unsendable record (too large for the producer, etc.): the partition
+                        // cannot progress without an operator.
+                        let (topic, partition) = key;
+                        self.fail_partition(&topic, partition, PartitionFault::DestinationRejected { message });
+                        continue;
+                    }
+                    if let Some(part) = self.parts.get_mut(&key) {
+                        part.pending.push(Pending { source_offset, epoch, timestamp, bytes, slot });
+                    }
+                    self.txn_bytes += bytes as usize;
+                }
+                Some(Err(e)) => self.on_consumer_error(e),
+            }
+        }
+    }
+
+    fn on_consumer_error(&mut self, e: RdError) {
+        // rdkafka 0.39 drops the partition of a consumer error, so a truncation-class error is
+        // attributed by comparing every committed position with the source log's bounds.
+        let code = e.rdkafka_error_code();
+        let text = e.to_string();
+        let truncation = matches!(
+            code,
+            Some(RDKafkaErrorCode::OffsetOutOfRange)
+                | Some(RDKafkaErrorCode::AutoOffsetReset)
+                | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
+                | Some(RDKafkaErrorCode::UnknownTopic)
+        );
+        if !truncation {
+            tracing::debug!(mirror = %self.config.mirror, error = %text, "transient source consumer error");
+            return;
+        }
+        let keys: Vec<Key> = self.parts.keys().cloned().collect();
+        let mut requests = Vec::with_capacity(keys.len() * 2);
+        for (t, p) in &keys {
+            requests.push((t.clone(), *p, OffsetSpec::Earliest));
+        }
+        let earliest = self.runtime.block_on(self.source_admin.list_offsets(&requests, IsolationLevel::ReadCommitted));
+        for r in requests.iter_mut() {
+            r.2 = OffsetSpec::Latest;
+        }
+        let latest = self.runtime.block_on(self.source_admin.list_offsets(&requests, IsolationLevel::ReadUncommitted));
+        let (earliest, latest) = match (earliest, latest) {
+            (Ok(e), Ok(l)) => (e, l),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(mirror = %self.config.mirror, error = %text, check = %e, "source consumer error; cannot check positions");
+                return;
+            }
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let Some(part) = self.parts.get(key) else { continue };
+            let Some(next) = part.committed_next_source else { continue };
+            let (start, end) = (earliest[i].offset, latest[i].offset);
+            if next < start || next > end {
+                let message = format!(
+                    "source partition {}-{} now holds offsets [{start}, {end}) but the next offset to mirror is {next} ({text})",
+                    key.0, key.1
+                );
+                self.fail_partition(&key.0, key.1, PartitionFault::SourceTruncated { message });
+            }
+        }
+    }
+
+    /// Drops a partition from the pipe after a fault. Its uncommitted records stay in the open
+    /// transaction only if it is committed; to keep "nothing of a failed partition is visible
+    /// past its committed position" we abort and rewind everyone.
+    fn fail_partition(&mut self, topic: &str, partition: i32, fault: PartitionFault) {
+        let key = (topic.to_string(), partition);
+        if self.in_txn && self.parts.get(&key).is_some_and(|p| !p.pending.is_empty()) {
+            self.abort_and_rewind();
+        }
+        if self.parts.remove(&key).is_some() {
+            self.incremental_unassign(std::slice::from_ref(&key));
+            self.emit(PipeEvent::PartitionFailed { topic: topic.to_string(), partition, fault });
+        }
+    }
+
+    /// Flushes, checks, writes positions and commits the open transaction.
+    fn commit(&mut self) -> TxnOutcome {
+        if let Err(e) = self.producer.flush(self.config.transaction_timeout) {
+            return self.after_txn_error("flush", e);
+        }
+        let results: Vec<_> = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // Delivery failures: the transaction cannot commit.
+        if let Some(Some(Err(message))) = results.iter().find(|r| matches!(r, Some(Err(_)))) {
+            let message = message.clone();
+            self.abort_and_rewind();
+            return TxnOutcome::Retry(format!("delivery failed: {message}"));
+        }
+        let mut progress = Vec::new();
+        let mut foreign: Vec<(Key, i64, i64)> = Vec::new();
+        for (key, part) in &self.parts {
+            if part.pending.is_empty() {
+                continue;
+            }
+            let mut builder = RunBuilder::default();
+            let mut first_dest = None;
+            let mut last_dest = None;
+            let mut bytes = 0;
+            for p in &part.pending {
+                let Some(Some(Ok(d))) = results.get(p.slot) else { continue };
+                first_dest.get_or_insert(*d);
+                last_dest = Some(*d);
+                builder.push(p.source_offset, *d);
+                bytes += p.bytes;
+            }
+            let (Some(first), Some(last)) = (first_dest, last_dest) else { continue };
+            if let Some(expected) = part.expected_next_destination
+                && first != expected
+            {
+                foreign.push((key.clone(), expected, first));
+                continue;
+            }
+            let last_pending = part.pending.last().expect("non-empty");
+            progress.push(PartitionProgress {
+                topic: key.0.clone(),
+                partition: key.1,
+                next_source_offset: last_pending.source_offset + 1,
+                source_leader_epoch: last_pending.epoch.or(part.committed_epoch),
+                destination_end_offset: last + 1,
+                last_record_timestamp: last_pending.timestamp,
+                records: part.pending.len() as u64,
+                bytes,
+                runs: builder.finish(),
+            });
+        }
+        if !foreign.is_empty() {
+            // Never commit records next to somebody else's: abort, then fail those partitions.
+            self.abort_and_rewind();
+            for ((topic, partition), expected, found) in foreign {
+                self.fail_partition(
+                    &topic,
+                    partition,
+                    PartitionFault::ForeignWrite { expected_offset: expected, found_offset: found },
+                );
+            }
+            return TxnOutcome::Retry("foreign write detected; transaction aborted".into());
+        }
+        for p in &progress {
+            for w in (self.encode)(p) {
+                let mut rec: BaseRecord<'_, [u8], [u8], usize> =
+                    BaseRecord::with_opaque_to(&self.config.state_topic, usize::MAX)
+                        .partition(w.partition)
+                        .key(&w.key[..]);
+                if let Some(v) = &w.value {
+                    rec = rec.payload(&v[..]);
+                }
+                let mut rec = rec;
+                loop {
+                    match self.producer.send(rec) {
+                        Ok(()) => break,
+                        Err((e, back)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::QueueFull) => {
+                            self.producer.poll(Duration::from_millis(10));
+                            rec = back;
+                        }
+                        Err((e, _)) => {
+                            self.abort_and_rewind();
+                            return TxnOutcome::Retry(format!("cannot write state record: {e}"));
+                        }
+                    }
+                }
+            }
+        }
+        match self.producer.commit_transaction(self.config.transaction_timeout) {
+            Ok(()) => {}
+            Err(e) => return self.after_txn_error("commit", e),
+        }
+        self.in_txn = false;
+        for p in &progress {
+            if let Some(part) = self.parts.get_mut(&(p.topic.clone(), p.partition)) {
+                part.committed_next_source = Some(p.next_source_offset);
+                part.committed_epoch = p.source_leader_epoch;
+                part.committed_destination_end = p.destination_end_offset;
+                // The commit marker takes the offset right after our last record.
+                part.expected_next_destination = Some(p.destination_end_offset + 1);
+            }
+        }
+        for part in self.parts.values_mut() {
+            part.pending.clear();
+        }
+        if !progress.is_empty() {
+            self.emit(PipeEvent::Committed(progress));
+        }
+        TxnOutcome::Committed
+    }
+
+    fn after_txn_error(&mut self, what: &str, e: RdError) -> TxnOutcome {
+        let message = format!("{what}: {e}");
+        if let RdError::Transaction(ref te) = e
+            && te.is_fatal()
+        {
+            // Fenced (another instance took over) or another fatal producer error.
+            if matches!(
+                te.code(),
+                RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch | RDKafkaErrorCode::Fenced
+            ) {
+                return TxnOutcome::Fenced(message);
+            }
+            return match self.recreate_producer() {
+                Ok(()) => {
+                    self.rewind_all();
+                    TxnOutcome::Retry(format!("{message}; producer re-created"))
+                }
+                Err(m) => TxnOutcome::Fenced(m),
+            };
+        }
+        if matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::ProducerFenced)) {
+            return TxnOutcome::Fenced(message);
+        }
+        self.abort_and_rewind();
+        TxnOutcome::Retry(message)
+    }
+
+    /// A fatal (non-fencing) producer error: build a new producer with the same transactional id;
+    /// its init aborts whatever the old one left open, so nothing is lost or duplicated.
+    fn recreate_producer(&mut self) -> Result<(), String> {
+        let mut pcfg = client_config(&self.config.destination_bootstrap, &self.config.destination_properties);
+        pcfg.set("transactional.id", &self.config.transactional_id)
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "5")
+            .set("message.max.bytes", "16777216")
+            .set("transaction.timeout.ms", "60000");
+        let producer: BaseProducer<PipeProducerContext> = pcfg
+            .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
+            .map_err(|e| format!("cannot re-create producer: {e}"))?;
+        producer
+            .init_transactions(self.config.transaction_timeout)
+            .map_err(|e| format!("re-init transactions: {e}"))?;
+        self.producer = producer;
+        self.in_txn = false;
+        Ok(())
+    }
+
+    /// Aborts the open transaction and rewinds every partition to its committed position.
+    fn abort_and_rewind(&mut self) {
+        if self.in_txn {
+            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
+                tracing::warn!(mirror = %self.config.mirror, error = %e, "abort failed; re-creating the producer");
+                if let Err(m) = self.recreate_producer() {
+                    self.on_fenced(m);
+                    return;
+                }
+            }
+            self.in_txn = false;
+        }
+        self.rewind_all();
+    }
+
+    fn rewind_all(&mut self) {
+        let keys: Vec<Key> = self.parts.keys().cloned().collect();
+        if keys.is_empty() {
+            return;
+        }
+        // The aborted records (and the abort marker) took destination offsets: learn the new end.
+        let requests: Vec<(String, i32, OffsetSpec)> =
+            keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
+        let ends =
+            self.runtime.block_on(self.destination_admin.list_offsets(&requests, IsolationLevel::ReadUncommitted));
+        let ends: HashMap<Key, i64> = match ends {
+            Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
+            Err(e) => {
+                tracing::warn!(mirror = %self.config.mirror, error = %e, "cannot read destination ends after abort");
+                HashMap::new()
+            }
+        };
+        self.incremental_unassign(&keys);
+        let mut positions = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let part = self.parts.get_mut(key).expect("key from parts");
+            part.pending.clear();
+            part.expected_next_destination = ends.get(key).copied();
+            positions.push(PartitionPosition {
+                topic: key.0.clone(),
+                partition: key.1,
+                offset: part.committed_next_source.unwrap_or(-2),
+                leader_epoch: part.committed_epoch,
+            });
+        }
+        if let Err(e) = self.incremental_assign(&positions) {
+            tracing::warn!(mirror = %self.config.mirror, error = %e, "re-assign after abort failed");
+        }
+    }
+
+    fn abort_quietly(&mut self) {
+        if self.in_txn {
+            let _ = self.producer.abort_transaction(self.config.transaction_timeout);
+            self.in_txn = false;
+        }
+    }
+
+    fn unassign(&mut self, partitions: &[Key], finish: Finish) -> Result<Vec<FinalPosition>, String> {
+        if self.in_txn {
+            match finish {
+                Finish::Commit => match self.commit() {
+                    TxnOutcome::Committed => {}
+                    TxnOutcome::Retry(m) => {
+                        tracing::info!(mirror = %self.config.mirror, "commit before unassign failed, aborted: {m}")
+                    }
+                    TxnOutcome::Fenced(m) => {
+                        self.on_fenced(m.clone());
+                        return Err(m);
+                    }
+                },
+                Finish::Abort => self.abort_and_rewind(),
+            }
+        }
+        let mut out = Vec::new();
+        let mut removed = Vec::new();
+        for key in partitions {
+            if let Some(part) = self.parts.remove(key) {
+                out.push(FinalPosition {
+                    topic: key.0.clone(),
+                    partition: key.1,
+                    next_source_offset: part.committed_next_source,
+                    source_leader_epoch: part.committed_epoch,
+                    destination_end_offset: part.committed_destination_end,
+                });
+                removed.push(key.clone());
+            }
+        }
+        if !removed.is_empty() {
+            self.incremental_unassign(&removed);
+        }
+        Ok(out)
+    }
+
+    fn fence(&mut self) -> Result<(), String> {
+        self.abort_and_rewind();
+        // A new init_transactions on the same id bumps the producer epoch: every earlier
+        // incarnation (a zombie kmirror, an in-flight request) is fenced from now on.
+        self.recreate_producer()?;
+        self.rewind_all();
+        Ok(())
+    }
+}
+
+/// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
+fn backoff(attempt: u32) -> Duration {
+    let base = 200u64.saturating_mul(1u64 << attempt.min(8)).min(30_000);
+    let jitter = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+        as u64)
+        % (base / 4 + 1);
+    Duration::from_millis(base - base / 8 + jitter)
+}
+
+/// Builds offset-map runs from `(source, destination)` pairs in order.
+#[derive(Default)]
+struct RunBuilder {
+    runs: Vec<OffsetRun>,
+}
+
+impl RunBuilder {
+    fn push(&mut self, source: i64, destination: i64) {
+        if let Some(last) = self.runs.last_mut()
+            && last.source_start + last.len == source
+            && last.destination_start + last.len == destination
+        {
+            last.len += 1;
+            return;
+        }
+        self.runs.push(OffsetRun { source_start: source, destination_start: destination, len: 1 });
+    }
+
+    fn finish(self) -> Vec<OffsetRun> {
+        self.runs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_builder_splits_on_gaps_on_either_side() {
+        let mut b = RunBuilder::default();
+        for (s, d) in [(0, 10), (1, 11), (2, 12), (5, 13), (6, 14), (7, 16)] {
+            b.push(s, d);
+        }
+        assert_eq!(
+            b.finish(),
+            vec![
+                OffsetRun { source_start: 0, destination_start: 10, len: 3 },
+                OffsetRun { source_start: 5, destination_start: 13, len: 2 },
+                OffsetRun { source_start: 7, destination_start: 16, len: 1 },
+            ]
+        );
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(0) < Duration::from_millis(300));
+        assert!(backoff(3) >= Duration::from_millis(1400));
+        assert!(backoff(30) <= Duration::from_millis(30_000 + 7_500));
+    }
+}
