@@ -13,9 +13,13 @@
 
 pub mod action;
 pub mod backoff;
+pub mod config_sync;
 pub mod error_code;
 pub mod event;
+pub mod lineage;
+pub mod offset_map;
 pub mod record;
+pub mod secrets;
 pub mod state;
 pub mod time;
 pub mod transition;

@@ -476,14 +476,51 @@ impl KafkaAdmin {
         .await
     }
 
+    /// Names of every topic in the cluster (internal topics excluded), sorted.
+    pub async fn list_topics(&self) -> KafkaResult<Vec<String>> {
+        const OP: &str = "Metadata";
+        self.blocking(OP, |inner| {
+            let md =
+                inner.client.inner().fetch_metadata(None, inner.timeout).map_err(|e| rdkafka_error(OP, "topics", e))?;
+            let mut names: Vec<String> =
+                md.topics().iter().map(|t| t.name().to_string()).filter(|n| !n.starts_with("__")).collect();
+            names.sort();
+            Ok(names)
+        })
+        .await
+    }
+
     /// DescribeTopics for one topic.
     pub async fn describe_topic(&self, name: &str) -> KafkaResult<TopicDescription> {
         self.describe_topics(&[name.to_string()]).await?.pop().expect("one result per name")
     }
 
     /// ListOffsets for each `(topic, partition, spec)`. Any partition error fails the call and
-    /// names the partition.
+    /// names the partition. Transient leadership errors right after a topic is created or a
+    /// leader moves (`UNKNOWN_LEADER_EPOCH`, `NOT_LEADER_OR_FOLLOWER`, ...) are retried briefly.
     pub async fn list_offsets(
+        &self,
+        requests: &[(String, i32, OffsetSpec)],
+        isolation: IsolationLevel,
+    ) -> KafkaResult<Vec<ListedOffset>> {
+        let mut delay = Duration::from_millis(50);
+        let deadline = std::time::Instant::now() + self.inner.timeout.min(Duration::from_secs(10));
+        loop {
+            match self.list_offsets_once(requests, isolation).await {
+                Err(e)
+                    if matches!(e, KafkaError::Kafka { .. })
+                        && e.is_retryable()
+                        && std::time::Instant::now() + delay < deadline =>
+                {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn list_offsets_once(
         &self,
         requests: &[(String, i32, OffsetSpec)],
         isolation: IsolationLevel,

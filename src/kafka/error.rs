@@ -33,6 +33,7 @@ impl KafkaCode {
                 | "_DESTROY"
                 | "REQUEST_TIMED_OUT"
                 | "NOT_LEADER_OR_FOLLOWER"
+                | "NOT_LEADER_FOR_PARTITION"
                 | "LEADER_NOT_AVAILABLE"
                 | "NOT_CONTROLLER"
                 | "COORDINATOR_NOT_AVAILABLE"

@@ -9,6 +9,7 @@ pub mod consumer;
 pub mod error;
 mod ffi;
 pub mod pipe;
+pub mod state_log;
 pub mod types;
 
 pub use admin::KafkaAdmin;

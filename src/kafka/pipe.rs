@@ -134,6 +134,9 @@ pub enum PartitionFault {
 /// What the pipe reports to the engine.
 #[derive(Debug)]
 pub enum PipeEvent {
+    /// The producer is initialised: any earlier writer with the same transactional id is fenced
+    /// and its open transaction aborted.
+    Ready,
     /// A transaction committed: new positions per touched partition.
     Committed(Vec<PartitionProgress>),
     /// The partition was removed from the pipe because of `fault`; its position is the last
@@ -250,7 +253,10 @@ pub fn spawn(
     let handle = std::thread::Builder::new().name(name).spawn(move || {
         let events2 = events.clone();
         match Pipe::new(config, encode, events, runtime) {
-            Ok(mut pipe) => pipe.run(rx),
+            Ok(mut pipe) => {
+                pipe.emit(PipeEvent::Ready);
+                pipe.run(rx)
+            }
             Err(message) => {
                 let _ = events2.send(PipeEvent::Failed { message });
                 // Answer pending commands so no caller waits forever.

@@ -1,5 +1,6 @@
 //! The one integration test binary. Every test here runs against the real Apache Kafka clusters
 //! started by `scripts/kafka-rig` (see `support.rs` for how they are found).
 
+mod engine;
 mod kafka_admin;
 mod support;

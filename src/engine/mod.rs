@@ -1,0 +1,421 @@
+//! The mirror engine: applies the per-partition state machine (`crate::domain`) to real clusters.
+//!
+//! # How the API and the dashboard use it
+//!
+//! [`start`] loads the state from `__mirror_state`, restores every mirror and returns an
+//! [`EngineHandle`]. The handle is the only way in:
+//!
+//! - **Commands** ([`EngineHandle::create_mirror`], [`EngineHandle::lifecycle`], ...) are
+//!   messages to one coordinator task, which applies them one at a time, so two operators
+//!   clicking at once never interleave half-transitions. Each lifecycle call returns per-topic
+//!   outcomes ([`OpResult`]): partial success is explicit, and repeating a call is harmless
+//!   (a partition already in the requested state counts as success).
+//! - **Reads** ([`EngineHandle::snapshot`]) never wait on Kafka or on the coordinator: they
+//!   return the latest immutable [`Snapshot`], which the coordinator republishes after every
+//!   change and every lag refresh (about once a second). `Snapshot::taken_at` says how old it is.
+//!
+//! Inside, the coordinator owns one data-path thread per mirror (`crate::kafka::pipe`), a
+//! transactional state writer, and admin clients for the destination and each source.
+
+mod coordinator;
+mod persist;
+mod snapshot;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot, watch};
+
+pub use crate::domain::Truncation;
+pub use snapshot::*;
+
+/// Engine settings.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// The destination cluster (the one kmirror is attached to).
+    pub destination_bootstrap: String,
+    /// librdkafka client properties for the destination (TLS, SASL).
+    pub destination_properties: BTreeMap<String, String>,
+    /// The state topic (`__mirror_state`).
+    pub state_topic: String,
+    /// Partitions of the state topic when kmirror creates it.
+    pub state_partitions: i32,
+    /// Names this kmirror deployment; its transactional ids derive from it, so a second instance
+    /// with the same id fences the first.
+    pub instance_id: String,
+    /// Commit the data path at least this often while records flow.
+    pub commit_interval: Duration,
+    /// ...or when a transaction holds this many payload bytes.
+    pub commit_max_bytes: usize,
+    /// How often lag and offsets are refreshed for the snapshot.
+    pub lag_refresh_interval: Duration,
+    /// How often each mirror's source metadata (cluster ID, topic IDs) is re-checked.
+    pub metadata_refresh_interval: Duration,
+    /// Timeout of a single Kafka request.
+    pub request_timeout: Duration,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("destination_bootstrap", &self.destination_bootstrap)
+            .field("destination_properties", &crate::domain::secrets::redact(&self.destination_properties))
+            .field("state_topic", &self.state_topic)
+            .field("instance_id", &self.instance_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineConfig {
+    /// Defaults for a destination at `bootstrap`.
+    pub fn new(bootstrap: impl Into<String>) -> EngineConfig {
+        EngineConfig {
+            destination_bootstrap: bootstrap.into(),
+            destination_properties: BTreeMap::new(),
+            state_topic: "__mirror_state".to_string(),
+            state_partitions: 16,
+            instance_id: "kmirror".to_string(),
+            commit_interval: Duration::from_millis(100),
+            commit_max_bytes: 8 * 1024 * 1024,
+            lag_refresh_interval: Duration::from_secs(1),
+            metadata_refresh_interval: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where a mirror reads from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSpec {
+    pub bootstrap_servers: String,
+    /// librdkafka client properties (security.protocol, sasl.*, ssl.*). Secrets are write-only.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+/// A mirror's definition as an operator gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorSpec {
+    pub name: String,
+    pub source: SourceSpec,
+    /// The source cluster ID the mirror must see; recorded from the source on creation if absent.
+    #[serde(default)]
+    pub expected_source_cluster_id: Option<String>,
+}
+
+/// A change to a mirror's definition; `None` fields are left alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorUpdate {
+    pub source: Option<SourceSpec>,
+    pub expected_source_cluster_id: Option<String>,
+}
+
+/// Which topics a lifecycle call is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicSelector {
+    Names(Vec<String>),
+    /// A regex matched against whole topic names (source topics for start, mirror topics
+    /// otherwise).
+    Pattern(String),
+}
+
+/// A lifecycle operation on topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifecycleOp {
+    /// Start (or restart a STOPPED topic in the same direction).
+    Start {
+        truncation: Truncation,
+    },
+    Pause,
+    Resume,
+    /// Failover: the topic becomes an ordinary writable topic on the destination.
+    Stop,
+}
+
+impl LifecycleOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            LifecycleOp::Start { .. } => "start",
+            LifecycleOp::Pause => "pause",
+            LifecycleOp::Resume => "resume",
+            LifecycleOp::Stop => "stop",
+        }
+    }
+}
+
+/// A stable, machine-readable problem kind (the API's problem `type` slug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProblemKind {
+    InvalidName,
+    InvalidPattern,
+    MirrorNotFound,
+    MirrorExists,
+    TopicNotFound,
+    TopicNotInMirror,
+    IllegalTransition,
+    DestinationDiverged,
+    DestinationTopicConflict,
+    SourceClusterIdMismatch,
+    SourceUnreachable,
+    DestinationUnavailable,
+    MirrorHasActiveTopics,
+    Fenced,
+    ShuttingDown,
+    Internal,
+}
+
+impl ProblemKind {
+    pub fn slug(self) -> &'static str {
+        match self {
+            ProblemKind::InvalidName => "invalid-name",
+            ProblemKind::InvalidPattern => "invalid-pattern",
+            ProblemKind::MirrorNotFound => "mirror-not-found",
+            ProblemKind::MirrorExists => "mirror-exists",
+            ProblemKind::TopicNotFound => "topic-not-found",
+            ProblemKind::TopicNotInMirror => "topic-not-in-mirror",
+            ProblemKind::IllegalTransition => "illegal-transition",
+            ProblemKind::DestinationDiverged => "destination-diverged",
+            ProblemKind::DestinationTopicConflict => "destination-topic-conflict",
+            ProblemKind::SourceClusterIdMismatch => "source-cluster-id-mismatch",
+            ProblemKind::SourceUnreachable => "source-unreachable",
+            ProblemKind::DestinationUnavailable => "destination-unavailable",
+            ProblemKind::MirrorHasActiveTopics => "mirror-has-active-topics",
+            ProblemKind::Fenced => "fenced",
+            ProblemKind::ShuttingDown => "shutting-down",
+            ProblemKind::Internal => "internal",
+        }
+    }
+}
+
+/// A per-topic failure of a lifecycle call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub detail: String,
+}
+
+/// One topic's outcome of a lifecycle call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicOutcome {
+    pub topic: String,
+    pub ok: bool,
+    pub error: Option<Problem>,
+}
+
+/// The result of a lifecycle call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpResult {
+    pub operation_id: String,
+    pub results: Vec<TopicOutcome>,
+}
+
+/// Who asked (for the audit trail).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub identity: String,
+    pub address: Option<String>,
+}
+
+/// Errors of whole engine calls (per-topic problems are in [`OpResult`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EngineError {
+    #[error("{detail}")]
+    Rejected { kind: ProblemKind, detail: String },
+    #[error("the destination cluster is unavailable: {0}")]
+    Destination(String),
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+}
+
+impl EngineError {
+    pub fn kind(&self) -> ProblemKind {
+        match self {
+            EngineError::Rejected { kind, .. } => *kind,
+            EngineError::Destination(_) => ProblemKind::DestinationUnavailable,
+            EngineError::ShuttingDown => ProblemKind::ShuttingDown,
+        }
+    }
+
+    pub(crate) fn rejected(kind: ProblemKind, detail: impl Into<String>) -> EngineError {
+        EngineError::Rejected { kind, detail: detail.into() }
+    }
+}
+
+/// Validates a mirror name: `[a-zA-Z0-9._-]{1,249}`.
+pub fn validate_mirror_name(name: &str) -> Result<(), EngineError> {
+    if name.is_empty() || name.len() > 249 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        return Err(EngineError::rejected(
+            ProblemKind::InvalidName,
+            format!("invalid mirror name {name:?}: use 1 to 249 characters from [a-zA-Z0-9._-]"),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates a Kafka topic name (Kafka's own rules).
+pub fn validate_topic_name(name: &str) -> Result<(), EngineError> {
+    let bad =
+        |why: &str| Err(EngineError::rejected(ProblemKind::InvalidName, format!("invalid topic name {name:?}: {why}")));
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name == "." || name == ".." {
+        return bad("'.' and '..' are not allowed");
+    }
+    if name.len() > 249 {
+        return bad("longer than 249 characters");
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        return bad("use only [a-zA-Z0-9._-]");
+    }
+    Ok(())
+}
+
+pub(crate) enum Request {
+    CreateMirror {
+        spec: MirrorSpec,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    UpdateMirror {
+        name: String,
+        update: MirrorUpdate,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    DeleteMirror {
+        name: String,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Lifecycle {
+        mirror: String,
+        selector: TopicSelector,
+        op: LifecycleOp,
+        validate_only: bool,
+        actor: Actor,
+        reply: oneshot::Sender<Result<OpResult, EngineError>>,
+    },
+    RefreshNow {
+        mirror: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// The engine's command handle and snapshot reader. Cheap to clone.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: mpsc::Sender<Request>,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    offset_maps: persist::OffsetMaps,
+}
+
+impl std::fmt::Debug for EngineHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineHandle").finish_non_exhaustive()
+    }
+}
+
+impl EngineHandle {
+    async fn call<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, EngineError>>) -> Request,
+    ) -> Result<T, EngineError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(make(reply)).await.map_err(|_| EngineError::ShuttingDown)?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)?
+    }
+
+    /// Creates a mirror. Checks that the source answers and records its cluster ID when no
+    /// expected one is given.
+    pub async fn create_mirror(&self, spec: MirrorSpec, actor: Actor) -> Result<(), EngineError> {
+        self.call(|reply| Request::CreateMirror { spec, actor, reply }).await
+    }
+
+    /// Changes a mirror's source connection or expected cluster ID.
+    pub async fn update_mirror(&self, name: &str, update: MirrorUpdate, actor: Actor) -> Result<(), EngineError> {
+        let name = name.to_string();
+        self.call(|reply| Request::UpdateMirror { name, update, actor, reply }).await
+    }
+
+    /// Deletes a mirror; refused while any of its topics is not STOPPED.
+    pub async fn delete_mirror(&self, name: &str, actor: Actor) -> Result<(), EngineError> {
+        let name = name.to_string();
+        self.call(|reply| Request::DeleteMirror { name, actor, reply }).await
+    }
+
+    /// Starts, pauses, resumes or stops topics of a mirror.
+    pub async fn lifecycle(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        op: LifecycleOp,
+        validate_only: bool,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
+        let mirror = mirror.to_string();
+        self.call(|reply| Request::Lifecycle { mirror, selector, op, validate_only, actor, reply }).await
+    }
+
+    /// Re-checks a mirror's source metadata now instead of at the next refresh.
+    pub async fn refresh_now(&self, mirror: &str) -> Result<(), EngineError> {
+        let mirror = mirror.to_string();
+        self.call(|reply| Request::RefreshNow { mirror, reply }).await
+    }
+
+    /// The latest snapshot. Never blocks on Kafka.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.borrow().clone()
+    }
+
+    /// Translates a source offset of a mirrored partition to the destination offset of the first
+    /// mirrored record with a source offset at or after it (exact: DESIGN.md section 4). `None`
+    /// when the partition is unknown or nothing has been mirrored.
+    pub fn translate_offset(&self, mirror: &str, topic: &str, partition: i32, source_offset: i64) -> Option<i64> {
+        let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+        maps.get(&(mirror.to_string(), topic.to_string(), partition))?.translate(source_offset).map(|t| t.offset())
+    }
+
+    /// A receiver that is notified whenever a new snapshot is published.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshot.clone()
+    }
+
+    /// Stops every data path (open transactions are aborted: committed state is final) and
+    /// ends the engine task.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Request::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// Starts the engine: creates the state topic if needed, loads the state, fences any earlier
+/// instance, restores every mirror and starts the coordinator task.
+pub async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), EngineError> {
+    coordinator::start(config).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_validated() {
+        assert!(validate_mirror_name("prod-eu_1.a").is_ok());
+        for bad in ["", "a b", "x/y", &"a".repeat(250), "é"] {
+            assert_eq!(validate_mirror_name(bad).unwrap_err().kind(), ProblemKind::InvalidName, "{bad:?}");
+        }
+        assert!(validate_topic_name("orders.v1-eu_2").is_ok());
+        for bad in ["", ".", "..", "a b", "<script>", &"t".repeat(250)] {
+            assert!(validate_topic_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

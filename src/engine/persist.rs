@@ -1,0 +1,371 @@
+//! Between the engine's in-memory model and the `__mirror_state` records (`crate::store`).
+//!
+//! Positions and offset-map runs are written by the data path inside its own transactions, one
+//! OffsetRuns record per partition per transaction (key: mirror, source topic ID, partition, first
+//! destination offset, so compaction keeps every batch). MirrorPartitionState records are written
+//! by the coordinator on lifecycle transitions. Loading merges the two: the further position wins.
+
+use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU32;
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+
+use crate::domain::offset_map::{OffsetMap, Run};
+use crate::domain::{
+    ErrorCode, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp, Truncation,
+};
+use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
+use crate::kafka::state_log::LogRecord;
+use crate::store::{
+    DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, LmePartitionValue, LmeTopicValue, MaterializedState,
+    MirrorKey, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsValue, OperationValue, PartitionKey,
+    PartitionStateValue, PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue,
+    TopicResultValue, TruncationValue,
+};
+
+use super::{Actor, MirrorSpec, SourceSpec, TopicOutcome};
+
+/// A mirror definition as stored.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredMirror {
+    pub spec: MirrorSpec,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A topic as loaded.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedTopic {
+    pub name: String,
+    pub source_topic_id: String,
+    pub destination_topic_id: String,
+    pub created_at: Timestamp,
+    pub partitions: Vec<(i32, PartitionRecord)>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedMirror {
+    pub stored: StoredMirror,
+    pub topics: Vec<LoadedTopic>,
+}
+
+/// Everything loaded from `__mirror_state`.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub mirrors: Vec<LoadedMirror>,
+    /// (mirror, topic name, partition) -> offset map.
+    pub offset_maps: HashMap<(String, String, i32), OffsetMap>,
+}
+
+fn parts(n: i32) -> NonZeroU32 {
+    NonZeroU32::new(n.max(1) as u32).expect("at least one partition")
+}
+
+fn write(rec: StateRecord, n: i32) -> StateWrite {
+    let e = rec.encode(parts(n));
+    StateWrite { partition: e.partition, key: e.key, value: e.value }
+}
+
+fn position_value(p: &MirrorPosition) -> PositionValue {
+    PositionValue {
+        next_source_offset: p.next_source_offset,
+        source_leader_epoch: p.source_leader_epoch,
+        destination_end_offset: p.destination_end_offset,
+    }
+}
+
+fn position_from(p: &PositionValue) -> MirrorPosition {
+    MirrorPosition {
+        next_source_offset: p.next_source_offset,
+        source_leader_epoch: p.source_leader_epoch,
+        destination_end_offset: p.destination_end_offset,
+    }
+}
+
+fn truncation_value(t: Truncation) -> TruncationValue {
+    match t {
+        Truncation::None => TruncationValue::None,
+        Truncation::Resync { quarantine } => TruncationValue::Resync { quarantine },
+    }
+}
+
+fn truncation_from(t: TruncationValue) -> Truncation {
+    match t {
+        TruncationValue::None => Truncation::None,
+        TruncationValue::Resync { quarantine } => Truncation::Resync { quarantine },
+    }
+}
+
+pub(crate) fn mirror(m: &StoredMirror, n: i32) -> StateWrite {
+    let value = MirrorValue {
+        name: m.spec.name.clone(),
+        source: SourceClusterValue {
+            bootstrap_servers: m.spec.source.bootstrap_servers.clone(),
+            properties: m.spec.source.properties.clone(),
+        },
+        expected_source_cluster_id: m.spec.expected_source_cluster_id.clone(),
+        created_at: m.created_at.as_millis(),
+        updated_at: m.updated_at.as_millis(),
+        sync: SyncSettingsValue::default(),
+    };
+    write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
+}
+
+pub(crate) fn mirror_tombstone(name: &str, n: i32) -> StateWrite {
+    write(StateRecord::Mirror(Entry::tombstone(MirrorKey { mirror: name.to_string() })), n)
+}
+
+pub(crate) fn topic(
+    mirror: &str,
+    topic: &str,
+    source_topic_id: &str,
+    destination_topic_id: &str,
+    partition_count: usize,
+    created_at: Timestamp,
+    n: i32,
+) -> StateWrite {
+    let value = MirrorTopicValue {
+        mirror: mirror.to_string(),
+        topic: topic.to_string(),
+        source_topic_id: source_topic_id.to_string(),
+        destination_topic_id: Some(destination_topic_id.to_string()),
+        desired_state: DesiredStateValue::Mirroring,
+        truncation: TruncationValue::None,
+        partition_count: partition_count as i32,
+        created_at: created_at.as_millis(),
+        updated_at: created_at.as_millis(),
+    };
+    write(StateRecord::MirrorTopic(Entry::put(value.key(), value)), n)
+}
+
+pub(crate) fn topic_tombstone(mirror: &str, topic: &str, n: i32) -> StateWrite {
+    let key = MirrorTopicKey { mirror: mirror.to_string(), topic: topic.to_string() };
+    write(StateRecord::MirrorTopic(Entry::tombstone(key)), n)
+}
+
+pub(crate) fn partition_state(
+    mirror: &str,
+    topic: &str,
+    topic_id: &str,
+    partition: i32,
+    r: &PartitionRecord,
+    n: i32,
+) -> StateWrite {
+    let value = PartitionStateValue {
+        mirror: mirror.to_string(),
+        topic: topic.to_string(),
+        topic_id: topic_id.to_string(),
+        partition,
+        state: r.state.as_str().to_string(),
+        state_epoch: r.state_epoch,
+        state_since: r.state_since.as_millis(),
+        updated_at: r.updated_at.as_millis(),
+        previous_state: r.previous_state.map(|s| s.as_str().to_string()),
+        position: r.position.as_ref().map(position_value),
+        error: r.error.as_ref().map(|e| ErrorValue {
+            code: e.code.as_str().to_string(),
+            message: e.message.clone(),
+            retryable: e.code.is_retryable(),
+            since: e.since.as_millis(),
+        }),
+        retry_count: r.retry_count,
+        next_retry_at: r.next_retry_at.map(Timestamp::as_millis),
+        stop: r.stop_point.as_ref().map(|s| StopValue {
+            last_mirrored_source_offset: s.last_mirrored_source_offset,
+            lme: s.last_mirror_epoch,
+            destination_stop_offset: s.destination_stop_offset,
+        }),
+        truncation: truncation_value(r.truncation),
+    };
+    write(StateRecord::PartitionState(Entry::put(value.key(), value)), n)
+}
+
+pub(crate) fn partition_tombstone(mirror: &str, topic_id: &str, partition: i32, n: i32) -> StateWrite {
+    write(StateRecord::PartitionState(Entry::tombstone(PartitionKey::new(mirror, topic_id, partition))), n)
+}
+
+/// The seed's LastMirrorEpochs record for one topic's partitions. The record is keyed by mirror,
+/// so it carries only this topic; loading merges (the store keeps the latest per mirror).
+pub(crate) fn last_mirror_epochs(mirror: &str, topic: &str, lmes: &[(i32, i32)], n: i32) -> StateWrite {
+    let value = LastMirrorEpochsValue {
+        topics: vec![LmeTopicValue {
+            name: topic.to_string(),
+            partitions: lmes
+                .iter()
+                .map(|(p, e)| LmePartitionValue { partition_index: *p, last_mirrored_epoch: *e })
+                .collect(),
+        }],
+    };
+    write(StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: mirror.to_string() }, value)), n)
+}
+
+pub(crate) fn operation(
+    id: &str,
+    mirror: &str,
+    kind: &str,
+    actor: &Actor,
+    results: &[TopicOutcome],
+    at: Timestamp,
+    n: i32,
+) -> StateWrite {
+    let value = OperationValue {
+        id: id.to_string(),
+        mirror: mirror.to_string(),
+        kind: kind.to_string(),
+        topics: results.iter().map(|r| r.topic.clone()).collect(),
+        validate_only: false,
+        requested_by: actor.identity.clone(),
+        client_address: actor.address.clone(),
+        requested_at: at.as_millis(),
+        finished_at: Some(at.as_millis()),
+        results: results
+            .iter()
+            .map(|r| TopicResultValue {
+                topic: r.topic.clone(),
+                outcome: if r.ok { "ok".into() } else { "error".into() },
+                error_code: r.error.as_ref().map(|e| e.kind.slug().to_string()),
+                message: r.error.as_ref().map(|e| e.detail.clone()),
+            })
+            .collect(),
+    };
+    write(StateRecord::Operation(Entry::put(value.key(), value)), n)
+}
+
+/// The data path's encoder: one OffsetRuns record (runs + new position) per partition per
+/// transaction. `topic_ids` maps topic names to source topic IDs (the records' key).
+/// `new_lineage` holds the partitions whose next batch starts a new lineage (after a resync):
+/// loading drops their earlier runs.
+pub(crate) fn progress_encoder(
+    mirror: String,
+    topic_ids: Arc<RwLock<HashMap<String, String>>>,
+    new_lineage: Arc<RwLock<HashSet<(String, i32)>>>,
+    n: i32,
+) -> EncodeProgress {
+    Box::new(move |p: &PartitionProgress| {
+        let Some(topic_id) = topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(&p.topic).cloned() else {
+            return Vec::new();
+        };
+        if p.runs.is_empty() {
+            return Vec::new();
+        }
+        let value = OffsetRunsValue {
+            mirror: mirror.clone(),
+            topic_id,
+            partition: p.partition,
+            new_lineage: new_lineage
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(p.topic.clone(), p.partition)),
+            runs: p.runs.iter().map(|r| RunValue(r.source_start, r.destination_start, r.len)).collect(),
+            position: Some(PositionValue {
+                next_source_offset: p.next_source_offset,
+                source_leader_epoch: p.source_leader_epoch.unwrap_or(-1),
+                destination_end_offset: p.destination_end_offset,
+            }),
+        };
+        let Some(key) = value.key() else { return Vec::new() };
+        vec![write(StateRecord::OffsetRuns(Entry::put(key, value)), n)]
+    })
+}
+
+fn partition_record(v: &PartitionStateValue) -> Result<PartitionRecord, String> {
+    let state = PartitionState::from_str(&v.state).map_err(|e| e.to_string())?;
+    let previous_state =
+        v.previous_state.as_deref().map(PartitionState::from_str).transpose().map_err(|e| e.to_string())?;
+    let error = match &v.error {
+        None => None,
+        Some(e) => {
+            let code: ErrorCode =
+                serde_json::from_value(serde_json::Value::String(e.code.clone())).unwrap_or(ErrorCode::Internal);
+            Some(PartitionError { code, message: e.message.clone(), since: Timestamp::from_millis(e.since) })
+        }
+    };
+    Ok(PartitionRecord {
+        state,
+        state_epoch: v.state_epoch,
+        state_since: Timestamp::from_millis(v.state_since),
+        updated_at: Timestamp::from_millis(v.updated_at),
+        previous_state,
+        position: v.position.as_ref().map(position_from),
+        stop_point: v.stop.as_ref().map(|s| StopPoint {
+            last_mirror_epoch: s.lme,
+            last_mirrored_source_offset: s.last_mirrored_source_offset,
+            destination_stop_offset: s.destination_stop_offset,
+        }),
+        truncation: truncation_from(v.truncation),
+        error,
+        retry_count: v.retry_count,
+        next_retry_at: v.next_retry_at.map(Timestamp::from_millis),
+    })
+}
+
+/// Rebuilds the engine's model from the records of `__mirror_state`. Records that cannot be
+/// decoded or applied are skipped and described in the returned warnings.
+pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
+    let (state, skipped) = MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
+    let mut warnings: Vec<String> = skipped
+        .iter()
+        .map(|s| {
+            let r = &records[s.index];
+            format!("skipped state record at partition {} offset {}: {}", r.partition, r.offset, s.error)
+        })
+        .collect();
+    let mut loaded = Loaded::default();
+    for mv in state.mirrors() {
+        let stored = StoredMirror {
+            spec: MirrorSpec {
+                name: mv.name.clone(),
+                source: SourceSpec {
+                    bootstrap_servers: mv.source.bootstrap_servers.clone(),
+                    properties: mv.source.properties.clone(),
+                },
+                expected_source_cluster_id: mv.expected_source_cluster_id.clone(),
+            },
+            created_at: Timestamp::from_millis(mv.created_at),
+            updated_at: Timestamp::from_millis(mv.updated_at),
+        };
+        let mut topics = Vec::new();
+        for tv in state.topics_of(&mv.name) {
+            let mut partitions = Vec::new();
+            for p in 0..tv.partition_count {
+                let key = PartitionKey::new(&mv.name, &tv.source_topic_id, p);
+                let mut rec = match state.partition(&key).map(partition_record) {
+                    Some(Ok(r)) => r,
+                    Some(Err(e)) => {
+                        warnings.push(format!("mirror {} topic {} partition {p}: {e}", mv.name, tv.topic));
+                        continue;
+                    }
+                    None => PartitionRecord::new(Timestamp::from_millis(tv.created_at)),
+                };
+                // The data path's position records are at least as recent as the lifecycle's.
+                if let Some(pos) = state.committed_position(&key) {
+                    let pos = position_from(&pos);
+                    if rec.position.is_none_or(|cur| !pos.is_behind(&cur) && pos != cur) {
+                        rec.position = Some(pos);
+                    }
+                }
+                if let Some(map) = state.offset_map(&key) {
+                    loaded.offset_maps.insert((mv.name.clone(), tv.topic.clone(), p), map.clone());
+                }
+                partitions.push((p, rec));
+            }
+            topics.push(LoadedTopic {
+                name: tv.topic.clone(),
+                source_topic_id: tv.source_topic_id.clone(),
+                destination_topic_id: tv.destination_topic_id.clone().unwrap_or_default(),
+                created_at: Timestamp::from_millis(tv.created_at),
+                partitions,
+            });
+        }
+        loaded.mirrors.push(LoadedMirror { stored, topics });
+    }
+    (loaded, warnings)
+}
+
+/// Offset maps shared between the coordinator (writer) and handle readers.
+pub(crate) type OffsetMaps = Arc<RwLock<HashMap<(String, String, i32), OffsetMap>>>;
+
+/// Converts the data path's runs to the domain's.
+pub(crate) fn runs(p: &PartitionProgress) -> Vec<Run> {
+    p.runs.iter().map(|r| Run::new(r.source_start, r.destination_start, r.len)).collect()
+}

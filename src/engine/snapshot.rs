@@ -1,0 +1,117 @@
+//! The engine's read model: an immutable picture of every mirror, topic and partition that pages
+//! and API reads render from without touching Kafka. Secrets are already redacted here.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::domain::{PartitionState, Timestamp};
+
+/// Everything the API and the dashboard show.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snapshot {
+    /// When this snapshot was built (milliseconds since the epoch).
+    pub taken_at: Timestamp,
+    /// The destination cluster's ID (empty until known).
+    pub destination_cluster_id: String,
+    pub mirrors: Vec<MirrorSnapshot>,
+}
+
+impl Snapshot {
+    pub fn mirror(&self, name: &str) -> Option<&MirrorSnapshot> {
+        self.mirrors.iter().find(|m| m.name == name)
+    }
+}
+
+/// Health of the source cluster-ID check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterIdStatus {
+    /// Not checked yet.
+    Unknown,
+    /// The source answered with the expected ID.
+    Ok,
+    /// The source answered with another ID: the mirror is halted.
+    Mismatch,
+    /// The source did not answer (retryable; not a mismatch).
+    Unreachable,
+}
+
+/// One mirror.
+#[derive(Debug, Clone, Serialize)]
+pub struct MirrorSnapshot {
+    pub name: String,
+    pub source_bootstrap_servers: String,
+    /// Source client properties with secrets redacted.
+    pub source_properties: BTreeMap<String, String>,
+    pub expected_source_cluster_id: Option<String>,
+    pub observed_source_cluster_id: Option<String>,
+    pub cluster_id_status: ClusterIdStatus,
+    pub cluster_id_checked_at: Option<Timestamp>,
+    pub cluster_id_error: Option<String>,
+    /// The data path's state in words ("running", "fenced: ...", "retrying: ...").
+    pub data_path: String,
+    pub created_at: Timestamp,
+    pub topics: Vec<TopicSnapshot>,
+}
+
+impl MirrorSnapshot {
+    pub fn topic(&self, name: &str) -> Option<&TopicSnapshot> {
+        self.topics.iter().find(|t| t.name == name)
+    }
+
+    /// Partition counts by state.
+    pub fn state_counts(&self) -> BTreeMap<PartitionState, usize> {
+        let mut m = BTreeMap::new();
+        for p in self.topics.iter().flat_map(|t| &t.partitions) {
+            *m.entry(p.state).or_default() += 1;
+        }
+        m
+    }
+}
+
+/// One mirrored topic.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicSnapshot {
+    pub name: String,
+    /// The topic's rolled-up state (any FAILED → FAILED, else the least advanced).
+    pub state: PartitionState,
+    pub source_topic_id: String,
+    pub destination_topic_id: String,
+    pub lag_records: i64,
+    pub lag_seconds: f64,
+    pub partitions: Vec<PartitionSnapshot>,
+}
+
+/// A partition's error as shown to operators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionErrorView {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// One mirrored partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionSnapshot {
+    pub topic: String,
+    pub partition: i32,
+    pub state: PartitionState,
+    pub state_since: Timestamp,
+    pub state_epoch: u64,
+    pub source_log_start_offset: Option<i64>,
+    pub source_last_stable_offset: Option<i64>,
+    pub source_high_watermark: Option<i64>,
+    /// The next source offset to mirror.
+    pub mirrored_source_offset: Option<i64>,
+    pub destination_high_watermark: Option<i64>,
+    pub lag_records: i64,
+    pub lag_seconds: f64,
+    pub last_mirrored_epoch: Option<i32>,
+    pub error: Option<PartitionErrorView>,
+    pub retry_count: u32,
+    pub records_mirrored: u64,
+    pub bytes_mirrored: u64,
+    /// Where mirroring stopped (after a failover).
+    pub destination_stop_offset: Option<i64>,
+}

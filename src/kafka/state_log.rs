@@ -1,0 +1,221 @@
+//! I/O for the `__mirror_state` topic: create it, read it to its end, append records.
+//!
+//! The record format lives in `crate::store`; this module only moves bytes. Reads use
+//! `read_committed`, so records of an aborted or still-open transaction (a data-path transaction
+//! that crashed mid-way) are never seen.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::admin::client_config;
+use super::pipe::StateWrite;
+use super::types::{IsolationLevel, OffsetSpec};
+use super::{KafkaAdmin, KafkaError, KafkaResult};
+
+/// One record read from the state topic.
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+}
+
+/// Creates the compacted state topic if it does not exist; returns its partition count.
+pub async fn ensure_state_topic(admin: &KafkaAdmin, topic: &str, partitions: i32) -> KafkaResult<i32> {
+    match admin.describe_topic(topic).await {
+        Ok(d) => return Ok(d.partitions.len() as i32),
+        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
+        Err(e) => return Err(e),
+    }
+    let configs = vec![
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        // Tombstones must survive long enough for every reader to see a deletion.
+        ("delete.retention.ms".to_string(), "86400000".to_string()),
+    ];
+    match admin.create_topic(topic, partitions, -1, &configs).await {
+        Ok(()) => {}
+        Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+        Err(e) => return Err(e),
+    }
+    // Wait until the new topic is visible with leaders, so the first read does not race it.
+    let start = Instant::now();
+    loop {
+        if let Ok(d) = admin.describe_topic(topic).await
+            && d.partitions.len() as i32 == partitions
+            && d.partitions.iter().all(|p| p.leader.is_some())
+        {
+            return Ok(partitions);
+        }
+        if start.elapsed() > admin.timeout() {
+            return Err(KafkaError::Timeout {
+                operation: "CreateTopics",
+                resource: topic.to_string(),
+                after: admin.timeout(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Reads every committed record of `topic` from the beginning up to its last stable offset.
+pub async fn read_to_end(
+    admin: &KafkaAdmin,
+    bootstrap: &str,
+    properties: &BTreeMap<String, String>,
+    topic: &str,
+    timeout: Duration,
+) -> KafkaResult<Vec<LogRecord>> {
+    let d = admin.describe_topic(topic).await?;
+    let requests: Vec<(String, i32, OffsetSpec)> =
+        d.partitions.iter().map(|p| (topic.to_string(), p.partition, OffsetSpec::Latest)).collect();
+    let ends = admin.list_offsets(&requests, IsolationLevel::ReadCommitted).await?;
+    let starts: Vec<(String, i32, OffsetSpec)> =
+        requests.iter().map(|(t, p, _)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+    let starts = admin.list_offsets(&starts, IsolationLevel::ReadCommitted).await?;
+    let mut remaining: HashMap<i32, i64> = HashMap::new();
+    for (e, s) in ends.iter().zip(&starts) {
+        if e.offset > s.offset {
+            remaining.insert(e.partition, e.offset);
+        }
+    }
+    if remaining.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bootstrap = bootstrap.to_string();
+    let properties = properties.clone();
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || read_blocking(&bootstrap, &properties, &topic, remaining, timeout))
+        .await
+        .map_err(|e| KafkaError::Task { operation: "read state", message: e.to_string() })?
+}
+
+fn read_blocking(
+    bootstrap: &str,
+    properties: &BTreeMap<String, String>,
+    topic: &str,
+    mut remaining: HashMap<i32, i64>,
+    timeout: Duration,
+) -> KafkaResult<Vec<LogRecord>> {
+    const OP: &str = "read state";
+    let mut cfg = client_config(bootstrap, properties);
+    cfg.set("group.id", "kmirror-state-reader")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.queue.backoff.ms", "10");
+    let consumer: BaseConsumer = cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
+    let mut tpl = TopicPartitionList::new();
+    for p in remaining.keys() {
+        tpl.add_partition_offset(topic, *p, Offset::Beginning)
+            .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+    }
+    consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+    let deadline = Instant::now() + timeout;
+    let mut out = Vec::new();
+    while !remaining.is_empty() {
+        if Instant::now() > deadline {
+            return Err(KafkaError::Timeout { operation: OP, resource: topic.to_string(), after: timeout });
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                // End of what is there now; the LSO may sit past a trailing control record.
+                if let Ok(pos) = consumer.position()
+                    && let Some(el) = pos.find_partition(topic, p)
+                    && let Offset::Offset(o) = el.offset()
+                    && remaining.get(&p).is_some_and(|end| o >= *end)
+                {
+                    remaining.remove(&p);
+                }
+            }
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "state read: transient consumer error");
+            }
+            Some(Ok(m)) => {
+                let p = m.partition();
+                out.push(LogRecord {
+                    partition: p,
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                });
+                if remaining.get(&p).is_some_and(|end| m.offset() + 1 >= *end) {
+                    remaining.remove(&p);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Appends state records in transactions of its own (lifecycle transitions, mirror definitions,
+/// operations). A second kmirror instance with the same transactional id fences this writer.
+pub struct StateWriter {
+    producer: BaseProducer,
+    topic: String,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for StateWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateWriter").field("topic", &self.topic).finish_non_exhaustive()
+    }
+}
+
+impl StateWriter {
+    /// Creates the writer and fences any earlier one with the same transactional id. Blocking.
+    pub fn new(
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        transactional_id: &str,
+        topic: &str,
+        timeout: Duration,
+    ) -> KafkaResult<StateWriter> {
+        let mut cfg = client_config(bootstrap, properties);
+        cfg.set("transactional.id", transactional_id).set("enable.idempotence", "true").set("linger.ms", "0");
+        let producer: BaseProducer = cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
+        producer.init_transactions(timeout).map_err(|e| KafkaError::Client(format!("init transactions: {e}")))?;
+        Ok(StateWriter { producer, topic: topic.to_string(), timeout })
+    }
+
+    /// Writes `records` atomically. Blocking: call from a blocking context.
+    pub fn write(&self, records: &[StateWrite]) -> Result<(), String> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.producer.begin_transaction().map_err(|e| format!("begin transaction: {e}"))?;
+        for w in records {
+            let mut rec: BaseRecord<'_, [u8], [u8]> =
+                BaseRecord::to(&self.topic).partition(w.partition).key(&w.key[..]);
+            if let Some(v) = &w.value {
+                rec = rec.payload(&v[..]);
+            }
+            let mut rec = rec;
+            loop {
+                match self.producer.send(rec) {
+                    Ok(()) => break,
+                    Err((e, back)) if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::QueueFull) => {
+                        self.producer.poll(Duration::from_millis(10));
+                        rec = back;
+                    }
+                    Err((e, _)) => {
+                        let _ = self.producer.abort_transaction(self.timeout);
+                        return Err(format!("cannot write state record: {e}"));
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.producer.commit_transaction(self.timeout) {
+            let _ = self.producer.abort_transaction(self.timeout);
+            return Err(format!("commit state records: {e}"));
+        }
+        Ok(())
+    }
+}

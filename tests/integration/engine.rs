@@ -1,0 +1,762 @@
+//! The mirror engine against the real rig: exact copies, pause/resume, failover, restart,
+//! divergence, resync and the safety failures.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rdkafka::producer::Producer;
+
+use kmirror::domain::PartitionState;
+use kmirror::engine::{
+    self, Actor, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, MirrorUpdate, ProblemKind, SourceSpec,
+    TopicSelector, Truncation,
+};
+use kmirror::kafka::{IsolationLevel, OffsetSpec};
+
+use crate::support::*;
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+fn actor() -> Actor {
+    Actor { identity: "test".into(), address: None }
+}
+
+/// An engine with its own state topic and transactional ids, so tests never share state.
+pub struct TestEngine {
+    pub handle: EngineHandle,
+    pub config: EngineConfig,
+    join: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestEngine {
+    pub async fn start() -> TestEngine {
+        let id = unique("eng");
+        let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
+        config.state_topic = format!("__mirror_state-{id}");
+        config.state_partitions = 4;
+        config.instance_id = format!("kmirror-{id}");
+        config.metadata_refresh_interval = Duration::from_secs(3600);
+        Self::with_config(config).await
+    }
+
+    pub async fn with_config(config: EngineConfig) -> TestEngine {
+        let (handle, join) = engine::start(config.clone()).await.expect("engine starts");
+        TestEngine { handle, config, join: Some(join) }
+    }
+
+    pub async fn stop(mut self) {
+        self.handle.shutdown().await;
+        if let Some(j) = self.join.take() {
+            let _ = j.await;
+        }
+    }
+
+    pub async fn create_mirror(&self, name: &str) {
+        self.handle
+            .create_mirror(
+                MirrorSpec {
+                    name: name.to_string(),
+                    source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
+                    expected_source_cluster_id: None,
+                },
+                actor(),
+            )
+            .await
+            .expect("create mirror");
+    }
+
+    pub async fn op(&self, mirror: &str, topics: &[&str], op: LifecycleOp) -> engine::OpResult {
+        let names = topics.iter().map(|t| t.to_string()).collect();
+        self.handle.lifecycle(mirror, TopicSelector::Names(names), op, false, actor()).await.expect("lifecycle call")
+    }
+
+    pub async fn op_ok(&self, mirror: &str, topics: &[&str], op: LifecycleOp) {
+        let r = self.op(mirror, topics, op).await;
+        assert!(r.results.iter().all(|t| t.ok), "{op:?} failed: {r:?}");
+    }
+
+    pub fn states(&self, mirror: &str, topic: &str) -> Vec<PartitionState> {
+        let snap = self.handle.snapshot();
+        snap.mirror(mirror)
+            .and_then(|m| m.topic(topic))
+            .map(|t| t.partitions.iter().map(|p| p.state).collect())
+            .unwrap_or_default()
+    }
+
+    pub async fn wait_state(&self, mirror: &str, topic: &str, state: PartitionState) {
+        eventually(&format!("{topic} all {state}"), Duration::from_secs(60), || async {
+            let s = self.states(mirror, topic);
+            (!s.is_empty() && s.iter().all(|x| *x == state)).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until every partition of `topic` has mirrored up to the source's LSO.
+    pub async fn wait_caught_up(&self, mirror: &str, topic: &str, partitions: i32) {
+        let source = Cluster::Source.admin();
+        let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+        eventually(&format!("{topic} caught up"), Duration::from_secs(120), || async {
+            let lso = source.list_offsets(&q, IsolationLevel::ReadCommitted).await.ok()?;
+            let snap = self.handle.snapshot();
+            let t = snap.mirror(mirror)?.topic(topic)?;
+            let all = lso.iter().all(|o| {
+                t.partitions
+                    .iter()
+                    .find(|p| p.partition == o.partition)
+                    .and_then(|p| p.mirrored_source_offset)
+                    .is_some_and(|m| m >= o.offset)
+            });
+            all.then_some(())
+        })
+        .await;
+    }
+}
+
+impl Drop for TestEngine {
+    fn drop(&mut self) {
+        if let Some(j) = self.join.take() {
+            j.abort();
+        }
+    }
+}
+
+/// Reads every committed record of a topic, grouped by partition.
+fn read_all(cluster: Cluster, topic: &str, partitions: i32) -> BTreeMap<i32, Vec<Consumed>> {
+    let admin_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let admin = cluster.admin();
+    let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+    let ends = admin_rt.block_on(admin.list_offsets(&q, IsolationLevel::ReadCommitted)).unwrap();
+    let c = consumer(cluster, &[("enable.partition.eof", "true")]);
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning).unwrap();
+    }
+    use rdkafka::consumer::Consumer;
+    c.assign(&tpl).unwrap();
+    let mut out: BTreeMap<i32, Vec<Consumed>> = (0..partitions).map(|p| (p, Vec::new())).collect();
+    let mut done: std::collections::BTreeSet<i32> =
+        ends.iter().filter(|o| o.offset == 0).map(|o| o.partition).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while done.len() < partitions as usize {
+        assert!(std::time::Instant::now() < deadline, "reading {topic} timed out");
+        match c.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                let pos = c.position().unwrap();
+                let end = ends.iter().find(|o| o.partition == p).unwrap().offset;
+                if let Some(rdkafka::Offset::Offset(o)) = pos.find_partition(topic, p).map(|e| e.offset())
+                    && o >= end
+                {
+                    done.insert(p);
+                }
+            }
+            Some(Err(e)) => panic!("{e}"),
+            Some(Ok(m)) => {
+                use rdkafka::message::{Headers, Message};
+                let headers = m
+                    .headers()
+                    .map(|h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect())
+                    .unwrap_or_default();
+                let p = m.partition();
+                out.get_mut(&p).unwrap().push(Consumed {
+                    partition: p,
+                    offset: m.offset(),
+                    leader_epoch: kmirror::kafka::consumer::message_leader_epoch(&m),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                    headers,
+                    timestamp: m.timestamp().to_millis(),
+                });
+                if m.offset() + 1 >= ends.iter().find(|o| o.partition == p).unwrap().offset {
+                    done.insert(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Asserts the destination holds exactly the source's committed records, in order, per partition.
+async fn assert_same_content(topic: &str, partitions: i32) -> usize {
+    let t = topic.to_string();
+    let (src, dst) = tokio::task::spawn_blocking(move || {
+        (read_all(Cluster::Source, &t, partitions), read_all(Cluster::Destination, &t, partitions))
+    })
+    .await
+    .unwrap();
+    let mut total = 0;
+    for p in 0..partitions {
+        let s = &src[&p];
+        let d = &dst[&p];
+        assert_eq!(s.len(), d.len(), "{topic}-{p}: source has {} records, destination {}", s.len(), d.len());
+        for (a, b) in s.iter().zip(d) {
+            assert_eq!(
+                (&a.key, &a.value, &a.headers, a.timestamp),
+                (&b.key, &b.value, &b.headers, b.timestamp),
+                "{topic}-{p}: source offset {} vs destination offset {}",
+                a.offset,
+                b.offset
+            );
+        }
+        total += s.len();
+    }
+    total
+}
+
+fn keyed(n: usize, partitions: i32, tag: &str) -> Vec<Rec> {
+    let ts0 = now_ms() - 3_600_000;
+    (0..n)
+        .map(|i| Rec {
+            partition: (i as i32) % partitions,
+            key: Some(format!("{tag}-k{}", i % 97).into_bytes()),
+            value: Some(format!("{tag}-value-{i}-{}", "x".repeat(i % 50)).into_bytes()),
+            headers: vec![("seq".into(), i.to_string().into_bytes()), ("tag".into(), tag.as_bytes().to_vec())],
+            timestamp: Some(ts0 + i as i64),
+        })
+        .collect()
+}
+
+/// Produces `n` records inside a source transaction that is aborted.
+fn produce_aborted(topic: &str, partitions: i32, n: usize) {
+    let p = producer(Cluster::Source, &[("transactional.id", &unique("aborter"))]);
+    p.init_transactions(Duration::from_secs(30)).unwrap();
+    p.begin_transaction().unwrap();
+    for i in 0..n {
+        let part = (i as i32) % partitions;
+        let v = format!("aborted-{i}");
+        p.send(rdkafka::producer::BaseRecord::<(), str>::to(topic).partition(part).payload(&v))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    p.abort_transaction(Duration::from_secs(30)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrors_exactly_with_aborted_transactions_and_compaction() {
+    let _rig = shared().await;
+    let plain = TestTopic::create(Cluster::Source, "exact-plain", 4, &[]).await;
+    let txn = TestTopic::create(Cluster::Source, "exact-txn", 4, &[]).await;
+    let compacted = TestTopic::create(Cluster::Source, "exact-compact", 4, &[("cleanup.policy", "compact")]).await;
+    let (a, b, c) = (plain.name.clone(), txn.name.clone(), compacted.name.clone());
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Source, &a, &keyed(40_000, 4, "plain"));
+        produce(Cluster::Source, &b, &keyed(10_000, 4, "txn-before"));
+        produce_aborted(&b, 4, 2_000);
+        produce(Cluster::Source, &b, &keyed(10_000, 4, "txn-after"));
+        let mut recs = keyed(40_000, 4, "compact");
+        for (i, r) in recs.iter_mut().enumerate() {
+            if i % 10 == 0 {
+                r.value = None; // deletes (tombstones)
+            }
+        }
+        produce(Cluster::Source, &c, &recs);
+    })
+    .await
+    .unwrap();
+
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-exact");
+    eng.create_mirror(&mirror).await;
+    let topics = [plain.name.as_str(), txn.name.as_str(), compacted.name.as_str()];
+    eng.op_ok(&mirror, &topics, LifecycleOp::Start { truncation: Truncation::None }).await;
+    // More records (and another aborted transaction) while mirroring.
+    let b = txn.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce_aborted(&b, 4, 500);
+        produce(Cluster::Source, &b, &keyed(2_000, 4, "txn-live"));
+    })
+    .await
+    .unwrap();
+    let mut total = 0;
+    for t in topics {
+        eng.wait_state(&mirror, t, PartitionState::Mirroring).await;
+        eng.wait_caught_up(&mirror, t, 4).await;
+        total += assert_same_content(t, 4).await;
+    }
+    assert!(total >= 100_000, "mirrored {total} records");
+
+    // Every source offset translates exactly through the offset map.
+    for t in topics {
+        let src = tokio::task::spawn_blocking({
+            let t = t.to_string();
+            move || read_all(Cluster::Source, &t, 4)
+        })
+        .await
+        .unwrap();
+        let dst = tokio::task::spawn_blocking({
+            let t = t.to_string();
+            move || read_all(Cluster::Destination, &t, 4)
+        })
+        .await
+        .unwrap();
+        for p in 0..4 {
+            for (s, d) in src[&p].iter().zip(&dst[&p]) {
+                let got = eng.handle.translate_offset(&mirror, t, p, s.offset).expect("translatable");
+                assert_eq!(got, d.offset, "{t}-{p}: source offset {}", s.offset);
+            }
+        }
+    }
+    let snap = eng.handle.snapshot();
+    let m = snap.mirror(&mirror).unwrap();
+    assert_eq!(m.expected_source_cluster_id.as_deref(), Some(Cluster::Source.expected_cluster_id().as_str()));
+    for t in &m.topics {
+        assert!(t.partitions.iter().all(|p| p.last_mirrored_epoch.is_some()), "LME tracked for {}", t.name);
+    }
+    eng.op_ok(&mirror, &topics, LifecycleOp::Stop).await;
+    eng.stop().await;
+    for t in topics {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+}
+
+/// A steady producer on the source until dropped.
+struct Traffic {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    join: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Traffic {
+    fn start(topic: &str, partitions: i32) -> Traffic {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let topic = topic.to_string();
+        let join = std::thread::spawn(move || {
+            let mut n = 0;
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                produce(Cluster::Source, &topic, &keyed(50, partitions, &format!("live{n}")));
+                n += 50;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            n
+        });
+        Traffic { stop, join: Some(join) }
+    }
+
+    fn finish(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.join.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Traffic {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+async fn dest_ends(topic: &str, partitions: i32) -> Vec<i64> {
+    let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+    Cluster::Destination
+        .admin()
+        .list_offsets(&q, IsolationLevel::ReadUncommitted)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.offset)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_holds_the_destination_still_and_resume_catches_up() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "pause", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-pause");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let traffic = Traffic::start(&topic.name, 2);
+    tokio::time::sleep(Duration::from_secs(1)).await; // let some records flow
+
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Paused));
+    // Pausing again is harmless.
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    let before = dest_ends(&topic.name, 2).await;
+    // The observation window itself (not a synchronisation): nothing may be written for 5 s.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(dest_ends(&topic.name, 2).await, before, "destination moved while paused");
+
+    // Pause is only valid from MIRRORING; a stop of an unknown topic is a per-topic error.
+    let r = eng.op(&mirror, &[&topic.name, "no-such-topic"], LifecycleOp::Resume).await;
+    assert!(r.results[0].ok, "{r:?}");
+    assert_eq!(r.results[1].error.as_ref().unwrap().kind, ProblemKind::TopicNotInMirror);
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    assert!(produced > 0);
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_same_content(&topic.name, 2).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_after_source_restart_records_lme_and_frees_the_topic() {
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "failover", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-failover");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(500, 2, "pre"))).await.unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+
+    // Bump the source leader epoch, then keep producing while failing over.
+    tokio::task::spawn_blocking(|| rig(&["restart", "source"])).await.unwrap();
+    let traffic = Traffic::start(&topic.name, 2);
+    eventually("records after the restart mirrored", Duration::from_secs(60), || async {
+        let snap = eng.handle.snapshot();
+        let t = snap.mirror(&mirror)?.topic(&topic.name)?.clone();
+        t.partitions.iter().all(|p| p.last_mirrored_epoch.unwrap_or(-1) > 0).then_some(())
+    })
+    .await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let _ = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped));
+
+    // LME = the greatest source epoch among the mirrored records.
+    let name = topic.name.clone();
+    let dst = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &name, 2)).await.unwrap();
+    let name = topic.name.clone();
+    let src = tokio::task::spawn_blocking(move || read_all(Cluster::Source, &name, 2)).await.unwrap();
+    let snap = eng.handle.snapshot();
+    let t = snap.mirror(&mirror).unwrap().topic(&topic.name).unwrap().clone();
+    for p in &t.partitions {
+        let mirrored = dst[&p.partition].len();
+        assert!(mirrored > 0);
+        let max_epoch = src[&p.partition][..mirrored].iter().filter_map(|c| c.leader_epoch).max();
+        assert_eq!(p.last_mirrored_epoch, max_epoch, "partition {}", p.partition);
+        // Destination is a prefix of the source.
+        for (a, b) in src[&p.partition].iter().zip(&dst[&p.partition]) {
+            assert_eq!((&a.key, &a.value), (&b.key, &b.value));
+        }
+    }
+
+    // The topic is now an ordinary writable topic, and kmirror writes nothing more.
+    let before = dest_ends(&topic.name, 2).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(
+            Cluster::Destination,
+            &name,
+            &[Rec { partition: 0, key: None, value: Some(b"local".to_vec()), headers: vec![], timestamp: None }],
+        )
+    })
+    .await
+    .unwrap();
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(100, 2, "after-stop"))).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await; // observation window
+    let after = dest_ends(&topic.name, 2).await;
+    assert_eq!(after[1], before[1], "kmirror wrote after STOPPED");
+    assert_eq!(after[0], before[0] + 1, "only the local write landed");
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_works_while_the_source_is_down() {
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "stop-down", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-down");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(200, 2, "pre"))).await.unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    tokio::task::spawn_blocking(|| rig(&["kill", "source"])).await.unwrap();
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    tokio::task::spawn_blocking(|| rig(&["start", "source"])).await.unwrap();
+    assert!(r.results[0].ok, "{r:?}");
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped));
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_is_incremental_refuses_divergence_and_resyncs() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "restart", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(1_000, 2, "first"))).await.unwrap();
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-restart");
+    eng.create_mirror(&mirror).await;
+    let start = LifecycleOp::Start { truncation: Truncation::None };
+    eng.op_ok(&mirror, &[&topic.name], start).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let records_before: u64 = eng
+        .handle
+        .snapshot()
+        .mirror(&mirror)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.records_mirrored)
+        .sum();
+
+    // Restart without local writes: only the new records are copied.
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(300, 2, "second"))).await.unwrap();
+    eng.op_ok(&mirror, &[&topic.name], start).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    let records_after: u64 = eng
+        .handle
+        .snapshot()
+        .mirror(&mirror)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.records_mirrored)
+        .sum();
+    assert_eq!(records_after - records_before, 300, "incremental restart copies only new records");
+    assert_same_content(&topic.name, 2).await;
+
+    // Local writes after a stop: the restart is refused with the exact count.
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        let local: Vec<Rec> = (0..3)
+            .map(|i| Rec { partition: 1, key: None, value: Some(vec![i]), headers: vec![], timestamp: None })
+            .collect();
+        produce(Cluster::Destination, &name, &local)
+    })
+    .await
+    .unwrap();
+    let r = eng.op(&mirror, &[&topic.name], start).await;
+    let err = r.results[0].error.as_ref().expect("refused");
+    assert_eq!(err.kind, ProblemKind::DestinationDiverged, "{r:?}");
+    assert!(err.detail.contains("partition 1: 3 local record offset(s)"), "{}", err.detail);
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped), "refusal changes nothing");
+
+    // Resync: the destination ends with exactly the source's records.
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } })
+        .await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 1_300);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_write_fails_the_partition_without_writing_past_it() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "foreign", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-foreign");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(100, 1, "a"))).await.unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 1).await;
+    // Somebody writes into the mirror topic directly.
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(
+            Cluster::Destination,
+            &name,
+            &[Rec { partition: 0, key: None, value: Some(b"intruder".to_vec()), headers: vec![], timestamp: None }],
+        )
+    })
+    .await
+    .unwrap();
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(100, 1, "b"))).await.unwrap();
+    eng.wait_state(&mirror, &topic.name, PartitionState::Failed).await;
+    let snap = eng.handle.snapshot();
+    let p = &snap.mirror(&mirror).unwrap().topic(&topic.name).unwrap().partitions[0];
+    let e = p.error.as_ref().unwrap();
+    assert_eq!(e.code, "FOREIGN_WRITE");
+    assert!(!e.retryable);
+    // Committed destination content: the 100 mirrored records and the intruder, nothing more.
+    let name = topic.name.clone();
+    let dst = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &name, 1)).await.unwrap();
+    assert_eq!(dst[&0].len(), 101);
+    assert_eq!(dst[&0][100].value.as_deref(), Some(&b"intruder"[..]));
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_id_mismatch_halts_the_mirror() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "cid", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-cid");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let before = dest_ends(&topic.name, 1).await;
+    // Re-point the mirror at the other rig cluster.
+    let update = MirrorUpdate {
+        source: Some(SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: BTreeMap::new() }),
+        expected_source_cluster_id: None,
+    };
+    eng.handle.update_mirror(&mirror, update, actor()).await.unwrap();
+    eng.handle.refresh_now(&mirror).await.unwrap();
+    eng.wait_state(&mirror, &topic.name, PartitionState::Failed).await;
+    let snap = eng.handle.snapshot();
+    let m = snap.mirror(&mirror).unwrap();
+    assert_eq!(m.cluster_id_status, engine::ClusterIdStatus::Mismatch);
+    assert_eq!(m.expected_source_cluster_id.as_deref(), Some(Cluster::Source.expected_cluster_id().as_str()));
+    assert_eq!(m.observed_source_cluster_id.as_deref(), Some(Cluster::Destination.expected_cluster_id().as_str()));
+    assert_eq!(m.topics[0].partitions[0].error.as_ref().unwrap().code, "SOURCE_CLUSTER_ID_MISMATCH");
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(50, 1, "late"))).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await; // observation window
+    assert_eq!(dest_ends(&topic.name, 1).await, before, "nothing written after the mismatch");
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recreated_source_topic_fails_non_retryably() {
+    let _rig = shared().await;
+    let admin = Cluster::Source.admin();
+    let name = unique("recreate");
+    admin.create_topic(&name, 1, 1, &[]).await.unwrap();
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-recreate");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &name, PartitionState::Mirroring).await;
+    admin.delete_topic(&name).await.unwrap();
+    eventually("source topic recreated", Duration::from_secs(30), || async {
+        admin.create_topic(&name, 1, 1, &[]).await.ok()
+    })
+    .await;
+    eventually("failed after refresh", Duration::from_secs(60), || async {
+        eng.handle.refresh_now(&mirror).await.ok()?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let s = eng.states(&mirror, &name);
+        (s.iter().all(|x| *x == PartitionState::Failed)).then_some(())
+    })
+    .await;
+    let snap = eng.handle.snapshot();
+    let e = snap.mirror(&mirror).unwrap().topic(&name).unwrap().partitions[0].error.clone().unwrap();
+    assert!(e.code == "SOURCE_TOPIC_RECREATED" || e.code == "SOURCE_TOPIC_DELETED", "{e:?}");
+    assert!(!e.retryable);
+    eng.op_ok(&mirror, &[&name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = admin.delete_topic(&name).await;
+    let _ = Cluster::Destination.admin().delete_topic(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_clear_errors() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let err = eng
+        .handle
+        .lifecycle("nope", TopicSelector::Names(vec!["t".into()]), LifecycleOp::Pause, false, actor())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ProblemKind::MirrorNotFound);
+    let bad = MirrorSpec {
+        name: "bad name!".into(),
+        source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
+        expected_source_cluster_id: None,
+    };
+    assert_eq!(eng.handle.create_mirror(bad, actor()).await.unwrap_err().kind(), ProblemKind::InvalidName);
+    let wrong_id = MirrorSpec {
+        name: unique("m-wrong"),
+        source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
+        expected_source_cluster_id: Some("AAAAAAAAAAAAAAAAAAAAAA".into()),
+    };
+    assert_eq!(
+        eng.handle.create_mirror(wrong_id, actor()).await.unwrap_err().kind(),
+        ProblemKind::SourceClusterIdMismatch
+    );
+    let mirror = unique("m-bad");
+    eng.create_mirror(&mirror).await;
+    let dup = eng
+        .handle
+        .create_mirror(
+            MirrorSpec {
+                name: mirror.clone(),
+                source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
+                expected_source_cluster_id: None,
+            },
+            actor(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(dup.kind(), ProblemKind::MirrorExists);
+    let err = eng
+        .handle
+        .lifecycle(
+            &mirror,
+            TopicSelector::Pattern("(".into()),
+            LifecycleOp::Start { truncation: Truncation::None },
+            false,
+            actor(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ProblemKind::InvalidPattern);
+    let r = eng
+        .op(&mirror, &["no-such-source-topic-xyz", "bad topic"], LifecycleOp::Start { truncation: Truncation::None })
+        .await;
+    assert_eq!(r.results[0].error.as_ref().unwrap().kind, ProblemKind::TopicNotFound);
+    assert_eq!(r.results[1].error.as_ref().unwrap().kind, ProblemKind::InvalidName);
+    // A mirror with a non-STOPPED topic cannot be deleted.
+    let topic = TestTopic::create(Cluster::Source, "bad-del", 1, &[]).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    assert_eq!(
+        eng.handle.delete_mirror(&mirror, actor()).await.unwrap_err().kind(),
+        ProblemKind::MirrorHasActiveTopics
+    );
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    // Pausing a STOPPED topic is an illegal transition, reported per topic.
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    assert_eq!(r.results[0].error.as_ref().unwrap().kind, ProblemKind::IllegalTransition);
+    assert!(r.results[0].error.as_ref().unwrap().detail.contains("STOPPED"), "{r:?}");
+    eng.handle.delete_mirror(&mirror, actor()).await.unwrap();
+    assert!(eng.handle.snapshot().mirror(&mirror).is_none());
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_survives_an_engine_restart() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "persist", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(500, 2, "one"))).await.unwrap();
+    let eng = TestEngine::start().await;
+    let config = eng.config.clone();
+    let mirror = unique("m-persist");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    eng.stop().await;
+
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(500, 2, "two"))).await.unwrap();
+    let eng = TestEngine::with_config(config).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 1_000);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    let config = eng.config.clone();
+    eng.stop().await;
+    let eng = TestEngine::with_config(config).await;
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Paused));
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
