@@ -1,5 +1,14 @@
 //! kmirror: cluster mirroring for Apache Kafka following the KIP-1279 design.
+//!
+//! Layout (DESIGN.md section 2): `domain` is pure logic; `kafka` is the only code that uses
+//! rdkafka; `store` is the `__mirror_state` codec; `engine` applies the state machine to real
+//! clusters; `api` and `ui` talk to the engine only through its handle and snapshot; `app`
+//! composes them.
+pub mod api;
+pub mod app;
+pub mod auth;
 pub mod domain;
 pub mod engine;
 pub mod kafka;
 pub mod store;
+pub mod ui;

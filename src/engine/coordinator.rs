@@ -89,6 +89,8 @@ struct MirrorRt {
     topic_ids: Arc<RwLock<HashMap<String, String>>>,
     /// Partitions whose next committed batch starts a new lineage (resync).
     new_lineage: Arc<RwLock<HashSet<(String, i32)>>>,
+    /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
+    last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
     lag_in_flight: bool,
 }
@@ -122,6 +124,7 @@ pub(super) struct Coordinator {
     /// The engine-level writer was fenced by another instance: read-only from now on.
     fenced: Option<String>,
     offset_maps: persist::OffsetMaps,
+    operations: persist::Operations,
     runtime: tokio::runtime::Handle,
 }
 
@@ -180,6 +183,7 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
         rng: (now().as_millis() as u64) | 1,
         fenced: None,
         offset_maps: Arc::new(RwLock::new(HashMap::new())),
+        operations: Arc::new(RwLock::new(std::collections::VecDeque::new())),
         runtime: tokio::runtime::Handle::current(),
     };
 
@@ -195,11 +199,17 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
     let records = read_state(&config, &coord.destination_admin).await?;
     let (mut loaded, _) = persist::load(&records);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
+    *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
     coord.restore(loaded).await;
     coord.publish();
 
     let (tx, rx) = mpsc::channel(64);
-    let handle = EngineHandle { tx, snapshot: snapshot_rx, offset_maps: Arc::clone(&coord.offset_maps) };
+    let handle = EngineHandle {
+        tx,
+        snapshot: snapshot_rx,
+        offset_maps: Arc::clone(&coord.offset_maps),
+        operations: Arc::clone(&coord.operations),
+    };
     let join = tokio::spawn(coord.run(rx, internal_rx));
     Ok((handle, join))
 }
@@ -263,19 +273,23 @@ impl Coordinator {
     async fn handle(&mut self, req: Request) {
         match req {
             Request::CreateMirror { spec, actor, reply } => {
+                let name = spec.name.clone();
                 let r = self.create_mirror(spec, &actor).await;
+                self.record_mirror_change(&name, "create_mirror", &actor, &r).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
             }
             Request::UpdateMirror { name, update, actor, reply } => {
                 let r = self.update_mirror(&name, update, &actor).await;
+                self.record_mirror_change(&name, "update_mirror", &actor, &r).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
             }
             Request::DeleteMirror { name, actor, reply } => {
                 let r = self.delete_mirror(&name, &actor).await;
+                self.record_mirror_change(&name, "delete_mirror", &actor, &r).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
@@ -438,6 +452,7 @@ impl Coordinator {
             topics: BTreeMap::new(),
             topic_ids,
             new_lineage,
+            last_mirror_epochs: crate::store::LastMirrorEpochsValue { topics: Vec::new() },
             metadata_in_flight: false,
             lag_in_flight: false,
         };
@@ -639,6 +654,63 @@ impl Coordinator {
         Ok(())
     }
 
+    fn next_operation_id(&mut self) -> String {
+        self.op_seq += 1;
+        format!("op-{}-{}", now().as_millis(), self.op_seq)
+    }
+
+    /// Writes the audit record of an operation and keeps it for the audit views.
+    async fn record_operation(
+        &mut self,
+        id: &str,
+        mirror: &str,
+        kind: &str,
+        actor: &Actor,
+        requested_at: Timestamp,
+        results: Vec<TopicOutcome>,
+    ) {
+        let op = OperationView {
+            id: id.to_string(),
+            mirror: mirror.to_string(),
+            kind: kind.to_string(),
+            topics: results.iter().map(|r| r.topic.clone()).collect(),
+            requested_by: actor.identity.clone(),
+            client_address: actor.address.clone(),
+            requested_at: requested_at.as_millis(),
+            finished_at: Some(now().as_millis()),
+            results,
+        };
+        self.pending_writes.push(persist::operation(&op, self.state_partitions));
+        if let Err(e) = self.flush().await {
+            tracing::warn!(%mirror, "cannot record operation {id}: {e}");
+        }
+        let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
+        ops.push_back(op);
+        while ops.len() > persist::MAX_OPERATIONS {
+            ops.pop_front();
+        }
+    }
+
+    /// Records a mirror-level change (create, update, delete) in the audit trail.
+    async fn record_mirror_change(
+        &mut self,
+        mirror: &str,
+        kind: &str,
+        actor: &Actor,
+        result: &Result<(), EngineError>,
+    ) {
+        if matches!(result, Err(EngineError::Rejected { kind: ProblemKind::Fenced, .. })) {
+            return; // a fenced instance must not write
+        }
+        let id = self.next_operation_id();
+        let outcome = TopicOutcome {
+            topic: String::new(),
+            ok: result.is_ok(),
+            error: result.as_ref().err().map(|e| Problem { kind: e.kind(), detail: e.to_string() }),
+        };
+        self.record_operation(&id, mirror, kind, actor, now(), vec![outcome]).await;
+    }
+
     // ----- lifecycle ---------------------------------------------------------------------
 
     async fn lifecycle(
@@ -656,8 +728,8 @@ impl Coordinator {
             return Err(not_found(mirror));
         }
         let topics = self.resolve(mirror, &selector, op).await?;
-        self.op_seq += 1;
-        let operation_id = format!("op-{}-{}", now().as_millis(), self.op_seq);
+        let operation_id = self.next_operation_id();
+        let requested_at = now();
         let mut results = Vec::with_capacity(topics.len());
         for topic in topics {
             let outcome = match validate_topic_name(&topic) {
@@ -685,18 +757,7 @@ impl Coordinator {
             });
         }
         if !validate_only {
-            self.pending_writes.push(persist::operation(
-                &operation_id,
-                mirror,
-                op.name(),
-                actor,
-                &results,
-                now(),
-                self.state_partitions,
-            ));
-            if let Err(e) = self.flush().await {
-                tracing::warn!(%mirror, "cannot record operation {operation_id}: {e}");
-            }
+            self.record_operation(&operation_id, mirror, op.name(), actor, requested_at, results.clone()).await;
         }
         Ok(OpResult { operation_id, results })
     }
@@ -1323,7 +1384,10 @@ impl Coordinator {
                 tracing::warn!(%mirror, %topic, partition = p, "stop rejected: {e}");
             }
         }
-        self.pending_writes.push(persist::last_mirror_epochs(mirror, topic, &lmes, self.state_partitions));
+        let m = self.mirrors.get_mut(mirror).expect("known");
+        m.last_mirror_epochs.set_epochs(topic, lmes);
+        let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
+        self.pending_writes.push(w);
         Ok(())
     }
 
@@ -1333,6 +1397,7 @@ impl Coordinator {
         for lm in loaded.mirrors {
             let name = lm.stored.spec.name.clone();
             let Some(m) = self.mirrors.get_mut(&name) else { continue };
+            m.last_mirror_epochs = lm.last_mirror_epochs;
             for lt in lm.topics {
                 m.topic_ids
                     .write()
@@ -1437,7 +1502,7 @@ impl Coordinator {
                     for p in &progress {
                         lineage.remove(&(p.topic.clone(), p.partition));
                         let map = maps.entry((mirror.to_string(), p.topic.clone(), p.partition)).or_default();
-                        if let Err(e) = map.extend(persist::runs(p)) {
+                        if let Err(e) = map.extend(p.runs.iter().copied()) {
                             tracing::error!(%mirror, topic = %p.topic, partition = p.partition, "offset map: {e}");
                         }
                     }
@@ -1479,14 +1544,13 @@ impl Coordinator {
                     let _ = self.flush().await;
                 }
             }
+            PipeEvent::Retrying { .. } if m.fenced => {}
             PipeEvent::Retrying { attempt, message } => {
                 m.data_path = format!("retrying (attempt {attempt}): {message}");
             }
             PipeEvent::Fenced { message } => {
-                let why = format!("fenced: another kmirror instance now mirrors this destination ({message})");
-                tracing::error!(%mirror, "{why}");
-                m.fenced = true;
-                m.data_path = why;
+                m.pipe = None;
+                self.after_pipe_fatal(mirror, message).await;
             }
             PipeEvent::Failed { message } => {
                 tracing::error!(%mirror, "data path failed: {message}");
@@ -1494,6 +1558,66 @@ impl Coordinator {
                 m.pipe = None;
             }
         }
+    }
+
+    /// The data path hit a fatal producer error. If another instance took over, our own state
+    /// writer is fenced too: then this instance stops mirroring and says why. Otherwise it was a
+    /// genuine producer failure: start a new data path and resume every mirroring partition from
+    /// its committed position (the new producer's init aborts anything left open), so nothing is
+    /// lost or duplicated.
+    async fn after_pipe_fatal(&mut self, mirror: &str, message: String) {
+        let probe = {
+            let m = &self.mirrors[mirror];
+            persist::mirror(&m.stored, self.state_partitions)
+        };
+        self.pending_writes.push(probe);
+        if self.flush().await.is_err() || self.fenced.is_some() {
+            let why = format!("fenced: another kmirror instance now mirrors this destination ({message})");
+            tracing::error!(%mirror, "{why}");
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            m.fenced = true;
+            m.data_path = why;
+            return;
+        }
+        tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
+        self.mirrors.get_mut(mirror).expect("known").data_path = format!("restarting after: {message}");
+        if let Some(rx) = self.spawn_pipe_for(mirror) {
+            self.wait_ready(vec![rx]).await;
+        }
+        let topics: Vec<String> = self.mirrors[mirror].topics.keys().cloned().collect();
+        for topic in topics {
+            let parts = self.topic_partitions_in(mirror, &topic, &[PartitionState::Mirroring]).unwrap_or_default();
+            if parts.is_empty() {
+                continue;
+            }
+            let req: Vec<_> = parts.iter().map(|p| (topic.clone(), *p, OffsetSpec::Latest)).collect();
+            let ends: BTreeMap<i32, i64> =
+                match self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await {
+                    Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+                    Err(e) => {
+                        for p in parts {
+                            self.fail(mirror, &topic, p, ErrorCode::DestinationUnavailable, e.to_string());
+                        }
+                        continue;
+                    }
+                };
+            let specs: Vec<AssignSpec> = parts
+                .iter()
+                .filter_map(|p| {
+                    let pos = self.mirrors[mirror].topics[&topic].partitions[p].record.position?;
+                    Some(AssignSpec {
+                        topic: topic.clone(),
+                        partition: *p,
+                        next_source_offset: Some(pos.next_source_offset),
+                        source_leader_epoch: (pos.source_leader_epoch >= 0).then_some(pos.source_leader_epoch),
+                        destination_next_offset: ends.get(p).copied().unwrap_or(0),
+                        destination_end_offset: pos.destination_end_offset,
+                    })
+                })
+                .collect();
+            self.assign(mirror, specs);
+        }
+        let _ = self.flush().await;
     }
 
     /// Retries FAILED partitions whose backoff is over, and re-runs unfinished stops.

@@ -212,6 +212,23 @@ pub struct OpResult {
     pub results: Vec<TopicOutcome>,
 }
 
+/// A recorded operation: a lifecycle call or a mirror change, with who asked and the outcome.
+/// This is the audit trail; it is stored durably in `__mirror_state`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationView {
+    pub id: String,
+    pub mirror: String,
+    /// `start`, `pause`, `resume`, `stop`, `create_mirror`, `update_mirror`, `delete_mirror`.
+    pub kind: String,
+    pub topics: Vec<String>,
+    pub requested_by: String,
+    pub client_address: Option<String>,
+    /// Milliseconds since the epoch.
+    pub requested_at: i64,
+    pub finished_at: Option<i64>,
+    pub results: Vec<TopicOutcome>,
+}
+
 /// Who asked (for the audit trail).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
@@ -314,6 +331,7 @@ pub struct EngineHandle {
     tx: mpsc::Sender<Request>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     offset_maps: persist::OffsetMaps,
+    operations: persist::Operations,
 }
 
 impl std::fmt::Debug for EngineHandle {
@@ -380,6 +398,18 @@ impl EngineHandle {
     pub fn translate_offset(&self, mirror: &str, topic: &str, partition: i32, source_offset: i64) -> Option<i64> {
         let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
         maps.get(&(mirror.to_string(), topic.to_string(), partition))?.translate(source_offset).map(|t| t.offset())
+    }
+
+    /// Recorded operations, newest first (at most the last 1,000 are kept in memory).
+    pub fn operations(&self) -> Vec<OperationView> {
+        let ops = self.operations.read().unwrap_or_else(|e| e.into_inner());
+        ops.iter().rev().cloned().collect()
+    }
+
+    /// One recorded operation.
+    pub fn operation(&self, id: &str) -> Option<OperationView> {
+        let ops = self.operations.read().unwrap_or_else(|e| e.into_inner());
+        ops.iter().find(|o| o.id == id).cloned()
     }
 
     /// A receiver that is notified whenever a new snapshot is published.

@@ -10,20 +10,19 @@ use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
-use crate::domain::offset_map::{OffsetMap, Run};
+use crate::domain::offset_map::OffsetMap;
 use crate::domain::{
     ErrorCode, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp, Truncation,
 };
 use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
-    DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, LmePartitionValue, LmeTopicValue, MaterializedState,
-    MirrorKey, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsValue, OperationValue, PartitionKey,
-    PartitionStateValue, PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue,
-    TopicResultValue, TruncationValue,
+    DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,
+    MirrorTopicValue, MirrorValue, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue, PositionValue,
+    RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue,
 };
 
-use super::{Actor, MirrorSpec, SourceSpec, TopicOutcome};
+use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, TopicOutcome};
 
 /// A mirror definition as stored.
 #[derive(Debug, Clone)]
@@ -47,6 +46,7 @@ pub(crate) struct LoadedTopic {
 pub(crate) struct LoadedMirror {
     pub stored: StoredMirror,
     pub topics: Vec<LoadedTopic>,
+    pub last_mirror_epochs: LastMirrorEpochsValue,
 }
 
 /// Everything loaded from `__mirror_state`.
@@ -55,6 +55,8 @@ pub(crate) struct Loaded {
     pub mirrors: Vec<LoadedMirror>,
     /// (mirror, topic name, partition) -> offset map.
     pub offset_maps: HashMap<(String, String, i32), OffsetMap>,
+    /// Recorded operations, oldest first.
+    pub operations: Vec<OperationView>,
 }
 
 fn parts(n: i32) -> NonZeroU32 {
@@ -184,41 +186,26 @@ pub(crate) fn partition_tombstone(mirror: &str, topic_id: &str, partition: i32, 
     write(StateRecord::PartitionState(Entry::tombstone(PartitionKey::new(mirror, topic_id, partition))), n)
 }
 
-/// The seed's LastMirrorEpochs record for one topic's partitions. The record is keyed by mirror,
-/// so it carries only this topic; loading merges (the store keeps the latest per mirror).
-pub(crate) fn last_mirror_epochs(mirror: &str, topic: &str, lmes: &[(i32, i32)], n: i32) -> StateWrite {
-    let value = LastMirrorEpochsValue {
-        topics: vec![LmeTopicValue {
-            name: topic.to_string(),
-            partitions: lmes
-                .iter()
-                .map(|(p, e)| LmePartitionValue { partition_index: *p, last_mirrored_epoch: *e })
-                .collect(),
-        }],
-    };
-    write(StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: mirror.to_string() }, value)), n)
+/// The seed's LastMirrorEpochs record: one per mirror, holding every topic's partitions, so it
+/// is always written whole (the latest record per mirror wins).
+pub(crate) fn last_mirror_epochs(mirror: &str, value: &LastMirrorEpochsValue, n: i32) -> StateWrite {
+    write(StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: mirror.to_string() }, value.clone())), n)
 }
 
-pub(crate) fn operation(
-    id: &str,
-    mirror: &str,
-    kind: &str,
-    actor: &Actor,
-    results: &[TopicOutcome],
-    at: Timestamp,
-    n: i32,
-) -> StateWrite {
+/// The audit record of one operation.
+pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
     let value = OperationValue {
-        id: id.to_string(),
-        mirror: mirror.to_string(),
-        kind: kind.to_string(),
-        topics: results.iter().map(|r| r.topic.clone()).collect(),
+        id: op.id.clone(),
+        mirror: op.mirror.clone(),
+        kind: op.kind.clone(),
+        topics: op.topics.clone(),
         validate_only: false,
-        requested_by: actor.identity.clone(),
-        client_address: actor.address.clone(),
-        requested_at: at.as_millis(),
-        finished_at: Some(at.as_millis()),
-        results: results
+        requested_by: op.requested_by.clone(),
+        client_address: op.client_address.clone(),
+        requested_at: op.requested_at,
+        finished_at: op.finished_at,
+        results: op
+            .results
             .iter()
             .map(|r| TopicResultValue {
                 topic: r.topic.clone(),
@@ -230,6 +217,42 @@ pub(crate) fn operation(
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
 }
+
+/// An operation record as shown in the audit trail.
+fn operation_view(v: &OperationValue) -> OperationView {
+    OperationView {
+        id: v.id.clone(),
+        mirror: v.mirror.clone(),
+        kind: v.kind.clone(),
+        topics: v.topics.clone(),
+        requested_by: v.requested_by.clone(),
+        client_address: v.client_address.clone(),
+        requested_at: v.requested_at,
+        finished_at: v.finished_at,
+        results: v
+            .results
+            .iter()
+            .map(|r| TopicOutcome {
+                topic: r.topic.clone(),
+                ok: r.outcome == "ok",
+                error: r.message.as_ref().map(|m| Problem {
+                    kind: r
+                        .error_code
+                        .as_deref()
+                        .and_then(|c| serde_json::from_value(serde_json::Value::String(c.to_string())).ok())
+                        .unwrap_or(ProblemKind::Internal),
+                    detail: m.clone(),
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// The most recent operations kept in memory for the audit views.
+pub(crate) const MAX_OPERATIONS: usize = 1000;
+
+/// Recorded operations, oldest first, shared with handle readers.
+pub(crate) type Operations = Arc<RwLock<std::collections::VecDeque<OperationView>>>;
 
 /// The data path's encoder: one OffsetRuns record (runs + new position) per partition per
 /// transaction. `topic_ids` maps topic names to source topic IDs (the records' key).
@@ -310,7 +333,7 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
             format!("skipped state record at partition {} offset {}: {}", r.partition, r.offset, s.error)
         })
         .collect();
-    let mut loaded = Loaded::default();
+    let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
     for mv in state.mirrors() {
         let stored = StoredMirror {
             spec: MirrorSpec {
@@ -357,15 +380,12 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
                 partitions,
             });
         }
-        loaded.mirrors.push(LoadedMirror { stored, topics });
+        let last_mirror_epochs =
+            state.last_mirror_epochs(&mv.name).cloned().unwrap_or(LastMirrorEpochsValue { topics: Vec::new() });
+        loaded.mirrors.push(LoadedMirror { stored, topics, last_mirror_epochs });
     }
     (loaded, warnings)
 }
 
 /// Offset maps shared between the coordinator (writer) and handle readers.
 pub(crate) type OffsetMaps = Arc<RwLock<HashMap<(String, String, i32), OffsetMap>>>;
-
-/// Converts the data path's runs to the domain's.
-pub(crate) fn runs(p: &PartitionProgress) -> Vec<Run> {
-    p.runs.iter().map(|r| Run::new(r.source_start, r.destination_start, r.len)).collect()
-}

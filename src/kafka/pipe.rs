@@ -28,6 +28,7 @@ use super::KafkaAdmin;
 use super::admin::client_config;
 use super::consumer::{message_leader_epoch, position_list};
 use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
+use crate::domain::offset_map::{Run, RunBuilder};
 
 /// Settings of one mirror's data path.
 #[derive(Clone)]
@@ -77,15 +78,6 @@ pub struct AssignSpec {
     pub destination_end_offset: i64,
 }
 
-/// A run of the offset map: source `[source_start, +len)` landed at destination
-/// `[destination_start, +len)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OffsetRun {
-    pub source_start: i64,
-    pub destination_start: i64,
-    pub len: i64,
-}
-
 /// A partition's committed position after a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionProgress {
@@ -103,7 +95,7 @@ pub struct PartitionProgress {
     pub records: u64,
     pub bytes: u64,
     /// The offset-map runs of this transaction.
-    pub runs: Vec<OffsetRun>,
+    pub runs: Vec<Run>,
 }
 
 /// A record for the state topic, produced in the same transaction as the data.
@@ -145,7 +137,8 @@ pub enum PipeEvent {
     /// A transient failure: the open transaction was aborted and the partitions rewound to their
     /// committed positions; the pipe retries after a backoff.
     Retrying { attempt: u32, message: String },
-    /// Another writer with the same transactional id took over: this pipe stopped for good.
+    /// The producer hit a fatal error, usually because another writer with the same
+    /// transactional id took over. The pipe stopped for good; nothing uncommitted is visible.
     Fenced { message: String },
     /// The pipe could not start or hit a fatal error and stopped.
     Failed { message: String },
@@ -403,6 +396,7 @@ impl Pipe {
             if self.in_txn && self.should_commit() {
                 match self.commit() {
                     TxnOutcome::Committed => self.retry_attempt = 0,
+                    TxnOutcome::Retry(_) if self.fenced => {} // already reported as fatal
                     TxnOutcome::Retry(message) => {
                         self.retry_attempt += 1;
                         let backoff = backoff(self.retry_attempt);
@@ -416,6 +410,9 @@ impl Pipe {
     }
 
     fn on_fenced(&mut self, message: String) {
+        if self.fenced {
+            return;
+        }
         self.fenced = true;
         self.parts.clear();
         let _ = self.consumer.unassign();
@@ -545,13 +542,11 @@ impl Pipe {
                     if !self.in_txn {
                         if let Err(e) = self.producer.begin_transaction() {
                             // The record just polled must not be skipped: rewind to committed.
-                            self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
-                            if matches!(&e, RdError::Transaction(te) if te.is_fatal())
-                                && let Err(m) = self.recreate_producer()
-                            {
-                                self.on_fenced(m);
+                            if matches!(&e, RdError::Transaction(te) if te.is_fatal()) {
+                                self.on_fenced(format!("begin transaction: {e}"));
                                 return;
                             }
+                            self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
                             self.rewind_all();
                             return;
                         }
@@ -695,7 +690,7 @@ impl Pipe {
             if part.pending.is_empty() {
                 continue;
             }
-            let mut builder = RunBuilder::default();
+            let mut builder = RunBuilder::new();
             let mut first_dest = None;
             let mut last_dest = None;
             let mut bytes = 0;
@@ -703,7 +698,11 @@ impl Pipe {
                 let Some(Some(Ok(d))) = results.get(p.slot) else { continue };
                 first_dest.get_or_insert(*d);
                 last_dest = Some(*d);
-                builder.push(p.source_offset, *d);
+                if let Err(e) = builder.push(p.source_offset, *d) {
+                    // Offsets out of order would be a client bug; never commit a wrong map.
+                    tracing::error!(mirror = %self.config.mirror, error = %e, "offset map run rejected");
+                    foreign.push((key.clone(), *d, *d));
+                }
                 bytes += p.bytes;
             }
             let (Some(first), Some(last)) = (first_dest, last_dest) else { continue };
@@ -788,33 +787,28 @@ impl Pipe {
 
     fn after_txn_error(&mut self, what: &str, e: RdError) -> TxnOutcome {
         let message = format!("{what}: {e}");
-        if let RdError::Transaction(ref te) = e
-            && te.is_fatal()
-        {
-            // Fenced (another instance took over) or another fatal producer error.
-            if matches!(
-                te.code(),
-                RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch | RDKafkaErrorCode::Fenced
-            ) {
-                return TxnOutcome::Fenced(message);
-            }
-            return match self.recreate_producer() {
-                Ok(()) => {
-                    self.rewind_all();
-                    TxnOutcome::Retry(format!("{message}; producer re-created"))
-                }
-                Err(m) => TxnOutcome::Fenced(m),
-            };
-        }
-        if matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::ProducerFenced)) {
+        // A fatal producer error ends this pipe. It usually means another writer with the same
+        // transactional id took over; re-initialising here would fence that writer back and the
+        // two would take turns duplicating data. The engine decides: it restarts the pipe only
+        // when its own state writer proves it is still the owner.
+        let fatal = matches!(&e, RdError::Transaction(te) if te.is_fatal())
+            || matches!(
+                e.rdkafka_error_code(),
+                Some(
+                    RDKafkaErrorCode::ProducerFenced
+                        | RDKafkaErrorCode::InvalidProducerEpoch
+                        | RDKafkaErrorCode::Fenced
+                )
+            );
+        if fatal {
             return TxnOutcome::Fenced(message);
         }
         self.abort_and_rewind();
         TxnOutcome::Retry(message)
     }
 
-    /// A fatal (non-fencing) producer error: build a new producer with the same transactional id;
-    /// its init aborts whatever the old one left open, so nothing is lost or duplicated.
+    /// A new producer with the same transactional id; its init bumps the producer epoch and aborts
+    /// whatever the old one left open. Used only for the deliberate fence of a stop.
     fn recreate_producer(&mut self) -> Result<(), String> {
         let mut pcfg = client_config(&self.config.destination_bootstrap, &self.config.destination_properties);
         pcfg.set("transactional.id", &self.config.transactional_id)
@@ -837,11 +831,10 @@ impl Pipe {
     fn abort_and_rewind(&mut self) {
         if self.in_txn {
             if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
-                tracing::warn!(mirror = %self.config.mirror, error = %e, "abort failed; re-creating the producer");
-                if let Err(m) = self.recreate_producer() {
-                    self.on_fenced(m);
-                    return;
-                }
+                // The transaction's outcome is now unknown to this producer: stop and let the
+                // engine restart the data path from the committed state.
+                self.on_fenced(format!("abort failed: {e}"));
+                return;
             }
             self.in_txn = false;
         }
@@ -945,48 +938,9 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(base - base / 8 + jitter)
 }
 
-/// Builds offset-map runs from `(source, destination)` pairs in order.
-#[derive(Default)]
-struct RunBuilder {
-    runs: Vec<OffsetRun>,
-}
-
-impl RunBuilder {
-    fn push(&mut self, source: i64, destination: i64) {
-        if let Some(last) = self.runs.last_mut()
-            && last.source_start + last.len == source
-            && last.destination_start + last.len == destination
-        {
-            last.len += 1;
-            return;
-        }
-        self.runs.push(OffsetRun { source_start: source, destination_start: destination, len: 1 });
-    }
-
-    fn finish(self) -> Vec<OffsetRun> {
-        self.runs
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn run_builder_splits_on_gaps_on_either_side() {
-        let mut b = RunBuilder::default();
-        for (s, d) in [(0, 10), (1, 11), (2, 12), (5, 13), (6, 14), (7, 16)] {
-            b.push(s, d);
-        }
-        assert_eq!(
-            b.finish(),
-            vec![
-                OffsetRun { source_start: 0, destination_start: 10, len: 3 },
-                OffsetRun { source_start: 5, destination_start: 13, len: 2 },
-                OffsetRun { source_start: 7, destination_start: 16, len: 1 },
-            ]
-        );
-    }
 
     #[test]
     fn backoff_grows_and_is_capped() {

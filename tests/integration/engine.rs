@@ -760,3 +760,92 @@ async fn state_survives_an_engine_restart() {
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+/// `kmirror serve` killed with SIGKILL five times under load, then allowed to catch up: the
+/// destination holds every committed source record exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_under_load_is_exactly_once() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "kill9", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let config = eng.config.clone();
+    let mirror = unique("m-kill9");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.stop().await;
+
+    let traffic = Traffic::start(&topic.name, 2);
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kmirror"))
+            .args(["serve", "--destination-bootstrap", &Cluster::Destination.bootstrap()])
+            .args(["--state-topic", &config.state_topic, "--instance-id", &config.instance_id])
+            .args(["--state-partitions", &config.state_partitions.to_string()])
+            .args(["--listen", "127.0.0.1:0", "--no-auth"])
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn kmirror serve")
+    };
+    let total = |v: Vec<i64>| v.iter().sum::<i64>();
+    for round in 0..5 {
+        let before = total(dest_ends(&topic.name, 2).await);
+        let mut child = spawn();
+        // Kill it once it has committed something new (it is then mid-stream, under load).
+        eventually(&format!("round {round}: child mirrors"), Duration::from_secs(60), || async {
+            (total(dest_ends(&topic.name, 2).await) > before + 20).then_some(())
+        })
+        .await;
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+    }
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    assert!(produced > 0);
+    let eng = TestEngine::with_config(config).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// A second engine with the same instance id takes over: the first one's writes fail, it stops
+/// mirroring and says why; the second continues exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_fences_the_first() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "fence", 2, &[]).await;
+    let first = TestEngine::start().await;
+    let mirror = unique("m-fence");
+    first.create_mirror(&mirror).await;
+    first.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let traffic = Traffic::start(&topic.name, 2);
+    first.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+
+    let second = TestEngine::with_config(first.config.clone()).await;
+    eventually("first instance reports it was fenced", Duration::from_secs(60), || async {
+        let snap = first.handle.snapshot();
+        snap.mirror(&mirror)?.data_path.contains("fenced").then_some(())
+    })
+    .await;
+    // Its lifecycle calls are refused (its state writer is fenced too).
+    let r = first
+        .handle
+        .lifecycle(&mirror, TopicSelector::Names(vec![topic.name.clone()]), LifecycleOp::Pause, false, actor())
+        .await;
+    let refused = match r {
+        Err(e) => e.kind() == ProblemKind::Fenced,
+        Ok(r) => r.results.iter().all(|t| !t.ok),
+    };
+    assert!(refused, "a fenced instance must not change state");
+
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    second.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    second.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    second.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    first.stop().await;
+    second.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}

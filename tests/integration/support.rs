@@ -57,12 +57,37 @@ fn env_or(key: &str, default: &str) -> String {
 /// (or measures process-wide memory) takes the exclusive one, so the others never see it.
 static RIG: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
 
-pub async fn shared() -> RwLockReadGuard<'static, ()> {
-    RIG.read().await
+/// Held for the duration of a test: the in-process lock plus a cross-process `flock` on a file
+/// next to the rig, so test runs of several checkouts sharing one rig do not disturb each other.
+pub struct RigGuard<G> {
+    _guard: G,
+    _file: std::fs::File,
 }
 
-pub async fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    RIG.write().await
+async fn file_lock(exclusive: bool) -> std::fs::File {
+    let path = std::env::temp_dir().join("kmirror-rig.testlock");
+    tokio::task::spawn_blocking(move || {
+        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file");
+        use std::os::fd::AsRawFd;
+        let op = if exclusive { libc::LOCK_EX } else { libc::LOCK_SH };
+        // SAFETY: flock on a file descriptor we own; released when the file is closed.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::flock(f.as_raw_fd(), op) };
+        assert_eq!(rc, 0, "flock failed");
+        f
+    })
+    .await
+    .expect("lock task")
+}
+
+pub async fn shared() -> RigGuard<RwLockReadGuard<'static, ()>> {
+    let guard = RIG.read().await;
+    RigGuard { _guard: guard, _file: file_lock(false).await }
+}
+
+pub async fn exclusive() -> RigGuard<RwLockWriteGuard<'static, ()>> {
+    let guard = RIG.write().await;
+    RigGuard { _guard: guard, _file: file_lock(true).await }
 }
 
 /// Runs `scripts/kafka-rig <args>` and panics with its output on failure.
