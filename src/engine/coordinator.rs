@@ -89,6 +89,8 @@ struct MirrorRt {
     topic_ids: Arc<RwLock<HashMap<String, String>>>,
     /// Partitions whose next committed batch starts a new lineage (resync).
     new_lineage: Arc<RwLock<HashSet<(String, i32)>>>,
+    /// Metadata sync health per kind.
+    sync: Vec<SyncStatus>,
     /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
     last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
@@ -453,6 +455,7 @@ impl Coordinator {
             topic_ids,
             new_lineage,
             last_mirror_epochs: crate::store::LastMirrorEpochsValue { topics: Vec::new() },
+            sync: SyncKind::ALL.iter().map(|k| SyncStatus::new(*k)).collect(),
             metadata_in_flight: false,
             lag_in_flight: false,
         };
@@ -1870,6 +1873,7 @@ impl Coordinator {
                     cluster_id_error: m.cluster_id_error.clone(),
                     data_path: m.data_path.clone(),
                     created_at: m.stored.created_at,
+                    sync: m.sync.clone(),
                     topics,
                 }
             })

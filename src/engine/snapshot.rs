@@ -52,7 +52,62 @@ pub struct MirrorSnapshot {
     /// The data path's state in words ("running", "fenced: ...", "retrying: ...").
     pub data_path: String,
     pub created_at: Timestamp,
+    /// Metadata sync health, one entry per kind (topic configs, group offsets, ACLs).
+    pub sync: Vec<SyncStatus>,
     pub topics: Vec<TopicSnapshot>,
+}
+
+/// The kinds of metadata the MirrorMetadataManager syncs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncKind {
+    TopicConfigs,
+    GroupOffsets,
+    Acls,
+}
+
+impl SyncKind {
+    pub const ALL: [SyncKind; 3] = [SyncKind::TopicConfigs, SyncKind::GroupOffsets, SyncKind::Acls];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncKind::TopicConfigs => "topic_configs",
+            SyncKind::GroupOffsets => "group_offsets",
+            SyncKind::Acls => "acls",
+        }
+    }
+}
+
+/// Health of one metadata sync kind of a mirror. A sync that keeps failing shows here (and in
+/// the API and dashboard) with its last error and how many times in a row it failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncStatus {
+    pub kind: SyncKind,
+    /// False when the cluster cannot serve this kind (e.g. the embedded demo cluster).
+    pub supported: bool,
+    pub last_attempt_at: Option<Timestamp>,
+    pub last_success_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+    /// Items applied on the last successful run (configs changed, groups synced, ACLs changed).
+    pub last_applied: u64,
+    /// Findings that need an operator (e.g. config drift on the destination).
+    pub warnings: Vec<String>,
+}
+
+impl SyncStatus {
+    pub fn new(kind: SyncKind) -> SyncStatus {
+        SyncStatus {
+            kind,
+            supported: true,
+            last_attempt_at: None,
+            last_success_at: None,
+            last_error: None,
+            consecutive_failures: 0,
+            last_applied: 0,
+            warnings: Vec::new(),
+        }
+    }
 }
 
 impl MirrorSnapshot {
