@@ -556,7 +556,12 @@ impl Coordinator {
                 "the source is the destination cluster itself (a mirror loop)",
             ));
         }
-        let stored = StoredMirror { spec, created_at: now(), updated_at: now() };
+        for re in spec.sync.group_include.iter().chain(&spec.sync.group_exclude) {
+            regex::Regex::new(re).map_err(|e| {
+                EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
+            })?;
+        }
+        let stored = StoredMirror { spec, created_at: now(), updated_at: now(), created_acls: Vec::new() };
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
         self.flush().await?;
         let name = stored.spec.name.clone();
@@ -591,6 +596,14 @@ impl Coordinator {
         }
         if let Some(id) = update.expected_source_cluster_id {
             stored.spec.expected_source_cluster_id = Some(id);
+        }
+        if let Some(sync) = update.sync {
+            for re in sync.group_include.iter().chain(&sync.group_exclude) {
+                regex::Regex::new(re).map_err(|e| {
+                    EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
+                })?;
+            }
+            stored.spec.sync = sync;
         }
         stored.updated_at = now();
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions));

@@ -95,6 +95,34 @@ pub struct SourceSpec {
     pub properties: BTreeMap<String, String>,
 }
 
+/// What the MirrorMetadataManager syncs for a mirror (DESIGN.md section 7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyncSpec {
+    /// Copy allowed topic configs (see `domain::config_sync`) from source to mirror topics.
+    pub topic_configs: bool,
+    /// Translate and copy committed consumer-group offsets.
+    pub group_offsets: bool,
+    /// Copy ACLs of mirrored topics and synced groups (never ALLOW WRITE on mirror topics).
+    pub acls: bool,
+    /// Groups to sync: regexes matched against whole group names.
+    pub group_include: Vec<String>,
+    /// Groups never synced (wins over `group_include`).
+    pub group_exclude: Vec<String>,
+}
+
+impl Default for SyncSpec {
+    fn default() -> Self {
+        SyncSpec {
+            topic_configs: true,
+            group_offsets: true,
+            acls: true,
+            group_include: vec![".*".to_string()],
+            group_exclude: Vec::new(),
+        }
+    }
+}
+
 /// A mirror's definition as an operator gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorSpec {
@@ -103,6 +131,9 @@ pub struct MirrorSpec {
     /// The source cluster ID the mirror must see; recorded from the source on creation if absent.
     #[serde(default)]
     pub expected_source_cluster_id: Option<String>,
+    /// What metadata to sync (all kinds, all groups by default).
+    #[serde(default)]
+    pub sync: SyncSpec,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -110,6 +141,7 @@ pub struct MirrorSpec {
 pub struct MirrorUpdate {
     pub source: Option<SourceSpec>,
     pub expected_source_cluster_id: Option<String>,
+    pub sync: Option<SyncSpec>,
 }
 
 /// Which topics a lifecycle call is about.

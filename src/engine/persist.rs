@@ -22,7 +22,9 @@ use crate::store::{
     RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue,
 };
 
-use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, TopicOutcome};
+use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, SyncSpec, TopicOutcome};
+use crate::kafka::AclBinding;
+use crate::store::AclBindingValue;
 
 /// A mirror definition as stored.
 #[derive(Debug, Clone)]
@@ -30,6 +32,64 @@ pub(crate) struct StoredMirror {
     pub spec: MirrorSpec,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// ACLs kmirror created on the destination (the only ones it ever deletes).
+    pub created_acls: Vec<AclBinding>,
+}
+
+fn acl_value(b: &AclBinding) -> AclBindingValue {
+    AclBindingValue {
+        resource_type: format!("{:?}", b.resource_type),
+        name: b.name.clone(),
+        pattern_type: format!("{:?}", b.pattern_type),
+        principal: b.principal.clone(),
+        host: b.host.clone(),
+        operation: format!("{:?}", b.operation),
+        permission: format!("{:?}", b.permission),
+    }
+}
+
+fn acl_from(v: &AclBindingValue) -> Option<AclBinding> {
+    use crate::kafka::{AclOperation as O, AclPermission as P, PatternType as T, ResourceType as R};
+    let resource_type = match v.resource_type.as_str() {
+        "Topic" => R::Topic,
+        "Group" => R::Group,
+        "Cluster" => R::Cluster,
+        "TransactionalId" => R::TransactionalId,
+        _ => return None,
+    };
+    let pattern_type = match v.pattern_type.as_str() {
+        "Literal" => T::Literal,
+        "Prefixed" => T::Prefixed,
+        _ => return None,
+    };
+    let operation = match v.operation.as_str() {
+        "All" => O::All,
+        "Read" => O::Read,
+        "Write" => O::Write,
+        "Create" => O::Create,
+        "Delete" => O::Delete,
+        "Alter" => O::Alter,
+        "Describe" => O::Describe,
+        "ClusterAction" => O::ClusterAction,
+        "DescribeConfigs" => O::DescribeConfigs,
+        "AlterConfigs" => O::AlterConfigs,
+        "IdempotentWrite" => O::IdempotentWrite,
+        _ => return None,
+    };
+    let permission = match v.permission.as_str() {
+        "Allow" => P::Allow,
+        "Deny" => P::Deny,
+        _ => return None,
+    };
+    Some(AclBinding {
+        resource_type,
+        name: v.name.clone(),
+        pattern_type,
+        principal: v.principal.clone(),
+        host: v.host.clone(),
+        operation,
+        permission,
+    })
 }
 
 /// A topic as loaded.
@@ -108,7 +168,15 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32) -> StateWrite {
         expected_source_cluster_id: m.spec.expected_source_cluster_id.clone(),
         created_at: m.created_at.as_millis(),
         updated_at: m.updated_at.as_millis(),
-        sync: SyncSettingsValue::default(),
+        sync: SyncSettingsValue {
+            topic_configs: m.spec.sync.topic_configs,
+            consumer_group_offsets: m.spec.sync.group_offsets,
+            acls: m.spec.sync.acls,
+            refresh_interval_ms: SyncSettingsValue::default().refresh_interval_ms,
+            group_include: m.spec.sync.group_include.clone(),
+            group_exclude: m.spec.sync.group_exclude.clone(),
+        },
+        created_acls: m.created_acls.iter().map(acl_value).collect(),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -343,9 +411,17 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
                     properties: mv.source.properties.clone(),
                 },
                 expected_source_cluster_id: mv.expected_source_cluster_id.clone(),
+                sync: SyncSpec {
+                    topic_configs: mv.sync.topic_configs,
+                    group_offsets: mv.sync.consumer_group_offsets,
+                    acls: mv.sync.acls,
+                    group_include: mv.sync.group_include.clone(),
+                    group_exclude: mv.sync.group_exclude.clone(),
+                },
             },
             created_at: Timestamp::from_millis(mv.created_at),
             updated_at: Timestamp::from_millis(mv.updated_at),
+            created_acls: mv.created_acls.iter().filter_map(acl_from).collect(),
         };
         let mut topics = Vec::new();
         for tv in state.topics_of(&mv.name) {

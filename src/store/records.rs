@@ -206,6 +206,22 @@ pub struct MirrorValue {
     /// Metadata sync settings (defaults when absent).
     #[serde(default)]
     pub sync: SyncSettingsValue,
+    /// ACLs kmirror created on the destination for this mirror: only these are ever removed
+    /// when they disappear at the source (ACLs kmirror did not create are never touched).
+    #[serde(default)]
+    pub created_acls: Vec<AclBindingValue>,
+}
+
+/// An ACL binding as stored (names as Kafka spells them: `TOPIC`, `LITERAL`, `READ`, `ALLOW`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AclBindingValue {
+    pub resource_type: String,
+    pub name: String,
+    pub pattern_type: String,
+    pub principal: String,
+    pub host: String,
+    pub operation: String,
+    pub permission: String,
 }
 
 /// The source cluster connection of a mirror.
@@ -254,11 +270,22 @@ pub struct SyncSettingsValue {
     pub acls: bool,
     /// The metadata refresh interval in milliseconds.
     pub refresh_interval_ms: i64,
+    /// Consumer groups whose offsets are synced: regexes matched against whole group names.
+    pub group_include: Vec<String>,
+    /// Groups never synced (wins over `group_include`).
+    pub group_exclude: Vec<String>,
 }
 
 impl Default for SyncSettingsValue {
     fn default() -> Self {
-        Self { topic_configs: true, consumer_group_offsets: true, acls: true, refresh_interval_ms: 30_000 }
+        Self {
+            topic_configs: true,
+            consumer_group_offsets: true,
+            acls: true,
+            refresh_interval_ms: 30_000,
+            group_include: vec![".*".to_string()],
+            group_exclude: Vec::new(),
+        }
     }
 }
 
@@ -1000,6 +1027,7 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             sync: SyncSettingsValue::default(),
+            created_acls: Vec::new(),
         };
         let topic = MirrorTopicValue {
             mirror: "m".to_owned(),

@@ -402,6 +402,7 @@ mod tests {
                 created_at: 1,
                 updated_at,
                 sync: SyncSettingsValue::default(),
+                created_acls: Vec::new(),
             },
         ))
     }

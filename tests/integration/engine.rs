@@ -60,6 +60,7 @@ impl TestEngine {
                     name: name.to_string(),
                     source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                     expected_source_cluster_id: None,
+                    sync: Default::default(),
                 },
                 actor(),
             )
@@ -604,6 +605,7 @@ async fn cluster_id_mismatch_halts_the_mirror() {
     let update = MirrorUpdate {
         source: Some(SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: BTreeMap::new() }),
         expected_source_cluster_id: None,
+        sync: Default::default(),
     };
     eng.handle.update_mirror(&mirror, update, actor()).await.unwrap();
     eng.handle.refresh_now(&mirror).await.unwrap();
@@ -670,12 +672,14 @@ async fn bad_requests_get_clear_errors() {
         name: "bad name!".into(),
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
+        sync: Default::default(),
     };
     assert_eq!(eng.handle.create_mirror(bad, actor()).await.unwrap_err().kind(), ProblemKind::InvalidName);
     let wrong_id = MirrorSpec {
         name: unique("m-wrong"),
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: Some("AAAAAAAAAAAAAAAAAAAAAA".into()),
+        sync: Default::default(),
     };
     assert_eq!(
         eng.handle.create_mirror(wrong_id, actor()).await.unwrap_err().kind(),
@@ -690,6 +694,7 @@ async fn bad_requests_get_clear_errors() {
                 name: mirror.clone(),
                 source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                 expected_source_cluster_id: None,
+                sync: Default::default(),
             },
             actor(),
         )
