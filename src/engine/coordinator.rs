@@ -25,6 +25,7 @@ use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, 
 use crate::kafka::state_log::{self, StateWriter};
 use crate::kafka::{IsolationLevel, KafkaAdmin, KafkaError, OffsetSpec};
 
+use super::metadata;
 use super::persist::{self, Loaded, StoredMirror};
 use super::snapshot::*;
 use super::*;
@@ -51,11 +52,21 @@ struct PartRt {
     bytes_mirrored: u64,
     /// When the partition was last seen with no lag (for lag in seconds).
     caught_up_at: Option<Timestamp>,
+    /// The source consumer's position when it moved past the committed position over records
+    /// with nothing to mirror (transaction markers at the log end).
+    fetch_position: Option<i64>,
 }
 
 impl PartRt {
     fn new(record: PartitionRecord) -> PartRt {
-        PartRt { record, offsets: Offsets::default(), records_mirrored: 0, bytes_mirrored: 0, caught_up_at: None }
+        PartRt {
+            record,
+            offsets: Offsets::default(),
+            records_mirrored: 0,
+            bytes_mirrored: 0,
+            caught_up_at: None,
+            fetch_position: None,
+        }
     }
 }
 
@@ -91,6 +102,10 @@ struct MirrorRt {
     new_lineage: Arc<RwLock<HashSet<(String, i32)>>>,
     /// Metadata sync health per kind.
     sync: Vec<SyncStatus>,
+    /// Config values the topic-config sync applied, per (topic, config): tells drift from change.
+    applied_configs: HashMap<(String, String), String>,
+    /// Per-group offset sync outcome.
+    group_views: Vec<metadata::GroupSyncView>,
     /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
     last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
@@ -101,14 +116,7 @@ struct MirrorRt {
 enum Internal {
     Pipe(String, PipeEvent),
     Lag { mirror: String, offsets: Vec<((String, i32), Offsets)>, error: Option<String> },
-    Metadata { mirror: String, result: Result<MetadataView, String> },
-}
-
-/// What a metadata refresh saw on the source.
-struct MetadataView {
-    cluster_id: String,
-    /// Topic -> Some((id, partitions)) or None when missing.
-    topics: BTreeMap<String, Option<(String, usize)>>,
+    Metadata { mirror: String, report: Box<metadata::RefreshReport> },
 }
 
 pub(super) struct Coordinator {
@@ -456,6 +464,8 @@ impl Coordinator {
             new_lineage,
             last_mirror_epochs: crate::store::LastMirrorEpochsValue { topics: Vec::new() },
             sync: SyncKind::ALL.iter().map(|k| SyncStatus::new(*k)).collect(),
+            applied_configs: HashMap::new(),
+            group_views: Vec::new(),
             metadata_in_flight: false,
             lag_in_flight: false,
         };
@@ -1502,7 +1512,7 @@ impl Coordinator {
                     }
                 }
             }
-            Internal::Metadata { mirror, result } => self.metadata_result(&mirror, result).await,
+            Internal::Metadata { mirror, report } => self.metadata_result(&mirror, *report).await,
         }
     }
 
@@ -1510,6 +1520,13 @@ impl Coordinator {
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         match ev {
             PipeEvent::Ready => m.data_path = "running".into(),
+            PipeEvent::FetchPositions(positions) => {
+                for f in positions {
+                    if let Some(rt) = m.topics.get_mut(&f.topic).and_then(|t| t.partitions.get_mut(&f.partition)) {
+                        rt.fetch_position = Some(f.offset);
+                    }
+                }
+            }
             PipeEvent::Committed(progress) => {
                 m.data_path = "running".into();
                 {
@@ -1711,37 +1728,40 @@ impl Coordinator {
     }
 
     fn spawn_metadata_refresh(&mut self, only: Option<&str>) {
+        let t = now();
         for (name, m) in self.mirrors.iter_mut() {
-            if only.is_some_and(|o| o != name) || m.metadata_in_flight {
+            if only.is_some_and(|o| o != name) || m.metadata_in_flight || m.fenced {
                 continue;
             }
             m.metadata_in_flight = true;
-            let source = m.source_admin.clone();
-            let topics: Vec<String> = m.topics.keys().cloned().collect();
+            let input = metadata::RefreshInput {
+                mirror: name.clone(),
+                sync: m.stored.spec.sync.clone(),
+                expected_cluster_id: m.stored.spec.expected_source_cluster_id.clone(),
+                source: m.source_admin.clone(),
+                destination: self.destination_admin.clone(),
+                topics: m
+                    .topics
+                    .iter()
+                    .map(|(tn, t)| metadata::TopicInput {
+                        name: tn.clone(),
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|(p, rt)| (*p, rt.record.state, rt.record.position))
+                            .collect(),
+                    })
+                    .collect(),
+                offset_maps: Arc::clone(&self.offset_maps),
+                created_acls: m.stored.created_acls.clone(),
+                applied_configs: m.applied_configs.clone(),
+                now: t,
+            };
             let internal = self.internal_tx.clone();
             let mirror = name.clone();
             tokio::spawn(async move {
-                let result = async {
-                    let c = source.describe_cluster().await.map_err(|e| e.to_string())?;
-                    let mut seen = BTreeMap::new();
-                    if !topics.is_empty() {
-                        let ds = source.describe_topics(&topics).await.map_err(|e| e.to_string())?;
-                        for (t, d) in topics.iter().zip(ds) {
-                            match d {
-                                Ok(d) => {
-                                    seen.insert(t.clone(), Some((d.topic_id.to_string(), d.partitions.len())));
-                                }
-                                Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {
-                                    seen.insert(t.clone(), None);
-                                }
-                                Err(e) => return Err(e.to_string()),
-                            }
-                        }
-                    }
-                    Ok(MetadataView { cluster_id: c.cluster_id, topics: seen })
-                }
-                .await;
-                let _ = internal.send(Internal::Metadata { mirror, result });
+                let report = metadata::refresh(input).await;
+                let _ = internal.send(Internal::Metadata { mirror, report: Box::new(report) });
             });
         }
     }
@@ -1777,59 +1797,98 @@ impl Coordinator {
         }
     }
 
-    async fn metadata_result(&mut self, mirror: &str, result: Result<MetadataView, String>) {
+    async fn metadata_result(&mut self, mirror: &str, report: metadata::RefreshReport) {
+        let t = now();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         m.metadata_in_flight = false;
-        let view = match result {
-            Ok(v) => v,
+        let observed = match &report.cluster_id {
+            Ok(id) => id.clone(),
             Err(e) => {
                 if m.cluster_id_status != ClusterIdStatus::Mismatch {
                     if m.cluster_id_status != ClusterIdStatus::Unreachable {
                         tracing::warn!(%mirror, "source cluster unreachable: {e}");
                     }
                     m.cluster_id_status = ClusterIdStatus::Unreachable;
-                    m.cluster_id_error = Some(e);
-                    m.cluster_id_checked_at = Some(now());
+                    m.cluster_id_error = Some(e.clone());
+                    m.cluster_id_checked_at = Some(t);
                 }
                 return;
             }
         };
-        let expected = m.stored.spec.expected_source_cluster_id.clone();
-        if let Some(exp) = expected
-            && exp != view.cluster_id
+        if let Some(exp) = m.stored.spec.expected_source_cluster_id.clone()
+            && exp != observed
         {
-            let detail = format!("the source cluster ID is {} but {exp} was expected", view.cluster_id);
-            self.cluster_id_mismatch(mirror, &view.cluster_id, &detail);
+            let detail = format!("the source cluster ID is {observed} but {exp} was expected");
+            self.cluster_id_mismatch(mirror, &observed, &detail);
             let _ = self.flush().await;
             return;
         }
-        let m = self.mirrors.get_mut(mirror).expect("known");
         if m.cluster_id_status == ClusterIdStatus::Mismatch {
             tracing::info!(%mirror, "source cluster ID matches again");
         }
-        m.observed_cluster_id = Some(view.cluster_id);
+        m.observed_cluster_id = Some(observed);
         m.cluster_id_status = ClusterIdStatus::Ok;
         m.cluster_id_error = None;
-        m.cluster_id_checked_at = Some(now());
-        // Source topic deleted (two refreshes in a row) or recreated (new topic ID).
+        m.cluster_id_checked_at = Some(t);
+        for (kind, outcome) in [
+            (SyncKind::TopicConfigs, &report.configs),
+            (SyncKind::GroupOffsets, &report.groups),
+            (SyncKind::Acls, &report.acls),
+        ] {
+            if let Some(status) = metadata::status_mut(&mut m.sync, kind) {
+                let before = status.last_error.clone();
+                metadata::update_status(status, outcome, t);
+                if status.last_error.is_some() && status.last_error != before {
+                    tracing::warn!(%mirror, kind = kind.as_str(), "metadata sync failed: {}", status.last_error.as_deref().unwrap_or(""));
+                }
+                for w in &outcome.warnings {
+                    tracing::warn!(%mirror, "config drift: {w}");
+                }
+            }
+        }
+        m.applied_configs = report.applied_configs;
+        if report.groups.ran {
+            m.group_views = report.group_views;
+        }
+        if let Some(created) = report.created_acls {
+            m.stored.created_acls = created;
+            let w = persist::mirror(&m.stored, self.state_partitions);
+            self.pending_writes.push(w);
+        }
+        // Source topic deleted (two refreshes in a row), recreated (new topic ID), or resized.
+        let m = self.mirrors.get_mut(mirror).expect("known");
         let mut failures = Vec::new();
-        for (tn, seen) in view.topics {
-            let Some(t) = m.topics.get_mut(&tn) else { continue };
+        let mut grown = Vec::new();
+        for (tn, seen) in report.topics {
+            let Some(topic) = m.topics.get_mut(&tn) else { continue };
             match seen {
                 None => {
-                    t.missing_refreshes += 1;
-                    if t.missing_refreshes >= 2 {
+                    topic.missing_refreshes += 1;
+                    if topic.missing_refreshes >= 2 {
                         failures.push((tn, ErrorCode::SourceTopicDeleted, "the source topic was deleted".to_string()));
                     }
                 }
-                Some((id, _)) if id != t.source_topic_id => {
+                Some((id, _)) if id != topic.source_topic_id => {
                     failures.push((
                         tn,
                         ErrorCode::SourceTopicRecreated,
-                        format!("the source topic was recreated: its ID was {} and is now {id}", t.source_topic_id),
+                        format!("the source topic was recreated: its ID was {} and is now {id}", topic.source_topic_id),
                     ));
                 }
-                Some(_) => t.missing_refreshes = 0,
+                Some((_, n)) => {
+                    topic.missing_refreshes = 0;
+                    let have = topic.partitions.len();
+                    if n < have {
+                        failures.push((
+                            tn,
+                            ErrorCode::PartitionCountDecreased,
+                            format!("the source topic now has {n} partitions, the mirror has {have}"),
+                        ));
+                    } else if n > have && topic.partitions.values().any(|p| p.record.state == PartitionState::Mirroring)
+                    {
+                        grown.push((tn, n));
+                    }
+                }
             }
         }
         for (tn, code, message) in failures {
@@ -1848,6 +1907,59 @@ impl Coordinator {
             }
         }
         let _ = self.flush().await;
+        for (tn, n) in grown {
+            if let Err(p) = self.grow_topic(mirror, &tn, n).await {
+                tracing::warn!(%mirror, topic = %tn, "cannot mirror new partitions: {}", p.detail);
+            }
+        }
+    }
+
+    /// The source topic gained partitions: create them on the destination and start them
+    /// (UNKNOWN → PREPARING → MIRRORING).
+    async fn grow_topic(&mut self, mirror: &str, topic: &str, partitions: usize) -> Result<(), Problem> {
+        let dest = self.destination_admin.clone();
+        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        if d.partitions.len() < partitions {
+            match dest.create_partitions(topic, partitions).await {
+                Ok(()) => {}
+                Err(e) if e.is("INVALID_PARTITIONS") => {}
+                Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            }
+            let mut visible = false;
+            for _ in 0..100 {
+                if let Ok(d) = dest.describe_topic(topic).await
+                    && d.partitions.len() >= partitions
+                    && d.partitions.iter().all(|p| p.leader.is_some())
+                {
+                    visible = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            if !visible {
+                return Err(Problem {
+                    kind: ProblemKind::DestinationUnavailable,
+                    detail: format!("new partitions of {topic:?} did not become available"),
+                });
+            }
+        }
+        let t = now();
+        let new: Vec<i32> = {
+            let rt = self.mirrors.get_mut(mirror).expect("known").topics.get_mut(topic).expect("known");
+            let first = rt.partitions.len() as i32;
+            let new: Vec<i32> = (first..partitions as i32).collect();
+            for p in &new {
+                rt.partitions.insert(*p, PartRt::new(PartitionRecord::new(t)));
+            }
+            new
+        };
+        tracing::info!(%mirror, %topic, "source partitions increased to {partitions}: mirroring the new ones");
+        self.queue_topic(mirror, topic);
+        for &p in &new {
+            let _ = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None });
+        }
+        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        self.prepare(mirror, topic, &new, false, None).await
     }
 
     // ----- snapshot ----------------------------------------------------------------------
@@ -1887,6 +1999,7 @@ impl Coordinator {
                     data_path: m.data_path.clone(),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
+                    groups: m.group_views.clone(),
                     topics,
                 }
             })
@@ -1896,9 +2009,20 @@ impl Coordinator {
     }
 }
 
+/// The next source offset there is something to mirror from: the committed position, or the
+/// fetch position when the consumer moved past trailing control records.
+fn next_to_mirror(rt: &PartRt) -> Option<i64> {
+    let committed = rt.record.position.map(|p| p.next_source_offset);
+    let fetched = rt.fetch_position.filter(|_| rt.record.state == PartitionState::Mirroring);
+    match (committed, fetched) {
+        (Some(c), Some(f)) => Some(c.max(f)),
+        (c, f) => c.or(f),
+    }
+}
+
 fn lag_records(rt: &PartRt) -> i64 {
-    match (rt.offsets.source_lso, rt.record.position) {
-        (Some(lso), Some(pos)) => (lso - pos.next_source_offset).max(0),
+    match (rt.offsets.source_lso, next_to_mirror(rt)) {
+        (Some(lso), Some(next)) => (lso - next).max(0),
         (Some(lso), None) => (lso - rt.offsets.source_start.unwrap_or(0)).max(0),
         _ => 0,
     }
@@ -1921,7 +2045,7 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         source_log_start_offset: rt.offsets.source_start,
         source_last_stable_offset: rt.offsets.source_lso,
         source_high_watermark: rt.offsets.source_hwm,
-        mirrored_source_offset: rec.position.map(|p| p.next_source_offset),
+        mirrored_source_offset: next_to_mirror(rt),
         destination_high_watermark: rt.offsets.destination_hwm,
         lag_records: lag,
         lag_seconds,

@@ -18,6 +18,7 @@
 //! transactional state writer, and admin clients for the destination and each source.
 
 mod coordinator;
+mod metadata;
 mod persist;
 mod snapshot;
 
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
+pub use metadata::GroupSyncView;
 pub use snapshot::*;
 
 /// Engine settings.

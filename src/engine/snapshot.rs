@@ -54,6 +54,8 @@ pub struct MirrorSnapshot {
     pub created_at: Timestamp,
     /// Metadata sync health, one entry per kind (topic configs, group offsets, ACLs).
     pub sync: Vec<SyncStatus>,
+    /// Per consumer group: last offset sync time and last error.
+    pub groups: Vec<super::metadata::GroupSyncView>,
     pub topics: Vec<TopicSnapshot>,
 }
 

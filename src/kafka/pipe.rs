@@ -98,6 +98,14 @@ pub struct PartitionProgress {
     pub runs: Vec<Run>,
 }
 
+/// Where the source consumer is for a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchPosition {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
 /// A record for the state topic, produced in the same transaction as the data.
 #[derive(Debug, Clone)]
 pub struct StateWrite {
@@ -131,6 +139,10 @@ pub enum PipeEvent {
     Ready,
     /// A transaction committed: new positions per touched partition.
     Committed(Vec<PartitionProgress>),
+    /// Fetch positions that moved past the committed position over records there was nothing to
+    /// mirror from (control records, aborted data). Informational: resuming from the committed
+    /// position skips them again.
+    FetchPositions(Vec<FetchPosition>),
     /// The partition was removed from the pipe because of `fault`; its position is the last
     /// committed one (nothing of the failed transaction is visible).
     PartitionFailed { topic: String, partition: i32, fault: PartitionFault },
@@ -286,6 +298,9 @@ struct Pipe {
     next_slot: usize,
     retry_attempt: u32,
     fenced: bool,
+    last_position_report: Instant,
+    /// The fetch position last reported per partition.
+    reported_positions: HashMap<Key, i64>,
 }
 
 enum TxnOutcome {
@@ -353,6 +368,8 @@ impl Pipe {
             next_slot: 0,
             retry_attempt: 0,
             fenced: false,
+            last_position_report: Instant::now(),
+            reported_positions: HashMap::new(),
         })
     }
 
@@ -406,6 +423,33 @@ impl Pipe {
                     TxnOutcome::Fenced(message) => self.on_fenced(message),
                 }
             }
+            if !self.in_txn && self.last_position_report.elapsed() >= Duration::from_millis(500) {
+                self.report_positions();
+            }
+        }
+    }
+
+    /// Reports fetch positions that moved past the committed position without records to mirror
+    /// (transaction markers, aborted or compacted-away records at the end of the log), so lag
+    /// reaches zero on transactional sources. Only between transactions, when nothing is pending.
+    fn report_positions(&mut self) {
+        self.last_position_report = Instant::now();
+        let Ok(positions) = self.consumer.position() else { return };
+        let mut moved = Vec::new();
+        for el in positions.elements() {
+            let Offset::Offset(offset) = el.offset() else { continue };
+            let key = (el.topic().to_string(), el.partition());
+            let Some(part) = self.parts.get(&key) else { continue };
+            if !part.pending.is_empty() || part.committed_next_source.is_some_and(|c| offset <= c) {
+                continue;
+            }
+            if self.reported_positions.get(&key) != Some(&offset) {
+                self.reported_positions.insert(key.clone(), offset);
+                moved.push(FetchPosition { topic: key.0, partition: key.1, offset });
+            }
+        }
+        if !moved.is_empty() {
+            self.emit(PipeEvent::FetchPositions(moved));
         }
     }
 

@@ -1,0 +1,618 @@
+//! The MirrorMetadataManager (DESIGN.md section 7): on every refresh of a mirror, validate the
+//! source cluster ID, then sync topic configs, consumer-group offsets and ACLs.
+//!
+//! A refresh runs in its own task with cheap clones of the admin clients and a copy of the
+//! partition positions it needs, and reports a [`RefreshReport`] back to the coordinator, which
+//! owns every state change (partition increases, failures, the record of created ACLs). The
+//! decision functions (`config_changes`, `mirrored_acls`, `clamp_offset`) are pure and unit
+//! tested here; they live next to their only caller because they speak in the Kafka layer's
+//! owned types.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::domain::config_sync::is_copied;
+use crate::domain::offset_map::Translation;
+use crate::domain::{MirrorPosition, PartitionState, Timestamp};
+use crate::kafka::{
+    AclBinding, AclFilter, AclOperation, AclPermission, ConfigOp, ConfigSource, GroupOffset, GroupState,
+    IsolationLevel, KafkaAdmin, OffsetSpec, PatternType, ResourceType,
+};
+
+use super::SyncSpec;
+use super::persist::OffsetMaps;
+use super::snapshot::{SyncKind, SyncStatus};
+
+/// A mirrored topic as the refresh needs it.
+#[derive(Debug, Clone)]
+pub(super) struct TopicInput {
+    pub name: String,
+    pub partitions: Vec<(i32, PartitionState, Option<MirrorPosition>)>,
+}
+
+/// Everything a refresh reads, copied out of the coordinator.
+pub(super) struct RefreshInput {
+    pub mirror: String,
+    pub sync: SyncSpec,
+    pub expected_cluster_id: Option<String>,
+    pub source: KafkaAdmin,
+    pub destination: KafkaAdmin,
+    pub topics: Vec<TopicInput>,
+    pub offset_maps: OffsetMaps,
+    pub created_acls: Vec<AclBinding>,
+    /// Config values kmirror applied last time, per (topic, config) — to tell drift from change.
+    pub applied_configs: HashMap<(String, String), String>,
+    pub now: Timestamp,
+}
+
+/// The outcome of one sync kind.
+#[derive(Debug, Clone, Default)]
+pub(super) struct KindOutcome {
+    pub ran: bool,
+    pub error: Option<String>,
+    pub applied: u64,
+    pub warnings: Vec<String>,
+    pub unsupported: bool,
+}
+
+/// Per-group outcome of the offset sync.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GroupSyncView {
+    pub group: String,
+    pub last_attempt_at: Timestamp,
+    pub last_success_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    /// Partitions whose destination offset was changed on the last successful sync.
+    pub partitions_synced: u64,
+}
+
+/// What a refresh found and did.
+pub(super) struct RefreshReport {
+    /// The source's cluster ID, or why it could not be read.
+    pub cluster_id: Result<String, String>,
+    /// Topic -> Some((source topic ID, partition count)), None when the topic is missing.
+    pub topics: BTreeMap<String, Option<(String, usize)>>,
+    pub configs: KindOutcome,
+    pub groups: KindOutcome,
+    pub acls: KindOutcome,
+    pub group_views: Vec<GroupSyncView>,
+    /// The new set of kmirror-created ACLs, when it changed.
+    pub created_acls: Option<Vec<AclBinding>>,
+    pub applied_configs: HashMap<(String, String), String>,
+}
+
+fn unsupported(e: &crate::kafka::KafkaError) -> bool {
+    e.is("_UNSUPPORTED_FEATURE") || e.is("UNSUPPORTED_VERSION") || e.is("SECURITY_DISABLED")
+}
+
+/// Runs one refresh of a mirror.
+pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
+    let mut report = RefreshReport {
+        cluster_id: Err("not checked".into()),
+        topics: BTreeMap::new(),
+        configs: KindOutcome::default(),
+        groups: KindOutcome::default(),
+        acls: KindOutcome::default(),
+        group_views: Vec::new(),
+        created_acls: None,
+        applied_configs: input.applied_configs.clone(),
+    };
+    match input.source.describe_cluster().await {
+        Ok(c) => report.cluster_id = Ok(c.cluster_id),
+        Err(e) => {
+            report.cluster_id = Err(e.to_string());
+            return report;
+        }
+    }
+    if let (Some(expected), Ok(observed)) = (&input.expected_cluster_id, &report.cluster_id)
+        && expected != observed
+    {
+        // A mismatch halts the mirror's metadata sync as well as its data.
+        return report;
+    }
+    let names: Vec<String> = input.topics.iter().map(|t| t.name.clone()).collect();
+    if !names.is_empty() {
+        match input.source.describe_topics(&names).await {
+            Ok(ds) => {
+                for (t, d) in names.iter().zip(ds) {
+                    match d {
+                        Ok(d) => {
+                            report.topics.insert(t.clone(), Some((d.topic_id.to_string(), d.partitions.len())));
+                        }
+                        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {
+                            report.topics.insert(t.clone(), None);
+                        }
+                        Err(e) => {
+                            report.cluster_id = Err(format!("describe topics: {e}"));
+                            return report;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                report.cluster_id = Err(format!("describe topics: {e}"));
+                return report;
+            }
+        }
+    }
+    // Topics the metadata manager looks after: still a mirror (not stopped, not failed).
+    let active: Vec<&TopicInput> = input
+        .topics
+        .iter()
+        .filter(|t| report.topics.get(&t.name).is_some_and(Option::is_some))
+        .filter(|t| {
+            t.partitions.iter().any(|(_, s, _)| {
+                matches!(s, PartitionState::Mirroring | PartitionState::Paused | PartitionState::Pausing)
+            })
+        })
+        .collect();
+    if input.sync.topic_configs {
+        report.configs = sync_configs(&input, &active, &mut report.applied_configs).await;
+    }
+    let mut synced_groups = BTreeSet::new();
+    if input.sync.group_offsets {
+        let (outcome, views, groups) = sync_groups(&input, &active).await;
+        report.groups = outcome;
+        report.group_views = views;
+        synced_groups = groups;
+    }
+    if input.sync.acls {
+        let topics: BTreeSet<String> = active.iter().map(|t| t.name.clone()).collect();
+        let (outcome, created) = sync_acls(&input, &topics, &synced_groups).await;
+        report.acls = outcome;
+        report.created_acls = created;
+    }
+    report
+}
+
+/// The IncrementalAlterConfigs operations that make a mirror topic's copied configs equal the
+/// source's, and drift warnings for values changed directly on the destination.
+///
+/// `source` and `destination` are the per-topic overrides (name → value). Copied configs absent
+/// at the source are deleted on the destination, except `compression.type`, which stays
+/// `producer` so the broker keeps the mirrored batches as they are.
+pub(super) fn config_changes(
+    topic: &str,
+    source: &BTreeMap<String, String>,
+    destination: &BTreeMap<String, String>,
+    applied: &HashMap<(String, String), String>,
+) -> (Vec<(String, ConfigOp)>, Vec<String>) {
+    let mut desired: BTreeMap<String, String> =
+        source.iter().filter(|(k, _)| is_copied(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    desired.entry("compression.type".to_string()).or_insert_with(|| "producer".to_string());
+    let names: BTreeSet<&String> = desired.keys().chain(destination.keys().filter(|k| is_copied(k))).collect();
+    let mut ops = Vec::new();
+    let mut drift = Vec::new();
+    for name in names {
+        let want = desired.get(name);
+        let have = destination.get(name);
+        if want == have {
+            continue;
+        }
+        if let Some(h) = have {
+            let ours = applied.get(&(topic.to_string(), name.clone()));
+            if ours.is_some_and(|o| o != h) {
+                drift.push(format!(
+                    "{topic}: {name} was changed on the destination to {h:?}; reset to the source's {}",
+                    want.map_or("default".to_string(), |w| format!("{w:?}"))
+                ));
+            }
+        }
+        ops.push((name.clone(), want.map_or(ConfigOp::Delete, |w| ConfigOp::Set(w.clone()))));
+    }
+    (ops, drift)
+}
+
+fn overrides(entries: Vec<crate::kafka::ConfigEntry>) -> BTreeMap<String, String> {
+    entries
+        .into_iter()
+        .filter(|e| e.source == ConfigSource::DynamicTopic)
+        .filter_map(|e| e.value.map(|v| (e.name, v)))
+        .collect()
+}
+
+async fn sync_configs(
+    input: &RefreshInput,
+    topics: &[&TopicInput],
+    applied: &mut HashMap<(String, String), String>,
+) -> KindOutcome {
+    let mut out = KindOutcome { ran: true, ..Default::default() };
+    let mut errors = Vec::new();
+    for t in topics {
+        let src = match input.source.describe_topic_configs(&t.name).await {
+            Ok(e) => overrides(e),
+            Err(e) => {
+                out.unsupported |= unsupported(&e);
+                errors.push(format!("{}: source configs: {e}", t.name));
+                continue;
+            }
+        };
+        let dst = match input.destination.describe_topic_configs(&t.name).await {
+            Ok(e) => overrides(e),
+            Err(e) => {
+                out.unsupported |= unsupported(&e);
+                errors.push(format!("{}: destination configs: {e}", t.name));
+                continue;
+            }
+        };
+        let (ops, drift) = config_changes(&t.name, &src, &dst, applied);
+        out.warnings.extend(drift);
+        if ops.is_empty() {
+            continue;
+        }
+        match input.destination.alter_topic_configs(&t.name, &ops).await {
+            Ok(()) => {
+                out.applied += ops.len() as u64;
+                for (name, op) in ops {
+                    match op {
+                        ConfigOp::Set(v) => {
+                            applied.insert((t.name.clone(), name), v);
+                        }
+                        _ => {
+                            applied.remove(&(t.name.clone(), name));
+                        }
+                    }
+                }
+            }
+            Err(e) => errors.push(format!("{}: {e}", t.name)),
+        }
+    }
+    if !errors.is_empty() {
+        out.error = Some(errors.join("; "));
+    }
+    out
+}
+
+fn matches_any(patterns: &[regex::Regex], s: &str) -> bool {
+    patterns.iter().any(|r| r.is_match(s))
+}
+
+fn compile(patterns: &[String]) -> Vec<regex::Regex> {
+    patterns.iter().filter_map(|p| regex::Regex::new(&format!("^(?:{p})$")).ok()).collect()
+}
+
+/// A translated group offset clamped to what a destination consumer can use: never below the
+/// destination log start, never past the mirrored end.
+pub(super) fn clamp_offset(t: Translation, log_start: i64, mirrored_end: i64) -> i64 {
+    t.offset().clamp(log_start.min(mirrored_end), mirrored_end)
+}
+
+async fn sync_groups(
+    input: &RefreshInput,
+    topics: &[&TopicInput],
+) -> (KindOutcome, Vec<GroupSyncView>, BTreeSet<String>) {
+    let mut out = KindOutcome { ran: true, ..Default::default() };
+    let mut views = Vec::new();
+    let include = compile(&input.sync.group_include);
+    let exclude = compile(&input.sync.group_exclude);
+    let listed = match input.source.list_consumer_groups().await {
+        Ok(l) => l,
+        Err(e) => {
+            out.unsupported = unsupported(&e);
+            out.error = Some(format!("list source groups: {e}"));
+            return (out, views, BTreeSet::new());
+        }
+    };
+    let groups: BTreeSet<String> = listed
+        .into_iter()
+        .map(|g| g.group_id)
+        .filter(|g| matches_any(&include, g) && !matches_any(&exclude, g))
+        .collect();
+    // Partitions whose offsets may be synced: a mirror (not STOPPED) with a position.
+    let mut eligible: BTreeMap<(String, i32), MirrorPosition> = BTreeMap::new();
+    for t in topics {
+        for (p, state, pos) in &t.partitions {
+            if matches!(state, PartitionState::Mirroring | PartitionState::Paused | PartitionState::Pausing)
+                && let Some(pos) = pos
+            {
+                eligible.insert((t.name.clone(), *p), *pos);
+            }
+        }
+    }
+    let mut errors = Vec::new();
+    if eligible.is_empty() {
+        return (out, views, groups);
+    }
+    let starts: HashMap<(String, i32), i64> = {
+        let q: Vec<_> = eligible.keys().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+        match input.destination.list_offsets(&q, IsolationLevel::ReadUncommitted).await {
+            Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
+            Err(e) => {
+                out.error = Some(format!("destination log start offsets: {e}"));
+                return (out, views, groups);
+            }
+        }
+    };
+    for g in &groups {
+        let mut view = GroupSyncView {
+            group: g.clone(),
+            last_attempt_at: input.now,
+            last_success_at: None,
+            last_error: None,
+            partitions_synced: 0,
+        };
+        let result: Result<u64, String> = async {
+            let committed = input.source.list_consumer_group_offsets(g, None, true).await.map_err(|e| e.to_string())?;
+            let relevant: Vec<&GroupOffset> = committed
+                .iter()
+                .filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition)))
+                .collect();
+            if relevant.is_empty() {
+                return Ok(0);
+            }
+            // Only for groups with no active members on the destination: never move offsets
+            // under a running consumer.
+            if let Ok(mut d) = input.destination.describe_consumer_groups(std::slice::from_ref(g)).await
+                && let Some(Ok(desc)) = d.pop()
+                && !desc.members.is_empty()
+                && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
+            {
+                return Err(format!(
+                    "group {g} has {} active member(s) on the destination; offsets not synced",
+                    desc.members.len()
+                ));
+            }
+            let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
+            let current: HashMap<(String, i32), i64> = input
+                .destination
+                .list_consumer_group_offsets(g, Some(&parts), false)
+                .await
+                .map(|v| v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
+                .unwrap_or_default();
+            let mut changes = Vec::new();
+            {
+                let maps = input.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+                for o in relevant {
+                    let key = (o.topic.clone(), o.partition);
+                    let Some(map) = maps.get(&(input.mirror.clone(), o.topic.clone(), o.partition)) else { continue };
+                    let Some(t) = map.translate(o.offset) else { continue };
+                    let pos = eligible[&key];
+                    let start = starts.get(&key).copied().unwrap_or(0);
+                    let d = clamp_offset(t, start, pos.destination_end_offset);
+                    if current.get(&key) != Some(&d) {
+                        changes.push(GroupOffset {
+                            topic: o.topic.clone(),
+                            partition: o.partition,
+                            offset: d,
+                            leader_epoch: None,
+                            metadata: o.metadata.clone(),
+                        });
+                    }
+                }
+            }
+            let n = changes.len() as u64;
+            input.destination.alter_consumer_group_offsets(g, &changes).await.map_err(|e| e.to_string())?;
+            Ok(n)
+        }
+        .await;
+        match result {
+            Ok(n) => {
+                view.last_success_at = Some(input.now);
+                view.partitions_synced = n;
+                out.applied += n;
+            }
+            Err(e) => {
+                errors.push(format!("{g}: {e}"));
+                view.last_error = Some(e);
+            }
+        }
+        views.push(view);
+    }
+    if !errors.is_empty() {
+        out.error = Some(errors.join("; "));
+    }
+    (out, views, groups)
+}
+
+/// Whether an ACL resource pattern covers `name`.
+fn covers(b: &AclBinding, name: &str) -> bool {
+    match b.pattern_type {
+        PatternType::Literal => b.name == name || b.name == "*",
+        PatternType::Prefixed => name.starts_with(&b.name),
+        _ => false,
+    }
+}
+
+/// The ACLs a mirror copies from the source: literal and prefixed bindings that cover a mirrored
+/// topic or a synced group. A mirror topic is read-only, so on topics ALLOW grants are limited
+/// to reading (READ, DESCRIBE, DESCRIBE_CONFIGS; ALL becomes READ + DESCRIBE) and ALLOW WRITE is
+/// never copied; DENY bindings are copied as they are.
+pub(super) fn mirrored_acls(
+    source: &[AclBinding],
+    topics: &BTreeSet<String>,
+    groups: &BTreeSet<String>,
+) -> BTreeSet<AclBinding> {
+    let mut out = BTreeSet::new();
+    for b in source {
+        if !matches!(b.pattern_type, PatternType::Literal | PatternType::Prefixed) {
+            continue;
+        }
+        match b.resource_type {
+            ResourceType::Topic if topics.iter().any(|t| covers(b, t)) => match (b.permission, b.operation) {
+                (AclPermission::Deny, _) => {
+                    out.insert(b.clone());
+                }
+                (AclPermission::Allow, AclOperation::All) => {
+                    for op in [AclOperation::Read, AclOperation::Describe] {
+                        out.insert(AclBinding { operation: op, ..b.clone() });
+                    }
+                }
+                (AclPermission::Allow, AclOperation::Read | AclOperation::Describe | AclOperation::DescribeConfigs) => {
+                    out.insert(b.clone());
+                }
+                _ => {}
+            },
+            ResourceType::Group if groups.iter().any(|g| covers(b, g)) => {
+                out.insert(b.clone());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+async fn sync_acls(
+    input: &RefreshInput,
+    topics: &BTreeSet<String>,
+    groups: &BTreeSet<String>,
+) -> (KindOutcome, Option<Vec<AclBinding>>) {
+    let mut out = KindOutcome { ran: true, ..Default::default() };
+    let source = match input.source.describe_acls(&AclFilter::default()).await {
+        Ok(v) => v,
+        Err(e) => {
+            out.unsupported = unsupported(&e);
+            out.error = Some(format!("describe source ACLs: {e}"));
+            return (out, None);
+        }
+    };
+    let existing: BTreeSet<AclBinding> = match input.destination.describe_acls(&AclFilter::default()).await {
+        Ok(v) => v.into_iter().collect(),
+        Err(e) => {
+            out.unsupported = unsupported(&e);
+            out.error = Some(format!("describe destination ACLs: {e}"));
+            return (out, None);
+        }
+    };
+    let desired = mirrored_acls(&source, topics, groups);
+    let ours: BTreeSet<AclBinding> = input.created_acls.iter().cloned().collect();
+    let to_create: Vec<AclBinding> = desired.difference(&existing).cloned().collect();
+    // Only ACLs kmirror created are ever removed.
+    let to_delete: Vec<AclBinding> = ours.difference(&desired).cloned().collect();
+    let mut created = ours.clone();
+    let mut errors = Vec::new();
+    if !to_create.is_empty() {
+        match input.destination.create_acls(&to_create).await {
+            Ok(()) => {
+                out.applied += to_create.len() as u64;
+                created.extend(to_create.iter().cloned());
+            }
+            Err(e) => errors.push(format!("create ACLs: {e}")),
+        }
+    }
+    if !to_delete.is_empty() {
+        let filters: Vec<AclFilter> = to_delete.iter().map(AclFilter::from).collect();
+        match input.destination.delete_acls(&filters).await {
+            Ok(_) => {
+                out.applied += to_delete.len() as u64;
+                for b in &to_delete {
+                    created.remove(b);
+                }
+            }
+            Err(e) => errors.push(format!("delete ACLs: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        out.error = Some(errors.join("; "));
+    }
+    let changed = created != ours;
+    (out, changed.then(|| created.into_iter().collect()))
+}
+
+/// Folds a kind's outcome into its status.
+pub(super) fn update_status(status: &mut SyncStatus, outcome: &KindOutcome, now: Timestamp) {
+    if !outcome.ran {
+        return;
+    }
+    status.last_attempt_at = Some(now);
+    status.supported = !outcome.unsupported;
+    match &outcome.error {
+        None => {
+            status.last_success_at = Some(now);
+            status.last_error = None;
+            status.consecutive_failures = 0;
+            status.last_applied = outcome.applied;
+        }
+        Some(e) => {
+            status.last_error =
+                Some(if outcome.unsupported { format!("not supported by this cluster: {e}") } else { e.clone() });
+            status.consecutive_failures += 1;
+        }
+    }
+    status.warnings = outcome.warnings.clone();
+}
+
+pub(super) fn status_mut(statuses: &mut [SyncStatus], kind: SyncKind) -> Option<&mut SyncStatus> {
+    statuses.iter_mut().find(|s| s.kind == kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn configs_follow_the_source_and_drift_is_reported() {
+        let src = m(&[("retention.ms", "1000"), ("min.insync.replicas", "2")]);
+        let dst = m(&[("compression.type", "producer"), ("retention.ms", "5000"), ("min.insync.replicas", "1")]);
+        let (ops, drift) = config_changes("t", &src, &dst, &HashMap::new());
+        assert_eq!(ops, vec![("retention.ms".to_string(), ConfigOp::Set("1000".into()))]);
+        assert!(drift.is_empty(), "no memory of what kmirror applied: a change, not drift");
+
+        let applied: HashMap<(String, String), String> =
+            [(("t".to_string(), "retention.ms".to_string()), "1000".to_string())].into_iter().collect();
+        let (_, drift) = config_changes("t", &src, &dst, &applied);
+        assert_eq!(drift.len(), 1, "{drift:?}");
+        assert!(drift[0].contains("retention.ms"));
+
+        // A copied config removed at the source is deleted on the destination; compression stays.
+        let (ops, _) =
+            config_changes("t", &m(&[]), &m(&[("compression.type", "producer"), ("segment.ms", "9")]), &HashMap::new());
+        assert_eq!(ops, vec![("segment.ms".to_string(), ConfigOp::Delete)]);
+    }
+
+    fn acl(rt: ResourceType, name: &str, pt: PatternType, op: AclOperation, perm: AclPermission) -> AclBinding {
+        AclBinding {
+            resource_type: rt,
+            name: name.into(),
+            pattern_type: pt,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: op,
+            permission: perm,
+        }
+    }
+
+    #[test]
+    fn acls_never_grant_write_on_mirror_topics() {
+        use AclOperation::*;
+        use AclPermission::*;
+        use PatternType::*;
+        use ResourceType::*;
+        let topics: BTreeSet<String> = ["orders".to_string()].into_iter().collect();
+        let groups: BTreeSet<String> = ["billing".to_string()].into_iter().collect();
+        let src = vec![
+            acl(Topic, "orders", Literal, Read, Allow),
+            acl(Topic, "orders", Literal, Write, Allow),
+            acl(Topic, "ord", Prefixed, All, Allow),
+            acl(Topic, "orders", Literal, Write, Deny),
+            acl(Topic, "other", Literal, Read, Allow),
+            acl(Group, "billing", Literal, Read, Allow),
+            acl(Group, "payroll", Literal, Read, Allow),
+        ];
+        let got = mirrored_acls(&src, &topics, &groups);
+        let expected: BTreeSet<AclBinding> = [
+            acl(Topic, "orders", Literal, Read, Allow),
+            acl(Topic, "ord", Prefixed, Read, Allow),
+            acl(Topic, "ord", Prefixed, Describe, Allow),
+            acl(Topic, "orders", Literal, Write, Deny),
+            acl(Group, "billing", Literal, Read, Allow),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(got, expected);
+        assert!(
+            !got.iter()
+                .any(|b| b.resource_type == Topic && b.permission == Allow && matches!(b.operation, Write | All))
+        );
+    }
+
+    #[test]
+    fn group_offsets_are_clamped_to_the_usable_range() {
+        assert_eq!(clamp_offset(Translation::Exact(50), 10, 100), 50);
+        assert_eq!(clamp_offset(Translation::BeforeFirst(3), 10, 100), 10);
+        assert_eq!(clamp_offset(Translation::End(120), 10, 100), 100);
+        assert_eq!(clamp_offset(Translation::NextMirrored(7), 0, 100), 7);
+    }
+}
