@@ -3,4 +3,5 @@
 
 mod engine;
 mod kafka_admin;
+mod metadata;
 mod support;
