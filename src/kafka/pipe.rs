@@ -523,6 +523,19 @@ impl Pipe {
         if positions.is_empty() {
             return;
         }
+        // Refresh both clients' metadata for these topics first: partitions added since the
+        // clients last looked would otherwise stay unknown until the periodic refresh (minutes),
+        // and producing to them would fail.
+        let topics: std::collections::BTreeSet<&str> = positions.iter().map(|p| p.topic.as_str()).collect();
+        for t in topics {
+            let timeout = Duration::from_secs(10);
+            if let Err(e) = self.consumer.fetch_metadata(Some(t), timeout) {
+                tracing::debug!(mirror = %self.config.mirror, topic = t, error = %e, "source metadata refresh");
+            }
+            if let Err(e) = self.producer.client().fetch_metadata(Some(t), timeout) {
+                tracing::debug!(mirror = %self.config.mirror, topic = t, error = %e, "destination metadata refresh");
+            }
+        }
         if let Err(e) = self.incremental_assign(&positions) {
             for p in positions {
                 self.parts.remove(&(p.topic.clone(), p.partition));

@@ -234,7 +234,11 @@ async fn read_acls_are_copied_write_acls_are_not_and_removals_follow() {
             .await
             .unwrap()
     };
-    assert_eq!(on_dest(reader.clone()).await, vec![read.clone()]);
+    // ACL changes propagate through the destination's metadata log: poll briefly.
+    eventually("READ copied", Duration::from_secs(20), || async {
+        (on_dest(reader.clone()).await == vec![read.clone()]).then_some(())
+    })
+    .await;
     assert!(on_dest(writer.clone()).await.is_empty(), "ALLOW WRITE is never copied to a mirror topic");
 
     // An ACL made on the destination by someone else is never touched.
@@ -243,7 +247,10 @@ async fn read_acls_are_copied_write_acls_are_not_and_removals_follow() {
 
     Cluster::Source.admin().delete_acls(&[AclFilter::from(&read)]).await.unwrap();
     refresh(&eng, &mirror).await;
-    assert!(on_dest(reader.clone()).await.is_empty(), "removed when it disappears at the source");
+    eventually("copy removed when it disappears at the source", Duration::from_secs(20), || async {
+        on_dest(reader.clone()).await.is_empty().then_some(())
+    })
+    .await;
     assert_eq!(on_dest(local.principal.clone()).await, vec![local.clone()]);
 
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
