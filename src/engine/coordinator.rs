@@ -110,6 +110,10 @@ struct MirrorRt {
     last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
     lag_in_flight: bool,
+    /// A data path that died while the destination was unavailable restarts at this time.
+    restart_pipe_at: Option<(tokio::time::Instant, String)>,
+    /// Consecutive data-path restarts that found the destination unavailable.
+    pipe_restarts: u32,
 }
 
 /// Messages from spawned helpers back to the coordinator.
@@ -468,6 +472,8 @@ impl Coordinator {
             group_views: Vec::new(),
             metadata_in_flight: false,
             lag_in_flight: false,
+            restart_pipe_at: None,
+            pipe_restarts: 0,
         };
         let ready = self.spawn_pipe(&mut m);
         self.mirrors.insert(name, m);
@@ -1604,7 +1610,8 @@ impl Coordinator {
             persist::mirror(&m.stored, self.state_partitions)
         };
         self.pending_writes.push(probe);
-        if self.flush().await.is_err() || self.fenced.is_some() {
+        let probed = self.flush().await;
+        if self.fenced.is_some() {
             let why = format!("fenced: another kmirror instance now mirrors this destination ({message})");
             tracing::error!(%mirror, "{why}");
             let m = self.mirrors.get_mut(mirror).expect("known");
@@ -1612,6 +1619,20 @@ impl Coordinator {
             m.data_path = why;
             return;
         }
+        if let Err(e) = probed {
+            // The destination itself is unavailable: try again later (with backoff).
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            m.pipe_restarts += 1;
+            let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+            m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
+            m.data_path = format!(
+                "retrying (attempt {}): the destination is unavailable ({e}); data path restarts in {:.1} s",
+                m.pipe_restarts,
+                delay.as_secs_f64()
+            );
+            return;
+        }
+        self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
         tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
         self.mirrors.get_mut(mirror).expect("known").data_path = format!("restarting after: {message}");
         if let Some(rx) = self.spawn_pipe_for(mirror) {
@@ -1657,6 +1678,19 @@ impl Coordinator {
     async fn retry_due(&mut self) {
         if self.fenced.is_some() {
             return;
+        }
+        let due: Vec<(String, String)> = self
+            .mirrors
+            .iter_mut()
+            .filter_map(|(n, m)| match &m.restart_pipe_at {
+                Some((at, _)) if *at <= tokio::time::Instant::now() => {
+                    m.restart_pipe_at.take().map(|(_, msg)| (n.clone(), msg))
+                }
+                _ => None,
+            })
+            .collect();
+        for (mirror, message) in due {
+            self.after_pipe_fatal(&mirror, message).await;
         }
         let t = now();
         let mut due: Vec<(String, String, i32)> = Vec::new();

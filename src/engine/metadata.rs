@@ -80,8 +80,15 @@ pub(super) struct RefreshReport {
     pub applied_configs: HashMap<(String, String), String>,
 }
 
-fn unsupported(e: &crate::kafka::KafkaError) -> bool {
-    e.is("_UNSUPPORTED_FEATURE") || e.is("UNSUPPORTED_VERSION") || e.is("SECURITY_DISABLED")
+/// Whether a failed sync call means the cluster does not offer the feature at all (a cluster
+/// denying a permission is shown the same way): an explicit "unsupported" answer, or a timeout
+/// from a cluster known to serve only the core APIs.
+fn unsupported(admin: &KafkaAdmin, e: &crate::kafka::KafkaError) -> bool {
+    e.is("_UNSUPPORTED_FEATURE")
+        || e.is("UNSUPPORTED_VERSION")
+        || e.is("SECURITY_DISABLED")
+        || (admin.is_limited() && matches!(e, crate::kafka::KafkaError::Timeout { .. }))
+        || (admin.is_limited() && e.to_string().contains("Timed out"))
 }
 
 /// Runs one refresh of a mirror.
@@ -221,7 +228,7 @@ async fn sync_configs(
         let src = match input.source.describe_topic_configs(&t.name).await {
             Ok(e) => overrides(e),
             Err(e) => {
-                out.unsupported |= unsupported(&e);
+                out.unsupported |= unsupported(&input.source, &e);
                 errors.push(format!("{}: source configs: {e}", t.name));
                 continue;
             }
@@ -229,7 +236,7 @@ async fn sync_configs(
         let dst = match input.destination.describe_topic_configs(&t.name).await {
             Ok(e) => overrides(e),
             Err(e) => {
-                out.unsupported |= unsupported(&e);
+                out.unsupported |= unsupported(&input.destination, &e);
                 errors.push(format!("{}: destination configs: {e}", t.name));
                 continue;
             }
@@ -287,7 +294,7 @@ async fn sync_groups(
     let listed = match input.source.list_consumer_groups().await {
         Ok(l) => l,
         Err(e) => {
-            out.unsupported = unsupported(&e);
+            out.unsupported = unsupported(&input.source, &e);
             out.error = Some(format!("list source groups: {e}"));
             return (out, views, BTreeSet::new());
         }
@@ -459,7 +466,7 @@ async fn sync_acls(
     let source = match input.source.describe_acls(&AclFilter::default()).await {
         Ok(v) => v,
         Err(e) => {
-            out.unsupported = unsupported(&e);
+            out.unsupported = unsupported(&input.source, &e);
             out.error = Some(format!("describe source ACLs: {e}"));
             return (out, None);
         }
@@ -467,7 +474,7 @@ async fn sync_acls(
     let existing: BTreeSet<AclBinding> = match input.destination.describe_acls(&AclFilter::default()).await {
         Ok(v) => v.into_iter().collect(),
         Err(e) => {
-            out.unsupported = unsupported(&e);
+            out.unsupported = unsupported(&input.destination, &e);
             out.error = Some(format!("describe destination ACLs: {e}"));
             return (out, None);
         }

@@ -33,6 +33,10 @@ struct Inner {
     client: AdminClient<DefaultClientContext>,
     timeout: Duration,
     bootstrap: String,
+    /// The cluster does not serve DescribeCluster: describe it from Metadata.
+    metadata_cluster: std::sync::atomic::AtomicBool,
+    /// The cluster does not serve DescribeTopics: describe topics from Metadata.
+    metadata_topics: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for KafkaAdmin {
@@ -304,7 +308,22 @@ impl KafkaAdmin {
     ) -> KafkaResult<KafkaAdmin> {
         let client: AdminClient<DefaultClientContext> =
             client_config(bootstrap, properties).create().map_err(|e| KafkaError::Client(e.to_string()))?;
-        Ok(KafkaAdmin { inner: Arc::new(Inner { client, timeout, bootstrap: bootstrap.to_string() }) })
+        Ok(KafkaAdmin {
+            inner: Arc::new(Inner {
+                client,
+                timeout,
+                bootstrap: bootstrap.to_string(),
+                metadata_cluster: std::sync::atomic::AtomicBool::new(false),
+                metadata_topics: std::sync::atomic::AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// True once the cluster has shown it serves only the core APIs (no DescribeCluster), as
+    /// librdkafka's mock cluster does: requests it does not serve then time out instead of
+    /// failing, and callers report them as "not supported by this cluster".
+    pub fn is_limited(&self) -> bool {
+        self.inner.metadata_cluster.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn bootstrap(&self) -> &str {
@@ -331,8 +350,73 @@ impl KafkaAdmin {
             .map_err(|e| KafkaError::Task { operation, message: e.to_string() })?
     }
 
-    /// DescribeCluster: cluster ID, brokers and the active controller.
+    /// DescribeCluster: cluster ID, brokers and the active controller. Clusters that do not
+    /// implement DescribeCluster (older brokers, librdkafka's mock cluster) are described from a
+    /// Metadata request instead.
     pub async fn describe_cluster(&self) -> KafkaResult<ClusterDescription> {
+        use std::sync::atomic::Ordering;
+        if self.inner.metadata_cluster.load(Ordering::Relaxed) {
+            return self.describe_cluster_from_metadata().await;
+        }
+        match self.describe_cluster_api().await {
+            // Not served (or, on librdkafka's mock cluster, never answered: it has no
+            // controller): describe the cluster from Metadata, and from now on only that way if
+            // Metadata works.
+            Err(e)
+                if e.is("_UNSUPPORTED_FEATURE")
+                    || e.is("UNSUPPORTED_VERSION")
+                    || e.is("INVALID_REQUEST")
+                    || matches!(e, KafkaError::Timeout { .. }) =>
+            {
+                let described = self.describe_cluster_from_metadata().await;
+                if described.as_ref().is_ok_and(|d| !d.cluster_id.is_empty()) {
+                    self.inner.metadata_cluster.store(true, Ordering::Relaxed);
+                    described
+                } else {
+                    Err(e)
+                }
+            }
+            r => r,
+        }
+    }
+
+    async fn describe_cluster_from_metadata(&self) -> KafkaResult<ClusterDescription> {
+        const OP: &str = "Metadata";
+        self.blocking(OP, |inner| {
+            let md = inner
+                .client
+                .inner()
+                .fetch_metadata(None, inner.timeout)
+                .map_err(|e| rdkafka_error(OP, "cluster", e))?;
+            let rk = inner.client.inner().native_ptr();
+            let ms = i32::try_from(inner.timeout.as_millis()).unwrap_or(i32::MAX);
+            // SAFETY: `rk` is a live client; rd_kafka_clusterid returns NULL or a string we own,
+            // freed with rd_kafka_mem_free right after copying it.
+            let cluster_id = unsafe {
+                let p = rd::rd_kafka_clusterid(rk, ms);
+                let id = ffi::opt_string(p);
+                if !p.is_null() {
+                    rd::rd_kafka_mem_free(rk, p.cast());
+                }
+                id
+            };
+            // SAFETY: `rk` is a live client; the call only reads cached metadata.
+            let controller_id = unsafe { rd::rd_kafka_controllerid(rk, ms) };
+            let nodes: Vec<Node> = md
+                .brokers()
+                .iter()
+                .map(|b| Node { id: b.id(), host: b.host().to_string(), port: b.port() as u16, rack: None })
+                .collect();
+            Ok(ClusterDescription {
+                cluster_id: cluster_id.unwrap_or_default(),
+                controller: nodes.iter().find(|n| n.id == controller_id).cloned(),
+                nodes,
+            })
+        })
+        .await
+    }
+
+    async fn describe_cluster_api(&self) -> KafkaResult<ClusterDescription> {
         const OP: &str = "DescribeCluster";
         self.blocking(OP, |inner| {
             let call = AdminCall {
@@ -372,8 +456,84 @@ impl KafkaAdmin {
     }
 
     /// DescribeTopics: topic IDs and partitions. One result per requested name, in order; a
-    /// missing topic is an `Err` with code `UNKNOWN_TOPIC_OR_PART`.
+    /// missing topic is an `Err` with code `UNKNOWN_TOPIC_OR_PART`. Clusters that do not serve
+    /// DescribeTopics (librdkafka's mock cluster) are described from Metadata, without topic IDs.
     pub async fn describe_topics(&self, names: &[String]) -> KafkaResult<Vec<KafkaResult<TopicDescription>>> {
+        use std::sync::atomic::Ordering;
+        if self.inner.metadata_topics.load(Ordering::Relaxed) {
+            return self.describe_topics_from_metadata(names).await;
+        }
+        match self.describe_topics_api(names).await {
+            Err(e)
+                if e.is("_UNSUPPORTED_FEATURE")
+                    || e.is("UNSUPPORTED_VERSION")
+                    || matches!(e, KafkaError::Timeout { .. }) =>
+            {
+                let described = self.describe_topics_from_metadata(names).await;
+                if described.is_ok() {
+                    self.inner.metadata_topics.store(true, Ordering::Relaxed);
+                    described
+                } else {
+                    Err(e)
+                }
+            }
+            r => r,
+        }
+    }
+
+    async fn describe_topics_from_metadata(&self, names: &[String]) -> KafkaResult<Vec<KafkaResult<TopicDescription>>> {
+        const OP: &str = "Metadata";
+        let names = names.to_vec();
+        self.blocking(OP, move |inner| {
+            let mut out = Vec::with_capacity(names.len());
+            for name in &names {
+                let md = inner
+                    .client
+                    .inner()
+                    .fetch_metadata(Some(name), inner.timeout)
+                    .map_err(|e| rdkafka_error(OP, name, e))?;
+                let Some(t) = md.topics().iter().find(|t| t.name() == name) else {
+                    out.push(Err(KafkaError::Kafka {
+                        operation: OP,
+                        resource: name.clone(),
+                        code: KafkaCode { code: 3, name: "UNKNOWN_TOPIC_OR_PART".into() },
+                        message: "topic missing from the Metadata answer".into(),
+                    }));
+                    continue;
+                };
+                if let Some(err) = t.error() {
+                    out.push(Err(KafkaError::Kafka {
+                        operation: OP,
+                        resource: name.clone(),
+                        code: ffi::kafka_code(err),
+                        message: "topic error in the Metadata answer".into(),
+                    }));
+                    continue;
+                }
+                let mut partitions: Vec<PartitionInfo> = t
+                    .partitions()
+                    .iter()
+                    .map(|p| PartitionInfo {
+                        partition: p.id(),
+                        leader: (p.leader() >= 0).then_some(p.leader()),
+                        replicas: p.replicas().to_vec(),
+                        isr: p.isr().to_vec(),
+                    })
+                    .collect();
+                partitions.sort_by_key(|p| p.partition);
+                out.push(Ok(TopicDescription {
+                    name: name.clone(),
+                    topic_id: KafkaUuid::ZERO,
+                    is_internal: name.starts_with("__"),
+                    partitions,
+                }));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn describe_topics_api(&self, names: &[String]) -> KafkaResult<Vec<KafkaResult<TopicDescription>>> {
         const OP: &str = "DescribeTopics";
         if names.is_empty() {
             return Ok(Vec::new());

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod consumer;
 pub mod error;
 mod ffi;
+pub mod mock;
 pub mod pipe;
 pub mod state_log;
 pub mod types;

@@ -15,9 +15,9 @@ pub mod state;
 
 pub use partitioning::{mirror_partition, murmur2, state_partition};
 pub use records::{
-    AclBindingValue, DecodeError, DesiredStateValue, EncodedRecord, Entry, ErrorValue, LastMirrorEpochsValue, LmePartitionValue,
-    LmeTopicValue, MirrorKey, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue,
-    OperationKey, OperationValue, Part, PartitionKey, PartitionStateValue, PositionValue, RecordKind, RunValue,
-    SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue, decode,
+    AclBindingValue, DecodeError, DesiredStateValue, EncodedRecord, Entry, ErrorValue, LastMirrorEpochsValue,
+    LmePartitionValue, LmeTopicValue, MirrorKey, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey,
+    OffsetRunsValue, OperationKey, OperationValue, Part, PartitionKey, PartitionStateValue, PositionValue, RecordKind,
+    RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue, decode,
 };
 pub use state::{ApplyError, LoadError, MAX_OPERATIONS, MaterializedState, SkippedRecord};

@@ -752,6 +752,28 @@ async fn state_survives_an_engine_restart() {
 
     let name = topic.name.clone();
     tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(500, 2, "two"))).await.unwrap();
+    // Malformed and unknown-version records in the state topic are reported and skipped.
+    let state_topic = config.state_topic.clone();
+    tokio::task::spawn_blocking(move || {
+        let junk = |key: &[u8], value: &[u8]| Rec {
+            partition: 0,
+            key: Some(key.to_vec()),
+            value: Some(value.to_vec()),
+            headers: vec![],
+            timestamp: None,
+        };
+        produce(
+            Cluster::Destination,
+            &state_topic,
+            &[
+                junk(b"not json", b"{{{"),
+                junk(br#"{"type":"Mirror","version":99,"mirror":"x"}"#, br#"{"type":"Mirror","version":99}"#),
+                junk(br#"{"type":"NoSuchType","version":0}"#, b"{}"),
+            ],
+        )
+    })
+    .await
+    .unwrap();
     let eng = TestEngine::with_config(config).await;
     eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
     eng.wait_caught_up(&mirror, &topic.name, 2).await;
@@ -852,5 +874,40 @@ async fn a_second_instance_fences_the_first() {
     second.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     first.stop().await;
     second.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// The destination broker goes away under load and comes back: the data path retries with
+/// backoff, says so, and catches up with exactly-once content.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_outage_retries_and_recovers_exactly_once() {
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "outage", 2, &[]).await;
+    let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
+    let id = unique("eng");
+    config.state_topic = format!("__mirror_state-{id}");
+    config.state_partitions = 4;
+    config.instance_id = format!("kmirror-{id}");
+    config.request_timeout = Duration::from_secs(5);
+    let eng = TestEngine::with_config(config).await;
+    let mirror = unique("m-outage");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let traffic = Traffic::start(&topic.name, 2);
+    tokio::time::sleep(Duration::from_secs(1)).await; // let records flow before the outage
+    tokio::task::spawn_blocking(|| rig(&["kill", "destination"])).await.unwrap();
+    eventually("the data path reports retrying", Duration::from_secs(90), || async {
+        let snap = eng.handle.snapshot();
+        snap.mirror(&mirror)?.data_path.contains("retrying").then_some(())
+    })
+    .await;
+    tokio::task::spawn_blocking(|| rig(&["start", "destination"])).await.unwrap();
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Mirroring));
+    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }

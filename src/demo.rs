@@ -1,0 +1,110 @@
+//! `kmirror demo`: the whole product on one machine with no Kafka installed. Two in-process mock
+//! clusters (`crate::kafka::mock`), a demo mirror with three topics and live traffic, and the API
+//! and dashboard on a loopback address with a printed demo token.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{Role, TokenEntry, TokenStore};
+use crate::engine::{self, Actor, EngineConfig, LifecycleOp, MirrorSpec, SourceSpec, TopicSelector, Truncation};
+use crate::kafka::mock::{DemoClusters, DemoSpec};
+
+/// The demo's topics: name and partition count.
+pub const DEMO_TOPICS: [(&str, i32); 3] = [("orders", 4), ("payments", 4), ("inventory", 2)];
+
+/// Settings of a demo run.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub listen: SocketAddr,
+    /// Records per second produced to the source.
+    pub rate_per_sec: u32,
+    /// The bearer token the demo prints (and the dashboard accepts); random when `None`.
+    pub token: Option<String>,
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..24).map(|_| char::from(b"abcdefghijkmnpqrstuvwxyz23456789"[rng.random_range(0..32)])).collect()
+}
+
+/// Runs the demo until `shutdown` resolves.
+pub async fn run(
+    options: DemoOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let state_topic = "__mirror_state".to_string();
+    let spec = DemoSpec {
+        topics: DEMO_TOPICS.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
+        destination_topics: vec![(state_topic.clone(), 4)],
+        rate_per_sec: options.rate_per_sec,
+        leader_move_every: Duration::from_secs(20),
+    };
+    let clusters =
+        tokio::task::spawn_blocking(move || DemoClusters::start(spec)).await.map_err(|e| e.to_string())??;
+    tracing::info!(source = %clusters.source_bootstrap, destination = %clusters.destination_bootstrap, "demo clusters up");
+
+    let mut config = EngineConfig::new(clusters.destination_bootstrap.clone());
+    config.state_topic = state_topic;
+    config.state_partitions = 4;
+    config.instance_id = "kmirror-demo".into();
+    config.metadata_refresh_interval = Duration::from_secs(15);
+    // The mock clusters answer fast or never (requests they do not serve time out).
+    config.request_timeout = Duration::from_secs(3);
+    let (handle, join) = engine::start(config).await.map_err(|e| format!("engine: {e}"))?;
+    let actor = Actor { identity: "demo".into(), address: None };
+    handle
+        .create_mirror(
+            MirrorSpec {
+                name: "demo".into(),
+                source: SourceSpec {
+                    bootstrap_servers: clusters.source_bootstrap.clone(),
+                    properties: Default::default(),
+                },
+                expected_source_cluster_id: None,
+                sync: Default::default(),
+            },
+            actor.clone(),
+        )
+        .await
+        .map_err(|e| format!("create the demo mirror: {e}"))?;
+    let names = DEMO_TOPICS.iter().map(|(t, _)| t.to_string()).collect();
+    let started = handle
+        .lifecycle(
+            "demo",
+            TopicSelector::Names(names),
+            LifecycleOp::Start { truncation: Truncation::None },
+            false,
+            actor,
+        )
+        .await
+        .map_err(|e| format!("start the demo topics: {e}"))?;
+    for r in started.results.iter().filter(|r| !r.ok) {
+        tracing::warn!(topic = %r.topic, "demo topic did not start: {:?}", r.error);
+    }
+
+    let token = options.token.clone().unwrap_or_else(random_token);
+    let auth = TokenStore::new(vec![TokenEntry { name: "demo".into(), token: token.clone(), role: Role::Admin }]);
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| format!("listen on {}: {e}", options.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("kmirror demo is running.");
+    println!("  dashboard: http://{addr}/   (sign in with the token below)");
+    println!("  API:       http://{addr}/api/v1/mirrors");
+    println!("  token:     {token}");
+    println!("  e.g.       curl -H 'Authorization: Bearer {token}' http://{addr}/api/v1/mirrors/demo/topics");
+    println!("Press Ctrl-C to stop.");
+    let state = crate::app::AppState {
+        engine: handle.clone(),
+        auth: Arc::new(auth),
+        tls: false,
+        started_at: std::time::Instant::now(),
+    };
+    let served = crate::app::serve(listener, state, shutdown).await;
+    handle.shutdown().await;
+    let _ = join.await;
+    drop(clusters);
+    served.map_err(|e| e.to_string())
+}
