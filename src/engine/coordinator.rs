@@ -1592,9 +1592,18 @@ impl Coordinator {
                 self.after_pipe_fatal(mirror, message).await;
             }
             PipeEvent::Failed { message } => {
+                // The data path could not start (destination unreachable, bad client settings):
+                // try again with backoff; the message stays visible meanwhile.
                 tracing::error!(%mirror, "data path failed: {message}");
-                m.data_path = format!("failed: {message}");
                 m.pipe = None;
+                m.pipe_restarts += 1;
+                let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+                m.data_path = format!(
+                    "retrying (attempt {}): the data path could not start ({message}); next try in {:.1} s",
+                    m.pipe_restarts,
+                    delay.as_secs_f64()
+                );
+                m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message));
             }
         }
     }

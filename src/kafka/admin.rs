@@ -7,7 +7,7 @@
 //! `rdkafka::bindings` with the driver in `ffi.rs`, each on tokio's blocking pool.
 #![allow(unsafe_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -672,6 +672,16 @@ impl KafkaAdmin {
                         && e.is_retryable()
                         && std::time::Instant::now() + delay < deadline =>
                 {
+                    // A stale leader or leader epoch in the client's metadata cache (after a
+                    // broker restart) is not refreshed by admin requests themselves: refresh it.
+                    let topics: BTreeSet<String> = requests.iter().map(|(t, _, _)| t.clone()).collect();
+                    let inner = Arc::clone(&self.inner);
+                    let _ = tokio::task::spawn_blocking(move || {
+                        for t in &topics {
+                            let _ = inner.client.inner().fetch_metadata(Some(t), Duration::from_secs(5));
+                        }
+                    })
+                    .await;
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }

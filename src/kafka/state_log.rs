@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::admin::client_config;
@@ -158,7 +158,9 @@ fn read_blocking(
 /// Appends state records in transactions of its own (lifecycle transitions, mirror definitions,
 /// operations). A second kmirror instance with the same transactional id fences this writer.
 pub struct StateWriter {
-    producer: BaseProducer,
+    // Threaded: its own thread serves delivery reports, which transactional calls (abort in
+    // particular) wait for.
+    producer: ThreadedProducer<DefaultProducerContext>,
     topic: String,
     timeout: Duration,
 }
@@ -180,7 +182,8 @@ impl StateWriter {
     ) -> KafkaResult<StateWriter> {
         let mut cfg = client_config(bootstrap, properties);
         cfg.set("transactional.id", transactional_id).set("enable.idempotence", "true").set("linger.ms", "0");
-        let producer: BaseProducer = cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
+        let producer: ThreadedProducer<DefaultProducerContext> =
+            cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
         producer.init_transactions(timeout).map_err(|e| KafkaError::Client(format!("init transactions: {e}")))?;
         Ok(StateWriter { producer, topic: topic.to_string(), timeout })
     }
@@ -190,7 +193,18 @@ impl StateWriter {
         if records.is_empty() {
             return Ok(());
         }
-        self.producer.begin_transaction().map_err(|e| format!("begin transaction: {e}"))?;
+        if let Err(e) = self.producer.begin_transaction() {
+            // A transaction that failed earlier (destination outage) must be aborted before the
+            // next one can begin; a fatal error (fenced by a newer instance) ends this writer.
+            // An abort that timed out earlier is still in progress: calling abort again resumes
+            // it (librdkafka's rule for timed-out transactional calls).
+            let fatal = matches!(&e, rdkafka::error::KafkaError::Transaction(te) if te.is_fatal());
+            if fatal {
+                return Err(format!("begin transaction: {e}"));
+            }
+            self.producer.abort_transaction(self.timeout).map_err(|e| format!("abort failed transaction: {e}"))?;
+            self.producer.begin_transaction().map_err(|e| format!("begin transaction: {e}"))?;
+        }
         for w in records {
             let mut rec: BaseRecord<'_, [u8], [u8]> =
                 BaseRecord::to(&self.topic).partition(w.partition).key(&w.key[..]);

@@ -5,3 +5,4 @@ mod engine;
 mod kafka_admin;
 mod metadata;
 mod support;
+mod ui;

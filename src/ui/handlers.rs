@@ -1,0 +1,554 @@
+//! HTTP handlers: thin adapters from requests to the pure render functions and engine calls.
+//! Naming follows kanidm: `<thing>_get` renders a page, `<thing>_live` a polled fragment,
+//! `<thing>_post` changes something.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use axum::Extension;
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+
+use crate::auth::Role;
+use crate::engine::{Actor, LifecycleOp, MirrorSpec, SourceSpec, SyncSpec, TopicSelector, Truncation};
+
+use super::error::UiError;
+use super::pages::{self, Chrome, NewMirrorPage, Part, SigninPage};
+use super::session::{self, same_token};
+use super::view::{self, Params, UiOp, Viewer};
+use super::{ClientAddr, UiState, cookie, is_htmx, local_path, now, set_cookie};
+
+type Pairs = Vec<(String, String)>;
+type Page = Result<Response, UiError>;
+
+fn html(body: String) -> Response {
+    Html(body).into_response()
+}
+
+/// The CSRF token of a POST: the `_csrf` form field or the `X-CSRF-Token` header (htmx).
+fn check_csrf(viewer: &Viewer, form: &Params, headers: &HeaderMap) -> Result<(), UiError> {
+    let field = form.get("_csrf");
+    let header = headers.get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or("");
+    if same_token(field, &viewer.csrf) || same_token(header, &viewer.csrf) { Ok(()) } else { Err(UiError::csrf()) }
+}
+
+fn require(viewer: &Viewer, role: Role, what: &str) -> Result<(), UiError> {
+    if viewer.role.allows(role) {
+        Ok(())
+    } else {
+        Err(UiError::forbidden(format!(
+            "Signed in as {} with the {} role: {what} needs the {} role.",
+            viewer.name,
+            viewer.role.as_str(),
+            role.as_str()
+        )))
+    }
+}
+
+fn actor(viewer: &Viewer, addr: &ClientAddr) -> Actor {
+    Actor { identity: viewer.name.clone(), address: addr.0.clone() }
+}
+
+/// Results of an earlier action named by `?done=<operation id>` (the no-JavaScript flow).
+fn done_results(ui: &UiState, p: &Params) -> Option<view::ResultsView> {
+    let id = p.get("done");
+    if id.is_empty() {
+        return None;
+    }
+    ui.app.engine.operation(id).map(|o| view::results_of(&o))
+}
+
+// ----- overview ---------------------------------------------------------------------------------
+
+pub async fn overview_get(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
+    let ops = ui.app.engine.operations();
+    Ok(html(pages::overview(&ui.app.engine.snapshot(), &ops, &viewer, now(), Part::Page)?))
+}
+
+pub async fn overview_live(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
+    let ops = ui.app.engine.operations();
+    Ok(html(pages::overview(&ui.app.engine.snapshot(), &ops, &viewer, now(), Part::Live)?))
+}
+
+// ----- mirror -----------------------------------------------------------------------------------
+
+async fn mirror_part(ui: UiState, viewer: Viewer, m: String, q: Pairs, part: Part) -> Page {
+    let p = Params(q);
+    let results = if part == Part::Page { done_results(&ui, &p) } else { None };
+    Ok(html(pages::mirror(&ui.app.engine.snapshot(), &m, &p, &viewer, now(), part, results)?))
+}
+
+pub async fn mirror_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(m): Path<String>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    mirror_part(ui, viewer, m, q, Part::Page).await
+}
+
+pub async fn mirror_topics_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(m): Path<String>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    mirror_part(ui, viewer, m, q, Part::Live).await
+}
+
+// ----- partitions -------------------------------------------------------------------------------
+
+async fn partitions_part(ui: UiState, viewer: Viewer, m: String, t: Option<String>, q: Pairs, part: Part) -> Page {
+    let p = Params(q);
+    let results = if part == Part::Page { done_results(&ui, &p) } else { None };
+    let snap = ui.app.engine.snapshot();
+    Ok(html(pages::partitions(&snap, &m, t.as_deref(), &p, &viewer, now(), part, results)?))
+}
+
+pub async fn partitions_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(m): Path<String>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    partitions_part(ui, viewer, m, None, q, Part::Page).await
+}
+
+pub async fn partitions_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(m): Path<String>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    partitions_part(ui, viewer, m, None, q, Part::Live).await
+}
+
+pub async fn topic_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path((m, t)): Path<(String, String)>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    partitions_part(ui, viewer, m, Some(t), q, Part::Page).await
+}
+
+pub async fn topic_partitions_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path((m, t)): Path<(String, String)>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    partitions_part(ui, viewer, m, Some(t), q, Part::Live).await
+}
+
+// ----- actions ----------------------------------------------------------------------------------
+
+pub async fn confirm_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    headers: HeaderMap,
+    Path(m): Path<String>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    require(&viewer, Role::Operator, "changing a mirror's topics")?;
+    let p = Params(q);
+    let op = UiOp::parse(p.get("op"))
+        .filter(|op| *op != UiOp::Start)
+        .ok_or_else(|| UiError::bad_request("Unknown action", "Choose pause, resume, failover or restart."))?;
+    let topics = p.all("topic");
+    let htmx = is_htmx(&headers);
+    // Where to go afterwards: the page the action was started from, else the mirror.
+    let back = headers
+        .get("hx-current-url")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|u| u.find("://").map(|i| &u[i + 3..]))
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+        .or_else(|| headers.get(header::REFERER).and_then(|v| v.to_str().ok()).and_then(referer_path))
+        .and_then(local_path)
+        .map(strip_done)
+        .unwrap_or_else(|| view::mirror_href(&m));
+    let body = pages::confirm(&ui.app.engine.snapshot(), &m, op, &topics, &viewer, htmx, &back)?;
+    Ok(html(body))
+}
+
+fn referer_path(r: &str) -> Option<&str> {
+    let rest = &r[r.find("://")? + 3..];
+    Some(&rest[rest.find('/')?..])
+}
+
+/// Drops an earlier `done=` from a return path, so results do not pile up.
+fn strip_done(p: &str) -> String {
+    match p.split_once('?') {
+        None => p.to_string(),
+        Some((path, q)) => {
+            let kept: Vec<&str> = q.split('&').filter(|kv| !kv.starts_with("done=") && !kv.is_empty()).collect();
+            if kept.is_empty() { path.to_string() } else { format!("{path}?{}", kept.join("&")) }
+        }
+    }
+}
+
+fn parse_truncation(s: &str) -> Result<Truncation, UiError> {
+    match s {
+        "" | "none" => Ok(Truncation::None),
+        "resync" => Ok(Truncation::Resync { quarantine: false }),
+        "resync_quarantine" => Ok(Truncation::Resync { quarantine: true }),
+        other => Err(UiError::bad_request("Unknown truncation mode", format!("{other:?} is not none or resync."))),
+    }
+}
+
+pub async fn actions_post(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(addr): Extension<ClientAddr>,
+    headers: HeaderMap,
+    Path(m): Path<String>,
+    Form(form): Form<Pairs>,
+) -> Page {
+    let f = Params(form);
+    check_csrf(&viewer, &f, &headers)?;
+    require(&viewer, Role::Operator, "changing a mirror's topics")?;
+    let op = UiOp::parse(f.get("op"))
+        .ok_or_else(|| UiError::bad_request("Unknown action", "Choose pause, resume, failover, restart or start."))?;
+    let mut topics = f.all("topic");
+    let (selector, engine_op) = match op {
+        UiOp::Start => {
+            for n in f.get("names").split(|c: char| c.is_whitespace() || c == ',') {
+                if !n.is_empty() && !topics.iter().any(|t| t == n) {
+                    topics.push(n.to_string());
+                }
+            }
+            let pattern = f.get("pattern");
+            let selector = match (topics.is_empty(), pattern.is_empty()) {
+                (false, true) => TopicSelector::Names(topics.clone()),
+                (true, false) => TopicSelector::Pattern(pattern.to_string()),
+                (false, false) => {
+                    return Err(UiError::bad_request(
+                        "Names or a pattern, not both",
+                        "Give either topic names or a regular expression.",
+                    ));
+                }
+                (true, true) => {
+                    return Err(UiError::bad_request("Nothing to start", "Give topic names or a regular expression."));
+                }
+            };
+            (selector, LifecycleOp::Start { truncation: parse_truncation(f.get("truncation"))? })
+        }
+        _ if topics.is_empty() => {
+            return Err(UiError::bad_request("No topic selected", "Tick at least one topic, then choose the action."));
+        }
+        UiOp::Pause => (TopicSelector::Names(topics.clone()), LifecycleOp::Pause),
+        UiOp::Resume => (TopicSelector::Names(topics.clone()), LifecycleOp::Resume),
+        UiOp::Restart => (
+            TopicSelector::Names(topics.clone()),
+            LifecycleOp::Start { truncation: parse_truncation(f.get("truncation"))? },
+        ),
+        UiOp::Failover => {
+            let expected = if topics.len() == 1 { topics[0].as_str() } else { m.as_str() };
+            if f.get("confirm") != expected {
+                return Err(UiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Failover not confirmed",
+                    format!("Type {expected:?} exactly to confirm the failover. Nothing was changed."),
+                ));
+            }
+            (TopicSelector::Names(topics.clone()), LifecycleOp::Stop)
+        }
+    };
+    let result = ui
+        .app
+        .engine
+        .lifecycle(&m, selector, engine_op, false, actor(&viewer, &addr))
+        .await
+        .map_err(|e| UiError::engine(&e))?;
+    tracing::info!(mirror = %m, op = op.value(), identity = %viewer.name, operation = %result.operation_id, "Dashboard action.");
+    if is_htmx(&headers) {
+        let r = view::results(&m, op.label(), &result.operation_id, &result.results);
+        let mut resp = html(pages::results(r)?);
+        // Refresh the live regions now instead of at the next tick.
+        resp.headers_mut().insert("HX-Trigger", HeaderValue::from_static("kmirror:refresh"));
+        return Ok(resp);
+    }
+    let back = local_path(f.get("back")).map(strip_done).unwrap_or_else(|| view::mirror_href(&m));
+    let sep = if back.contains('?') { '&' } else { '?' };
+    let to = format!("{back}{sep}done={}#results", super::format::encode_component(&result.operation_id));
+    Ok(Redirect::to(&to).into_response())
+}
+
+// ----- mirrors (admin) --------------------------------------------------------------------------
+
+pub async fn new_mirror_get(Extension(viewer): Extension<Viewer>) -> Page {
+    require(&viewer, Role::Admin, "creating a mirror")?;
+    let page = NewMirrorPage {
+        chrome: Chrome::new("New mirror", "overview", Some(viewer.clone())),
+        error: None,
+        csrf: viewer.csrf.clone(),
+        name: String::new(),
+        bootstrap: String::new(),
+        cluster_id: String::new(),
+        properties: String::new(),
+    };
+    Ok(html(askama::Template::render(&page)?))
+}
+
+fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(format!("Line {} is not key=value.", i + 1));
+        };
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+pub async fn mirror_create_post(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(addr): Extension<ClientAddr>,
+    headers: HeaderMap,
+    Form(form): Form<Pairs>,
+) -> Page {
+    let f = Params(form);
+    check_csrf(&viewer, &f, &headers)?;
+    require(&viewer, Role::Admin, "creating a mirror")?;
+    let name = f.get("name").to_string();
+    let bootstrap = f.get("bootstrap").to_string();
+    let cluster_id = f.get("cluster_id").to_string();
+    let properties_text = f.0.iter().find(|(k, _)| k == "properties").map(|(_, v)| v.clone()).unwrap_or_default();
+    let again = |error: String| -> Page {
+        let page = NewMirrorPage {
+            chrome: Chrome::new("New mirror", "overview", Some(viewer.clone())),
+            error: Some(error),
+            csrf: viewer.csrf.clone(),
+            name: name.clone(),
+            bootstrap: bootstrap.clone(),
+            cluster_id: cluster_id.clone(),
+            properties: properties_text.clone(),
+        };
+        Ok((StatusCode::UNPROCESSABLE_ENTITY, html(askama::Template::render(&page)?)).into_response())
+    };
+    if bootstrap.is_empty() {
+        return again("Give the source cluster's bootstrap servers.".into());
+    }
+    let properties = match parse_properties(&properties_text) {
+        Ok(p) => p,
+        Err(e) => return again(e),
+    };
+    let spec = MirrorSpec {
+        name: name.clone(),
+        source: SourceSpec { bootstrap_servers: bootstrap.clone(), properties },
+        expected_source_cluster_id: (!cluster_id.is_empty()).then(|| cluster_id.clone()),
+        sync: SyncSpec {
+            topic_configs: f.get("sync_topic_configs") == "on",
+            group_offsets: f.get("sync_group_offsets") == "on",
+            acls: f.get("sync_acls") == "on",
+            ..SyncSpec::default()
+        },
+    };
+    match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
+        Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),
+        Err(e) => {
+            let u = UiError::engine(&e);
+            again(format!("{}: {}", u.title, u.detail))
+        }
+    }
+}
+
+pub async fn mirror_delete_post(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(addr): Extension<ClientAddr>,
+    headers: HeaderMap,
+    Path(m): Path<String>,
+    Form(form): Form<Pairs>,
+) -> Page {
+    let f = Params(form);
+    check_csrf(&viewer, &f, &headers)?;
+    require(&viewer, Role::Admin, "deleting a mirror")?;
+    if f.get("confirm") != m {
+        return Err(UiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Deletion not confirmed",
+            format!("Type {m:?} exactly to delete the mirror. Nothing was changed."),
+        ));
+    }
+    ui.app.engine.delete_mirror(&m, actor(&viewer, &addr)).await.map_err(|e| UiError::engine(&e))?;
+    Ok(Redirect::to("/").into_response())
+}
+
+// ----- operations -------------------------------------------------------------------------------
+
+async fn operations_part(ui: UiState, viewer: Viewer, q: Pairs, audit: bool, part: Part) -> Page {
+    let ops = ui.app.engine.operations();
+    let body = pages::operations(&ui.app.engine.snapshot(), &ops, &Params(q), &viewer, now(), audit, part)?;
+    Ok(html(body))
+}
+
+pub async fn operations_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    operations_part(ui, viewer, q, false, Part::Page).await
+}
+
+pub async fn operations_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    operations_part(ui, viewer, q, false, Part::Live).await
+}
+
+pub async fn audit_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    operations_part(ui, viewer, q, true, Part::Page).await
+}
+
+pub async fn audit_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(q): Query<Pairs>,
+) -> Page {
+    operations_part(ui, viewer, q, true, Part::Live).await
+}
+
+async fn operation_part(ui: UiState, viewer: Viewer, id: String, part: Part) -> Page {
+    let op =
+        ui.app.engine.operation(&id).ok_or_else(|| {
+            UiError::not_found("No such operation", "Only the last 1,000 operations are kept in memory.")
+        })?;
+    Ok(html(pages::operation(&ui.app.engine.snapshot(), &op, &viewer, now(), part)?))
+}
+
+pub async fn operation_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(id): Path<String>,
+) -> Page {
+    operation_part(ui, viewer, id, Part::Page).await
+}
+
+pub async fn operation_live(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Path(id): Path<String>,
+) -> Page {
+    operation_part(ui, viewer, id, Part::Live).await
+}
+
+// ----- sign in / out ----------------------------------------------------------------------------
+
+fn signin_page(ui: &UiState, csrf: &str, next: &str, error: Option<String>) -> Result<String, UiError> {
+    let page = SigninPage {
+        chrome: Chrome::new("Sign in", "", None),
+        error,
+        next: next.to_string(),
+        csrf: csrf.to_string(),
+        no_tokens: ui.app.auth.is_empty() && !ui.app.auth.is_disabled(),
+    };
+    Ok(askama::Template::render(&page)?)
+}
+
+pub async fn signin_get(State(ui): State<UiState>, Query(q): Query<Pairs>, headers: HeaderMap) -> Page {
+    let p = Params(q);
+    let next = local_path(p.get("next")).unwrap_or("/").to_string();
+    let tls = ui.app.tls;
+    let signed_in = cookie(&headers, session::cookie_name(tls)).and_then(|id| ui.sessions.get(id, Instant::now()));
+    if signed_in.is_some() || ui.app.auth.is_disabled() {
+        return Ok(Redirect::to(&next).into_response());
+    }
+    // Double-submit token for the sign-in form (there is no session to bind it to yet).
+    let csrf = session::random_token();
+    let mut resp = html(signin_page(&ui, &csrf, &next, None)?);
+    resp.headers_mut().append(header::SET_COOKIE, set_cookie(session::signin_cookie_name(tls), &csrf, 3600, tls));
+    Ok(resp)
+}
+
+pub async fn signin_post(State(ui): State<UiState>, headers: HeaderMap, Form(form): Form<Pairs>) -> Page {
+    let f = Params(form);
+    let tls = ui.app.tls;
+    let next = local_path(f.get("next")).unwrap_or("/").to_string();
+    let expected = cookie(&headers, session::signin_cookie_name(tls)).unwrap_or("");
+    if !same_token(f.get("_csrf"), expected) {
+        // A stale or forged form: show a fresh one rather than an error page.
+        let csrf = session::random_token();
+        let body = signin_page(&ui, &csrf, &next, Some("The sign-in form expired. Please try again.".into()))?;
+        let mut resp = (StatusCode::FORBIDDEN, html(body)).into_response();
+        resp.headers_mut().append(header::SET_COOKIE, set_cookie(session::signin_cookie_name(tls), &csrf, 3600, tls));
+        return Ok(resp);
+    }
+    let token = f.0.iter().find(|(k, _)| k == "token").map(|(_, v)| v.trim().to_string()).unwrap_or_default();
+    let Some(identity) = ui.app.auth.authenticate(&token).filter(|_| !token.is_empty()) else {
+        // Slow down guessing a little; the comparison itself is constant-time.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        tracing::warn!("Dashboard sign-in with an unknown token.");
+        let body = signin_page(&ui, expected, &next, Some("That token is not valid.".into()))?;
+        return Ok((StatusCode::UNAUTHORIZED, html(body)).into_response());
+    };
+    tracing::info!(identity = %identity.name, role = identity.role.as_str(), "Dashboard sign-in.");
+    let (id, _) = ui.sessions.create(identity, Instant::now());
+    let mut resp = Redirect::to(&next).into_response();
+    let h = resp.headers_mut();
+    h.append(header::SET_COOKIE, set_cookie(session::cookie_name(tls), &id, session::ABSOLUTE_TIMEOUT.as_secs(), tls));
+    h.append(header::SET_COOKIE, set_cookie(session::signin_cookie_name(tls), "", 0, tls));
+    Ok(resp)
+}
+
+pub async fn signout_post(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    headers: HeaderMap,
+    Form(form): Form<Pairs>,
+) -> Page {
+    check_csrf(&viewer, &Params(form), &headers)?;
+    let tls = ui.app.tls;
+    if let Some(id) = cookie(&headers, session::cookie_name(tls)) {
+        ui.sessions.remove(id);
+    }
+    let mut resp = Redirect::to("/signin").into_response();
+    resp.headers_mut().append(header::SET_COOKIE, set_cookie(session::cookie_name(tls), "", 0, tls));
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_markers_are_dropped_from_return_paths() {
+        assert_eq!(strip_done("/mirrors/m?done=op-1"), "/mirrors/m");
+        assert_eq!(strip_done("/mirrors/m?q=a&done=op-1&page=2"), "/mirrors/m?q=a&page=2");
+        assert_eq!(strip_done("/mirrors/m"), "/mirrors/m");
+    }
+
+    #[test]
+    fn referers_become_paths() {
+        assert_eq!(referer_path("http://127.0.0.1:8080/mirrors/m?x=1"), Some("/mirrors/m?x=1"));
+        assert_eq!(referer_path("nonsense"), None);
+    }
+
+    #[test]
+    fn properties_are_key_value_lines() {
+        let p = parse_properties("security.protocol = SASL_SSL\n\n# note\nsasl.password=a=b\n").unwrap();
+        assert_eq!(p.get("security.protocol").map(String::as_str), Some("SASL_SSL"));
+        assert_eq!(p.get("sasl.password").map(String::as_str), Some("a=b"));
+        assert!(parse_properties("oops").unwrap_err().contains("Line 1"));
+    }
+
+    #[test]
+    fn truncation_modes() {
+        assert_eq!(parse_truncation("").unwrap(), Truncation::None);
+        assert_eq!(parse_truncation("resync_quarantine").unwrap(), Truncation::Resync { quarantine: true });
+        assert!(parse_truncation("everything").is_err());
+    }
+}

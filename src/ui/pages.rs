@@ -1,0 +1,350 @@
+//! Typed askama views (one struct per template) and the pure render functions the handlers and
+//! the render tests share.
+//!
+//! A page struct holds the same `v` its live fragment holds, and the page template includes the
+//! fragment template, so the first paint and every refresh come from one piece of markup.
+//! Nothing here is marked `|safe`: every string is escaped by askama.
+
+use askama::Template;
+
+use crate::domain::Timestamp;
+use crate::engine::{OperationView, Snapshot};
+
+use super::error::UiError;
+use super::view::{
+    self, ConfirmView, MirrorView, OperationDetailView, OperationsView, OverviewView, Params, PartitionsView,
+    ResultsView, UiOp, Viewer,
+};
+
+/// What every full page needs around its content.
+#[derive(Debug, Clone)]
+pub struct Chrome {
+    pub title: String,
+    /// The highlighted navigation entry: `overview`, `operations`, `audit` or empty.
+    pub nav: &'static str,
+    pub viewer: Option<Viewer>,
+    pub asset_v: &'static str,
+    pub version: &'static str,
+    /// Breadcrumbs before the page title: (label, href).
+    pub crumbs: Vec<(String, String)>,
+}
+
+impl Chrome {
+    pub fn new(title: &str, nav: &'static str, viewer: Option<Viewer>) -> Chrome {
+        Chrome {
+            title: title.to_string(),
+            nav,
+            viewer,
+            asset_v: super::assets::version(),
+            version: env!("CARGO_PKG_VERSION"),
+            crumbs: Vec::new(),
+        }
+    }
+
+    fn crumbs(mut self, crumbs: Vec<(String, String)>) -> Chrome {
+        self.crumbs = crumbs;
+        self
+    }
+}
+
+// ----- templates --------------------------------------------------------------------------------
+
+#[derive(Debug, Template)]
+#[template(path = "pages/overview.html")]
+pub struct OverviewPage {
+    pub chrome: Chrome,
+    pub v: OverviewView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/overview_live.html")]
+pub struct OverviewFragment {
+    pub v: OverviewView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/mirror.html")]
+pub struct MirrorPage {
+    pub chrome: Chrome,
+    pub v: MirrorView,
+    pub results: Option<ResultsView>,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/mirror_topics.html")]
+pub struct MirrorTopicsFragment {
+    pub v: MirrorView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/partitions.html")]
+pub struct PartitionsPage {
+    pub chrome: Chrome,
+    pub v: PartitionsView,
+    pub results: Option<ResultsView>,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/partitions_table.html")]
+pub struct PartitionsTableFragment {
+    pub v: PartitionsView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/confirm.html")]
+pub struct ConfirmPage {
+    pub chrome: Chrome,
+    pub c: ConfirmView,
+    pub dialog: bool,
+    pub back: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/confirm_dialog.html")]
+pub struct ConfirmDialog {
+    pub c: ConfirmView,
+    pub dialog: bool,
+    pub back: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/results.html")]
+pub struct ResultsFragment {
+    pub r: ResultsView,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/operations.html")]
+pub struct OperationsPage {
+    pub chrome: Chrome,
+    pub v: OperationsView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/operations_live.html")]
+pub struct OperationsFragment {
+    pub v: OperationsView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/operation.html")]
+pub struct OperationPage {
+    pub chrome: Chrome,
+    pub v: OperationDetailView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/operation_live.html")]
+pub struct OperationFragment {
+    pub v: OperationDetailView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/signin.html")]
+pub struct SigninPage {
+    pub chrome: Chrome,
+    pub error: Option<String>,
+    pub next: String,
+    pub csrf: String,
+    pub no_tokens: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/new_mirror.html")]
+pub struct NewMirrorPage {
+    pub chrome: Chrome,
+    pub error: Option<String>,
+    pub csrf: String,
+    pub name: String,
+    pub bootstrap: String,
+    pub cluster_id: String,
+    pub properties: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/error.html")]
+pub struct ErrorPage {
+    pub chrome: Chrome,
+    pub status: u16,
+    pub title: String,
+    pub detail: String,
+    pub back: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/toast.html")]
+pub struct Toast {
+    pub css: &'static str,
+    pub title: String,
+    pub detail: String,
+}
+
+// ----- pure render functions (also used by the render tests) -----------------------------------
+
+/// Which part of a page a request wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The whole page.
+    Page,
+    /// The live fragment the page polls: its table, plus the summary above it and the
+    /// freshness indicator out of band, so one request keeps the whole page consistent.
+    Live,
+}
+
+fn mirror_crumbs(mirror: &str) -> Vec<(String, String)> {
+    vec![("Overview".into(), "/".into()), (mirror.to_string(), view::mirror_href(mirror))]
+}
+
+fn no_mirror(name: &str) -> UiError {
+    UiError::not_found("No such mirror", format!("There is no mirror named {name:?}. It may have been deleted."))
+}
+
+/// The overview page or its live fragment.
+pub fn overview(
+    snap: &Snapshot,
+    ops: &[OperationView],
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+) -> Result<String, UiError> {
+    let v = view::overview(snap, ops, now, viewer);
+    Ok(match part {
+        Part::Page => OverviewPage { chrome: Chrome::new("Overview", "overview", Some(viewer.clone())), v, oob: false }
+            .render()?,
+        Part::Live => OverviewFragment { v, oob: true }.render()?,
+    })
+}
+
+/// A mirror's page or one of its live fragments. `results` is the outcome of an action just
+/// taken (shown after a redirect without JavaScript).
+pub fn mirror(
+    snap: &Snapshot,
+    name: &str,
+    params: &Params,
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+    results: Option<ResultsView>,
+) -> Result<String, UiError> {
+    let m = snap.mirror(name).ok_or_else(|| no_mirror(name))?;
+    let v = view::mirror(m, params, now, snap.taken_at, viewer);
+    Ok(match part {
+        Part::Page => {
+            let chrome =
+                Chrome::new(name, "overview", Some(viewer.clone())).crumbs(vec![("Overview".into(), "/".into())]);
+            MirrorPage { chrome, v, results, oob: false }.render()?
+        }
+        Part::Live => MirrorTopicsFragment { v, oob: true }.render()?,
+    })
+}
+
+/// The partitions of a mirror (`topic == None`, filterable by topic prefix) or of one topic.
+#[allow(clippy::too_many_arguments)] // the same inputs as `mirror`, plus the optional topic
+pub fn partitions(
+    snap: &Snapshot,
+    mirror: &str,
+    topic: Option<&str>,
+    params: &Params,
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+    results: Option<ResultsView>,
+) -> Result<String, UiError> {
+    let m = snap.mirror(mirror).ok_or_else(|| no_mirror(mirror))?;
+    let t = match topic {
+        Some(name) => Some(m.topic(name).ok_or_else(|| {
+            UiError::not_found(
+                "No such topic in this mirror",
+                format!("Mirror {mirror:?} does not mirror a topic named {name:?}."),
+            )
+        })?),
+        None => None,
+    };
+    let v = view::partitions(m, t, params, now, snap.taken_at, viewer);
+    Ok(match part {
+        Part::Page => {
+            let title = match topic {
+                Some(t) => format!("{t} · {mirror}"),
+                None => format!("Partitions · {mirror}"),
+            };
+            let chrome = Chrome::new(&title, "overview", Some(viewer.clone())).crumbs(mirror_crumbs(mirror));
+            PartitionsPage { chrome, v, results, oob: false }.render()?
+        }
+        Part::Live => PartitionsTableFragment { v, oob: true }.render()?,
+    })
+}
+
+/// The confirmation for an action: a dialog fragment (htmx) or a full page (no JavaScript).
+pub fn confirm(
+    snap: &Snapshot,
+    mirror: &str,
+    op: UiOp,
+    topics: &[String],
+    viewer: &Viewer,
+    dialog: bool,
+    back: &str,
+) -> Result<String, UiError> {
+    let m = snap.mirror(mirror).ok_or_else(|| no_mirror(mirror))?;
+    let c = view::confirm(m, op, topics, viewer);
+    let back = back.to_string();
+    Ok(if dialog {
+        ConfirmDialog { c, dialog, back }.render()?
+    } else {
+        let chrome = Chrome::new(&c.title, "overview", Some(viewer.clone())).crumbs(mirror_crumbs(mirror));
+        ConfirmPage { chrome, c, dialog, back }.render()?
+    })
+}
+
+/// Operations (`audit == false`) or the audit trail, page or live fragment.
+pub fn operations(
+    snap: &Snapshot,
+    ops: &[OperationView],
+    params: &Params,
+    viewer: &Viewer,
+    now: Timestamp,
+    audit: bool,
+    part: Part,
+) -> Result<String, UiError> {
+    let v = view::operations(snap, ops, params, now, audit);
+    Ok(match part {
+        Part::Page => {
+            let (title, nav) = if audit { ("Audit trail", "audit") } else { ("Operations", "operations") };
+            OperationsPage { chrome: Chrome::new(title, nav, Some(viewer.clone())), v, oob: false }.render()?
+        }
+        Part::Live => OperationsFragment { v, oob: true }.render()?,
+    })
+}
+
+/// One operation with live per-partition progress.
+pub fn operation(
+    snap: &Snapshot,
+    op: &OperationView,
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+) -> Result<String, UiError> {
+    let v = view::operation_detail(snap, op, now);
+    Ok(match part {
+        Part::Page => {
+            let chrome = Chrome::new(&format!("{} · operation", v.op.kind), "operations", Some(viewer.clone()))
+                .crumbs(vec![("Operations".into(), "/operations".into())]);
+            OperationPage { chrome, v, oob: false }.render()?
+        }
+        Part::Live => OperationFragment { v, oob: true }.render()?,
+    })
+}
+
+/// The inline results of an action (htmx), which also closes the confirmation dialog.
+pub fn results(r: ResultsView) -> Result<String, UiError> {
+    Ok(ResultsFragment { r }.render()?)
+}

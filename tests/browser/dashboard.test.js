@@ -1,0 +1,357 @@
+// Browser tests for the kmirror dashboard, in Debian's headless Chromium driven by
+// playwright-core (no browser download). Run by scripts/test-browser, which starts
+// `kmirror serve` against the Kafka rig and creates the source topics; this file only talks
+// to the dashboard (and produces extra source records with the rig's Kafka tools).
+//
+// Environment (set by scripts/test-browser):
+//   KM_BASE            http://127.0.0.1:<port>
+//   KM_ADMIN_TOKEN, KM_OPERATOR_TOKEN, KM_VIEWER_TOKEN
+//   KM_MIRROR          the mirror name to create
+//   KM_TOPIC_A, KM_TOPIC_B   source topics that exist with records
+//   KM_SOURCE_BOOTSTRAP      the rig's source cluster
+//   KM_PRODUCE         a command that reads lines on stdin and produces them: `<cmd> <topic>`
+//   KM_SHOTS           directory for screenshots
+//   CHROMIUM           the browser binary (default /usr/bin/chromium)
+"use strict";
+
+const { chromium } = require("playwright-core");
+const { spawnSync } = require("child_process");
+const fs = require("fs");
+const path = require("path");
+
+const env = (k, d) => {
+  const v = process.env[k] || d;
+  if (v === undefined) throw new Error(`missing environment variable ${k}`);
+  return v;
+};
+const BASE = env("KM_BASE");
+const ADMIN = env("KM_ADMIN_TOKEN");
+const OPERATOR = env("KM_OPERATOR_TOKEN");
+const VIEWER = env("KM_VIEWER_TOKEN");
+const MIRROR = env("KM_MIRROR");
+const A = env("KM_TOPIC_A");
+const B = env("KM_TOPIC_B");
+const SOURCE = env("KM_SOURCE_BOOTSTRAP");
+const PRODUCE = env("KM_PRODUCE");
+const SHOTS = env("KM_SHOTS");
+const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
+const STATE_TIMEOUT = 90_000;
+
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const results = [];
+let browser;
+const problems = []; // console errors and page errors (CSP violations show up here)
+
+async function test(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.log(`  ok   ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    results.push({ name, ok: false, error: e });
+    console.log(`  FAIL ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)\n       ${String(e && e.stack || e).split("\n").slice(0, 6).join("\n       ")}`);
+  }
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(`assertion failed: ${msg}`);
+}
+
+async function newPage(opts = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...opts });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(30_000);
+  page.on("console", (m) => {
+    // Expected refusals (401 sign-in, 403 viewer, 422 unconfirmed) are logged by Chromium as
+    // failed loads; server errors, CSP violations and script errors are not expected at all.
+    if (m.type() !== "error") return;
+    const t = m.text();
+    if (/Failed to load resource: the server responded with a status of 4\d\d/.test(t)) return;
+    problems.push(`console error on ${page.url()}: ${t}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  return page;
+}
+
+async function signIn(page, token) {
+  await page.goto(`${BASE}/signin`);
+  await page.fill('input[name="token"]', token);
+  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith("/signin")), page.click('button[type="submit"]')]);
+}
+
+async function shot(page, name) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+const row = (topic) => `tr[data-topic="${topic}"]`;
+
+async function rowState(page, topic) {
+  return (await page.textContent(`${row(topic)} .badge`)).trim();
+}
+
+async function waitRowState(page, topic, state) {
+  await page.waitForFunction(
+    ([sel, state]) => {
+      const b = document.querySelector(sel + " .badge");
+      return b && b.textContent.trim() === state;
+    },
+    [row(topic), state],
+    { timeout: STATE_TIMEOUT },
+  );
+}
+
+// A marker that survives only as long as the page is not reloaded.
+async function mark(page) {
+  await page.evaluate(() => { window.__kmirrorNoReload = 42; });
+}
+async function assertNotReloaded(page) {
+  assert((await page.evaluate(() => window.__kmirrorNoReload)) === 42, "the page was reloaded");
+}
+
+// Opens the confirmation dialog for an action on a topic row and returns the dialog locator.
+async function openDialog(page, topic, op) {
+  await page.click(`${row(topic)} a[data-op="${op}"]`);
+  const dialog = page.locator("dialog[open]");
+  await dialog.waitFor({ state: "visible" });
+  return dialog;
+}
+
+async function confirmAndExpectAccepted(page, dialog) {
+  await page.evaluate(() => { document.getElementById("results").innerHTML = ""; });
+  await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/actions") && r.request().method() === "POST", { timeout: 60_000 }),
+    dialog.locator('button[type="submit"]').click(),
+  ]);
+  await page.waitForSelector("#results .results", { timeout: 30_000 });
+  const text = await page.textContent("#results");
+  assert(/accepted/.test(text) && !/refused/.test(text), `action results: ${text.replace(/\s+/g, " ")}`);
+  assert((await page.locator("dialog[open]").count()) === 0, "the dialog closes after the action");
+}
+
+function produce(topic, n, prefix) {
+  const lines = Array.from({ length: n }, (_, i) => `${prefix}-${i}`).join("\n") + "\n";
+  const r = spawnSync("bash", ["-c", `${PRODUCE} "$1"`, "produce", topic], { input: lines, encoding: "utf8", timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`producing to ${topic} failed: ${r.stderr || r.error}`);
+}
+
+(async () => {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+  console.log(`browser: ${CHROMIUM} ${browser.version()}`);
+  const admin = await newPage();
+
+  await test("unauthenticated visitors are sent to sign-in", async () => {
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    assert(new URL(admin.url()).pathname === "/signin", `landed on ${admin.url()}`);
+    await shot(admin, "01-signin");
+  });
+
+  await test("a wrong token is refused with a readable message", async () => {
+    await admin.fill('input[name="token"]', "not-a-valid-token");
+    await admin.click('button[type="submit"]');
+    await admin.waitForSelector(".callout.bad");
+    assert(/not valid/.test(await admin.textContent(".callout.bad")), "error message");
+  });
+
+  await test("admin signs in and creates a mirror from the dashboard", async () => {
+    await signIn(admin, ADMIN);
+    await admin.goto(`${BASE}/new-mirror`);
+    await admin.fill('input[name="name"]', MIRROR);
+    await admin.fill('input[name="bootstrap"]', SOURCE);
+    await Promise.all([admin.waitForURL(`**/mirrors/${MIRROR}`), admin.click('button:has-text("Create mirror")')]);
+    assert((await admin.textContent("h1")).includes(MIRROR), "mirror page title");
+  });
+
+  await test("start two topics from the dashboard and see them reach MIRRORING without a reload", async () => {
+    await admin.click('summary:has-text("Start mirroring topics")');
+    await admin.fill('textarea[name="names"]', `${A} ${B}`);
+    await mark(admin);
+    await admin.click('button:has-text("Start mirroring")');
+    await admin.waitForSelector("#results .results");
+    const text = await admin.textContent("#results");
+    assert(/accepted for 2 topics/.test(text), `results: ${text.replace(/\s+/g, " ")}`);
+    await waitRowState(admin, A, "MIRRORING");
+    await waitRowState(admin, B, "MIRRORING");
+    await assertNotReloaded(admin);
+  });
+
+  await test("pause a topic: confirmation dialog, then PAUSED appears without a reload", async () => {
+    const dialog = await openDialog(admin, A, "pause");
+    assert((await dialog.textContent("h2")).includes(A), "dialog names the topic");
+    await confirmAndExpectAccepted(admin, dialog);
+    await waitRowState(admin, A, "PAUSED");
+    await assertNotReloaded(admin);
+  });
+
+  await test("resume the topic: MIRRORING again", async () => {
+    const dialog = await openDialog(admin, A, "resume");
+    await confirmAndExpectAccepted(admin, dialog);
+    await waitRowState(admin, A, "MIRRORING");
+    await assertNotReloaded(admin);
+  });
+
+  await test("failover needs the typed topic name, shows the lag per partition, then STOPPED", async () => {
+    const dialog = await openDialog(admin, A, "failover");
+    assert((await dialog.locator("table tbody tr").count()) > 0, "per-partition impact rows");
+    assert(/not be mirrored|loses nothing/.test(await dialog.textContent(".impact-total")), "impact summary");
+    const submit = dialog.locator('button[type="submit"]');
+    assert(await submit.isDisabled(), "button disabled before typing");
+    await dialog.locator('input[name="confirm"]').fill(A.slice(0, -1));
+    assert(await submit.isDisabled(), "button disabled with a wrong name");
+    await dialog.locator('input[name="confirm"]').fill(A);
+    assert(!(await submit.isDisabled()), "button enabled with the exact name");
+    await confirmAndExpectAccepted(admin, dialog);
+    await waitRowState(admin, A, "STOPPED");
+    await assertNotReloaded(admin);
+  });
+
+  await test("a forged failover without the typed name is refused by the server", async () => {
+    const status = await admin.evaluate(async ([mirror, topic]) => {
+      const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"];
+      const body = new URLSearchParams({ _csrf: csrf, op: "failover", topic });
+      const r = await fetch(`/mirrors/${mirror}/actions`, { method: "POST", body });
+      return r.status;
+    }, [MIRROR, B]);
+    assert(status === 422, `status ${status}`);
+    assert((await rowState(admin, B)) === "MIRRORING", "topic B untouched");
+  });
+
+  await test("restart the STOPPED topic (no truncation): MIRRORING again", async () => {
+    const dialog = await openDialog(admin, A, "restart");
+    assert((await dialog.locator('input[name="truncation"]').count()) === 3, "truncation choices");
+    await confirmAndExpectAccepted(admin, dialog);
+    await waitRowState(admin, A, "MIRRORING");
+  });
+
+  const nojs = await newPage({ javaScriptEnabled: false });
+  await test("without JavaScript: sign in, read, and pause through the confirmation page", async () => {
+    await signIn(nojs, OPERATOR);
+    await nojs.goto(`${BASE}/mirrors/${MIRROR}`);
+    assert((await rowState(nojs, B)) === "MIRRORING", "table rendered server-side");
+    await nojs.click(`${row(B)} a[data-op="pause"]`);
+    await nojs.waitForURL(/\/confirm\?/);
+    await shot(nojs, "12-no-js-confirm");
+    await nojs.click('.confirm-form button[type="submit"]');
+    await nojs.waitForURL(/done=/);
+    assert(/accepted/.test(await nojs.textContent("#results")), "results shown after redirect");
+    await nojs.waitForTimeout(1500);
+    for (let i = 0; i < 60 && (await rowState(nojs, B)) !== "PAUSED"; i++) {
+      await nojs.waitForTimeout(1000);
+      await nojs.reload();
+    }
+    assert((await rowState(nojs, B)) === "PAUSED", "paused");
+  });
+
+  await test("lag of a paused topic shows up and the failover dialog says what would be lost", async () => {
+    produce(B, 240, "late");
+    await admin.waitForFunction(
+      (sel) => { const c = document.querySelector(sel + " td.lag-rec"); return c && c.textContent.trim() === "240"; },
+      row(B), { timeout: STATE_TIMEOUT },
+    );
+    await shot(admin, "03-mirror");
+    const dialog = await openDialog(admin, B, "failover");
+    const total = await dialog.textContent(".impact-total");
+    assert(/240 records/.test(total), `impact: ${total}`);
+    await dialog.locator('input[name="confirm"]').fill(B);
+    await admin.screenshot({ path: path.join(SHOTS, "04-failover-dialog.png") });
+    await dialog.locator("[data-close]").first().click();
+    assert((await admin.locator("dialog[open]").count()) === 0, "cancel closes the dialog");
+    assert((await rowState(admin, B)) === "PAUSED", "nothing changed");
+  });
+
+  await test("topic, worst-lag and failed partition views", async () => {
+    await admin.goto(`${BASE}/mirrors/${MIRROR}/topics/${B}`);
+    assert((await admin.locator("table.partitions tbody tr").count()) === 3, "three partitions");
+    await shot(admin, "05-topic");
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    await Promise.all([admin.waitForURL(/sort=lag/), admin.click('a:has-text("Worst-lag partitions")')]);
+    const firstLag = await admin.textContent("table.partitions tbody tr:first-child td.lag-rec");
+    assert(firstLag && firstLag.trim() !== "0", "worst lag first");
+    await shot(admin, "06-partitions-worst-lag");
+    await admin.click('nav.quick a:has-text("Failed")');
+    assert(/No partition matches/.test(await admin.textContent("table.partitions")), "no failed partitions");
+  });
+
+  await test("overview, operations and audit pages", async () => {
+    await admin.goto(`${BASE}/`);
+    await admin.waitForSelector(".mirror-card");
+    await admin.waitForTimeout(2500);
+    await shot(admin, "02-overview");
+    await admin.goto(`${BASE}/operations`);
+    assert((await admin.locator("table.ops tbody tr").count()) >= 5, "operations listed");
+    await shot(admin, "07-operations");
+    await admin.goto(`${BASE}/audit`);
+    const audit = await admin.textContent("table.ops");
+    assert(/Create mirror/.test(audit) && /Fail over/.test(audit), "audit trail has the calls");
+    await shot(admin, "08-audit");
+  });
+
+  await test("a viewer reads everything, sees no action buttons, and is refused on POST", async () => {
+    const viewer = await newPage();
+    await signIn(viewer, VIEWER);
+    await viewer.goto(`${BASE}/mirrors/${MIRROR}`);
+    await viewer.waitForSelector(row(A));
+    assert((await viewer.locator("a[data-op], #sel, input[name=topic], summary:has-text('Start mirroring')").count()) === 0, "no buttons");
+    await viewer.waitForTimeout(2500); // one live refresh: still no buttons
+    assert((await viewer.locator("a[data-op]").count()) === 0, "no buttons after refresh");
+    await shot(viewer, "09-viewer-mirror");
+    const status = await viewer.evaluate(async ([mirror, topic]) => {
+      const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"];
+      const r = await fetch(`/mirrors/${mirror}/actions`, { method: "POST", body: new URLSearchParams({ _csrf: csrf, op: "pause", topic }) });
+      return r.status;
+    }, [MIRROR, A]);
+    assert(status === 403, `status ${status}`);
+    await viewer.context().close();
+  });
+
+  await test("dark mode and half-width layouts render", async () => {
+    const dark = await newPage({ colorScheme: "dark" });
+    await signIn(dark, VIEWER);
+    await dark.goto(`${BASE}/`);
+    await dark.waitForSelector(".mirror-card");
+    const bg = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert(bg !== "rgb(245, 246, 248)", `dark background, got ${bg}`);
+    await shot(dark, "10-overview-dark");
+    await dark.goto(`${BASE}/mirrors/${MIRROR}`);
+    await shot(dark, "10b-mirror-dark");
+    await dark.context().close();
+    const narrow = await newPage({ viewport: { width: 700, height: 900 } });
+    await signIn(narrow, OPERATOR);
+    await narrow.goto(`${BASE}/mirrors/${MIRROR}`);
+    const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert(overflow <= 0, `page wider than the window by ${overflow}px (tables scroll inside their box)`);
+    await shot(narrow, "11-mirror-half-width");
+    await narrow.context().close();
+  });
+
+  await test("sign out ends the session", async () => {
+    await admin.click('button:has-text("Sign out")');
+    await admin.waitForURL(/\/signin/);
+    await admin.goto(`${BASE}/`);
+    assert(new URL(admin.url()).pathname === "/signin", "signed out");
+  });
+
+  await test("no console errors or CSP violations on any page", async () => {
+    assert(problems.length === 0, problems.join("\n"));
+  });
+
+  await browser.close();
+  const passed = results.filter((r) => r.ok).length;
+  const failed = results.length - passed;
+  console.log(`browser: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+})().catch(async (e) => {
+  console.error(e);
+  if (browser) await browser.close().catch(() => {});
+  const passed = results.filter((r) => r.ok).length;
+  console.log(`browser: ${passed} passed, ${results.length - passed + 1} failed`);
+  process.exit(1);
+});
