@@ -29,7 +29,12 @@ impl std::fmt::Debug for AppState {
 
 /// The whole HTTP surface: REST API, dashboard, static files.
 pub fn router(state: AppState) -> Router {
-    Router::new().merge(crate::api::router(state.clone())).merge(crate::ui::router(state))
+    // One HTTP-metrics registry per router: `/metrics` reports what the layers record.
+    let http_metrics = crate::api::HttpMetrics::default();
+    let app =
+        Router::new().merge(crate::api::router(state.clone(), http_metrics.clone())).merge(crate::ui::router(state));
+    // Body limit (1 MiB), tracing, HTTP metrics and problem+json for framework errors.
+    crate::api::layers(app, http_metrics)
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves.

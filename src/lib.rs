@@ -7,6 +7,7 @@
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod config;
 pub mod demo;
 pub mod domain;
 pub mod engine;

@@ -1,8 +1,7 @@
-//! The `kmirror` command line: `serve` runs the mirror engine against a destination cluster.
-//! (The REST API, dashboard and `demo` arrive with their issues.)
+//! The `kmirror` command line: `serve` (engine + API + dashboard for a destination cluster),
+//! `demo` (everything on embedded mock clusters), `openapi` (print the API spec).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -17,32 +16,59 @@ struct Cli {
 enum Command {
     /// Run the mirror engine for a destination cluster until SIGTERM or Ctrl-C.
     Serve(ServeArgs),
+    /// Print the REST API's OpenAPI document (`kmirror openapi > openapi/openapi.json`).
+    Openapi,
+    /// Run everything on this machine with no Kafka installed: two in-process mock clusters, a
+    /// demo mirror with live traffic, and the dashboard and API.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args)]
+struct DemoArgs {
+    /// Address the dashboard and API listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Records per second produced to the demo source.
+    #[arg(long, default_value_t = 50)]
+    rate: u32,
+    /// The demo's bearer token (random when not given).
+    #[arg(long, env = "KMIRROR_DEMO_TOKEN")]
+    token: Option<String>,
 }
 
 #[derive(clap::Args)]
 struct ServeArgs {
+    /// TOML configuration file (see kmirror.example.toml). Flags and KMIRROR_* variables override it.
+    #[arg(long, env = "KMIRROR_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// Print the effective configuration (secrets redacted) and exit.
+    #[arg(long)]
+    check_config: bool,
     /// Bootstrap servers of the destination cluster (the one kmirror writes to).
     #[arg(long, env = "KMIRROR_DESTINATION_BOOTSTRAP")]
-    destination_bootstrap: String,
-    /// The state topic.
-    #[arg(long, env = "KMIRROR_STATE_TOPIC", default_value = "__mirror_state")]
-    state_topic: String,
-    /// Partitions of the state topic when kmirror creates it.
-    #[arg(long, env = "KMIRROR_STATE_PARTITIONS", default_value_t = 16)]
-    state_partitions: i32,
+    destination_bootstrap: Option<String>,
+    /// The state topic [default: __mirror_state].
+    #[arg(long, env = "KMIRROR_STATE_TOPIC")]
+    state_topic: Option<String>,
+    /// Partitions of the state topic when kmirror creates it [default: 16].
+    #[arg(long, env = "KMIRROR_STATE_PARTITIONS")]
+    state_partitions: Option<i32>,
     /// This deployment's id; transactional ids derive from it, so a second instance with the
-    /// same id fences the first.
-    #[arg(long, env = "KMIRROR_INSTANCE_ID", default_value = "kmirror")]
-    instance_id: String,
-    /// Commit the data path at least this often (milliseconds).
-    #[arg(long, env = "KMIRROR_COMMIT_INTERVAL_MS", default_value_t = 100)]
-    commit_interval_ms: u64,
-    /// Log format: text or json.
-    #[arg(long, env = "KMIRROR_LOG_FORMAT", default_value = "text")]
-    log_format: String,
-    /// Address the API and dashboard listen on.
-    #[arg(long, env = "KMIRROR_LISTEN", default_value = "127.0.0.1:8080")]
-    listen: std::net::SocketAddr,
+    /// same id fences the first [default: kmirror].
+    #[arg(long, env = "KMIRROR_INSTANCE_ID")]
+    instance_id: Option<String>,
+    /// Commit the data path at least this often, in milliseconds [default: 100].
+    #[arg(long, env = "KMIRROR_COMMIT_INTERVAL_MS")]
+    commit_interval_ms: Option<u64>,
+    /// Metadata (cluster ID, configs, groups, ACLs) refresh interval, in milliseconds [default: 30000].
+    #[arg(long, env = "KMIRROR_METADATA_REFRESH_INTERVAL_MS")]
+    metadata_refresh_interval_ms: Option<u64>,
+    /// Log format: text or json [default: text].
+    #[arg(long, env = "KMIRROR_LOG_FORMAT")]
+    log_format: Option<String>,
+    /// Address the API and dashboard listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "KMIRROR_LISTEN")]
+    listen: Option<String>,
     /// A bearer token, as `name:role:token` (role: viewer, operator or admin). Repeatable.
     /// `KMIRROR_ADMIN_TOKEN` adds one admin token for bootstrap.
     #[arg(long = "token", value_name = "NAME:ROLE:TOKEN")]
@@ -52,15 +78,31 @@ struct ServeArgs {
     no_auth: bool,
 }
 
-fn parse_token(spec: &str) -> Result<kmirror::auth::TokenEntry, String> {
-    let mut it = spec.splitn(3, ':');
-    let (Some(name), Some(role), Some(token)) = (it.next(), it.next(), it.next()) else {
-        return Err("--token must look like name:role:token".into());
+/// Loads and validates the configuration; an error names the field (exit code 2).
+fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror::config::ConfigError> {
+    let file = match &args.config {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| kmirror::config::ConfigError {
+                field: "config".into(),
+                message: format!("cannot read {}: {e}", path.display()),
+            })?;
+            Some(kmirror::config::parse_file(&text)?)
+        }
     };
-    if name.is_empty() || token.len() < 8 {
-        return Err("--token needs a name and a token of at least 8 characters".into());
-    }
-    Ok(kmirror::auth::TokenEntry { name: name.to_string(), role: role.parse()?, token: token.to_string() })
+    let overrides = kmirror::config::Overrides {
+        listen: args.listen.clone(),
+        log_format: args.log_format.clone(),
+        destination_bootstrap: args.destination_bootstrap.clone(),
+        state_topic: args.state_topic.clone(),
+        state_partitions: args.state_partitions,
+        instance_id: args.instance_id.clone(),
+        commit_interval_ms: args.commit_interval_ms,
+        metadata_refresh_interval_ms: args.metadata_refresh_interval_ms,
+        tokens: args.tokens.clone(),
+        no_auth: args.no_auth,
+    };
+    kmirror::config::resolve(file, &overrides)
 }
 
 fn init_logging(format: &str) {
@@ -74,45 +116,30 @@ fn init_logging(format: &str) {
     }
 }
 
-async fn serve(args: ServeArgs) -> ExitCode {
-    let auth = if args.no_auth {
-        if !args.listen.ip().is_loopback() {
-            tracing::error!("--no-auth is only accepted with a loopback --listen address (got {})", args.listen);
-            return ExitCode::from(2);
-        }
+async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
+    let auth = if config.no_auth {
         tracing::warn!("AUTHENTICATION IS OFF (--no-auth): every caller on this machine is an admin");
         kmirror::auth::TokenStore::disabled()
     } else {
-        let mut entries = Vec::new();
-        for spec in &args.tokens {
-            match parse_token(spec) {
-                Ok(e) => entries.push(e),
-                Err(e) => {
-                    tracing::error!("invalid --token: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        let store = kmirror::auth::TokenStore::new(entries).with_env_admin();
+        let store = kmirror::auth::TokenStore::new(config.tokens.clone()).with_env_admin();
         if store.is_empty() {
             tracing::warn!("no tokens configured: every API call will be refused (add --token or KMIRROR_ADMIN_TOKEN)");
         }
         store
     };
-    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+    if config.tls.is_some() {
+        tracing::error!("tls: TLS for the HTTP listener is not supported yet; terminate TLS in front of kmirror");
+        return ExitCode::from(2);
+    }
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(l) => l,
         Err(e) => {
-            tracing::error!("cannot listen on {}: {e}", args.listen);
+            tracing::error!("cannot listen on {}: {e}", config.listen);
             return ExitCode::FAILURE;
         }
     };
-    let mut config = kmirror::engine::EngineConfig::new(args.destination_bootstrap);
-    config.state_topic = args.state_topic;
-    config.state_partitions = args.state_partitions;
-    config.instance_id = args.instance_id;
-    config.commit_interval = Duration::from_millis(args.commit_interval_ms.max(1));
     tracing::info!(?config, "starting the mirror engine");
-    let (handle, join) = match kmirror::engine::start(config).await {
+    let (handle, join) = match kmirror::engine::start(config.engine.clone()).await {
         Ok(x) => x,
         Err(e) => {
             tracing::error!("cannot start: {e}");
@@ -125,7 +152,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         tls: false,
         started_at: std::time::Instant::now(),
     };
-    tracing::info!(listen = %args.listen, "serving the API and dashboard");
+    tracing::info!(listen = %config.listen, "serving the API and dashboard");
     if let Err(e) = kmirror::app::serve(listener, state, shutdown_signal()).await {
         tracing::error!("HTTP server failed: {e}");
     }
@@ -155,8 +182,38 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match cli.command {
         Command::Serve(args) => {
-            init_logging(&args.log_format);
-            runtime.block_on(serve(args))
+            let config = match load_config(&args) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("kmirror: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if args.check_config {
+                println!("{config:#?}");
+                return ExitCode::SUCCESS;
+            }
+            init_logging(match config.log_format {
+                kmirror::config::LogFormat::Json => "json",
+                kmirror::config::LogFormat::Text => "text",
+            });
+            runtime.block_on(serve(config))
+        }
+        Command::Demo(args) => {
+            init_logging("text");
+            let options =
+                kmirror::demo::DemoOptions { listen: args.listen, rate_per_sec: args.rate, token: args.token };
+            match runtime.block_on(kmirror::demo::run(options, shutdown_signal())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("kmirror demo: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Openapi => {
+            print!("{}", kmirror::api::openapi_json());
+            ExitCode::SUCCESS
         }
     }
 }

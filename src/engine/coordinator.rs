@@ -127,6 +127,7 @@ pub(super) struct Coordinator {
     config: EngineConfig,
     destination_admin: KafkaAdmin,
     destination_cluster_id: String,
+    destination_brokers: Vec<BrokerSnapshot>,
     writer: Arc<StateWriter>,
     state_partitions: i32,
     mirrors: BTreeMap<String, MirrorRt>,
@@ -187,6 +188,11 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
         config: config.clone(),
         destination_admin,
         destination_cluster_id: cluster.cluster_id,
+        destination_brokers: cluster
+            .nodes
+            .iter()
+            .map(|n| BrokerSnapshot { id: n.id, host: n.host.clone(), port: n.port, rack: n.rack.clone() })
+            .collect(),
         writer: Arc::new(writer),
         state_partitions,
         mirrors: BTreeMap::new(),
@@ -382,7 +388,8 @@ impl Coordinator {
             .await
             .map_err(|e| EngineError::Destination(e.to_string()))?;
         if let Err(e) = r {
-            if e.contains("encing") || e.contains("PRODUCER_FENCED") || e.contains("Fenced") {
+            let lower = e.to_ascii_lowercase();
+            if lower.contains("fenced") || lower.contains("fencing") {
                 let why = format!("another kmirror instance took over this destination: {e}");
                 tracing::error!("{why}");
                 self.fenced = Some(why.clone());
@@ -947,8 +954,9 @@ impl Coordinator {
                         ),
                     });
                 }
-                if existing.is_none() {
+                if existing.is_none() && truncation == Truncation::None {
                     // Adopt only an empty topic: anything in it would be mistaken for mirrored data.
+                    // With `resync` (failback onto the old primary) its records are deleted first.
                     let req: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
                     let ends = dest
                         .list_offsets(&req, IsolationLevel::ReadUncommitted)
@@ -958,7 +966,7 @@ impl Coordinator {
                         return Err(Problem {
                             kind: ProblemKind::DestinationTopicConflict,
                             detail: format!(
-                                "destination topic {topic:?} already holds records (partition {} ends at offset {}); only an empty topic can become a mirror",
+                                "destination topic {topic:?} already holds records (partition {} ends at offset {}); only an empty topic can become a mirror (start with truncation \"resync\" to delete them and mirror the source)",
                                 o.partition, o.offset
                             ),
                         });
@@ -2035,6 +2043,7 @@ impl Coordinator {
                     source_bootstrap_servers: m.stored.spec.source.bootstrap_servers.clone(),
                     source_properties: crate::domain::secrets::redact(&m.stored.spec.source.properties),
                     expected_source_cluster_id: m.stored.spec.expected_source_cluster_id.clone(),
+                    sync_spec: m.stored.spec.sync.clone(),
                     observed_source_cluster_id: m.observed_cluster_id.clone(),
                     cluster_id_status: m.cluster_id_status,
                     cluster_id_checked_at: m.cluster_id_checked_at,
@@ -2047,7 +2056,12 @@ impl Coordinator {
                 }
             })
             .collect();
-        let snap = Snapshot { taken_at, destination_cluster_id: self.destination_cluster_id.clone(), mirrors };
+        let snap = Snapshot {
+            taken_at,
+            destination_cluster_id: self.destination_cluster_id.clone(),
+            destination_brokers: self.destination_brokers.clone(),
+            mirrors,
+        };
         self.snapshot_tx.send_replace(Arc::new(snap));
     }
 }

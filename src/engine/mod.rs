@@ -297,7 +297,12 @@ impl EngineError {
 
 /// Validates a mirror name: `[a-zA-Z0-9._-]{1,249}`.
 pub fn validate_mirror_name(name: &str) -> Result<(), EngineError> {
-    if name.is_empty() || name.len() > 249 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+    if name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.len() > 249
+        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    {
         return Err(EngineError::rejected(
             ProblemKind::InvalidName,
             format!("invalid mirror name {name:?}: use 1 to 249 characters from [a-zA-Z0-9._-]"),

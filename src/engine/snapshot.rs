@@ -14,6 +14,8 @@ pub struct Snapshot {
     pub taken_at: Timestamp,
     /// The destination cluster's ID (empty until known).
     pub destination_cluster_id: String,
+    /// The destination cluster's brokers, as seen at startup.
+    pub destination_brokers: Vec<BrokerSnapshot>,
     pub mirrors: Vec<MirrorSnapshot>,
 }
 
@@ -21,6 +23,15 @@ impl Snapshot {
     pub fn mirror(&self, name: &str) -> Option<&MirrorSnapshot> {
         self.mirrors.iter().find(|m| m.name == name)
     }
+}
+
+/// A broker of the destination cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BrokerSnapshot {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
 }
 
 /// Health of the source cluster-ID check.
@@ -45,6 +56,8 @@ pub struct MirrorSnapshot {
     /// Source client properties with secrets redacted.
     pub source_properties: BTreeMap<String, String>,
     pub expected_source_cluster_id: Option<String>,
+    /// What the metadata manager syncs for this mirror.
+    pub sync_spec: super::SyncSpec,
     pub observed_source_cluster_id: Option<String>,
     pub cluster_id_status: ClusterIdStatus,
     pub cluster_id_checked_at: Option<Timestamp>,

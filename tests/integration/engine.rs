@@ -180,7 +180,7 @@ fn read_all(cluster: Cluster, topic: &str, partitions: i32) -> BTreeMap<i32, Vec
 }
 
 /// Asserts the destination holds exactly the source's committed records, in order, per partition.
-async fn assert_same_content(topic: &str, partitions: i32) -> usize {
+pub async fn assert_same_content(topic: &str, partitions: i32) -> usize {
     let t = topic.to_string();
     let (src, dst) = tokio::task::spawn_blocking(move || {
         (read_all(Cluster::Source, &t, partitions), read_all(Cluster::Destination, &t, partitions))
@@ -314,13 +314,13 @@ async fn mirrors_exactly_with_aborted_transactions_and_compaction() {
 }
 
 /// A steady producer on the source until dropped.
-struct Traffic {
+pub struct Traffic {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     join: Option<std::thread::JoinHandle<usize>>,
 }
 
 impl Traffic {
-    fn start(topic: &str, partitions: i32) -> Traffic {
+    pub fn start(topic: &str, partitions: i32) -> Traffic {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
         let topic = topic.to_string();
@@ -336,7 +336,7 @@ impl Traffic {
         Traffic { stop, join: Some(join) }
     }
 
-    fn finish(mut self) -> usize {
+    pub fn finish(mut self) -> usize {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.join.take().unwrap().join().unwrap()
     }
@@ -907,6 +907,36 @@ async fn destination_outage_retries_and_recovers_exactly_once() {
     eng.wait_caught_up(&mirror, &topic.name, 2).await;
     assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Mirroring));
     assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// Failback onto a topic that already holds records (the old primary): refused unless the start
+/// asks for resync, which deletes them and mirrors the source exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopting_a_non_empty_topic_needs_resync() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "failback", 2, &[]).await;
+    Cluster::Destination.admin().create_topic(&topic.name, 2, 1, &[]).await.unwrap();
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Source, &name, &keyed(200, 2, "src"));
+        produce(Cluster::Destination, &name, &keyed(50, 2, "old-primary"));
+    })
+    .await
+    .unwrap();
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-failback");
+    eng.create_mirror(&mirror).await;
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let e = r.results[0].error.as_ref().expect("refused");
+    assert_eq!(e.kind, ProblemKind::DestinationTopicConflict, "{r:?}");
+    assert!(e.detail.contains("resync"), "{}", e.detail);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } })
+        .await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 200);
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;

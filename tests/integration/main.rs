@@ -1,6 +1,8 @@
 //! The one integration test binary. Every test here runs against the real Apache Kafka clusters
 //! started by `scripts/kafka-rig` (see `support.rs` for how they are found).
 
+mod api;
+mod cli;
 mod engine;
 mod kafka_admin;
 mod metadata;

@@ -87,6 +87,7 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
             ("sasl.password".to_string(), "hunter2".to_string()),
         ]),
         expected_source_cluster_id: Some("EEB8QEn5XPmjX3cKvknOpQ".into()),
+        sync_spec: Default::default(),
         observed_source_cluster_id: Some("EEB8QEn5XPmjX3cKvknOpQ".into()),
         cluster_id_status: ClusterIdStatus::Ok,
         cluster_id_checked_at: Some(Timestamp::from_millis(NOW - 12_000)),
@@ -147,6 +148,7 @@ fn snapshot() -> Snapshot {
     Snapshot {
         taken_at: Timestamp::from_millis(NOW - 800),
         destination_cluster_id: "rurTmx9dW7WWA6KnPM7ubQ".into(),
+        destination_brokers: Vec::new(),
         mirrors: vec![healthy, broken],
     }
 }
@@ -467,7 +469,12 @@ fn hostile_strings_are_escaped_everywhere() {
     m.groups[0].group = hostile("group");
     m.groups[1].last_error = Some(hostile("group-error"));
     let mname = m.name.clone();
-    let snap = Snapshot { taken_at: now(), destination_cluster_id: hostile("dest"), mirrors: vec![m] };
+    let snap = Snapshot {
+        taken_at: now(),
+        destination_cluster_id: hostile("dest"),
+        destination_brokers: Vec::new(),
+        mirrors: vec![m],
+    };
     let ops = vec![OperationView {
         id: hostile("op"),
         mirror: mname.clone(),

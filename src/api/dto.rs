@@ -1,0 +1,786 @@
+//! The REST API's wire types: request bodies (strict: unknown fields are refused) and response
+//! bodies mapped from the engine's snapshot. Engine types never reach the wire directly, so the
+//! engine can change its model without changing the contract, and no `MirrorSpec` (which holds
+//! secrets) is ever serialised back.
+//!
+//! Timestamps are RFC 3339 strings in UTC (`2026-05-01T12:00:00.000Z`). Every read carries the
+//! age of the snapshot it was served from (`taken_at`, `snapshot_age_ms`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::{PartitionState, Timestamp};
+use crate::engine::{
+    ClusterIdStatus, GroupSyncView, MirrorSnapshot, OperationView, PartitionSnapshot, Problem, SyncKind, SyncSpec,
+    SyncStatus, TopicOutcome, TopicSnapshot,
+};
+
+/// An RFC 3339 rendering of a timestamp.
+pub fn ts(t: Timestamp) -> String {
+    t.to_string()
+}
+
+fn ts_millis(ms: i64) -> String {
+    Timestamp::from_millis(ms).to_string()
+}
+
+/// JSON has no NaN or infinity; a lag that is not a finite number is shown as 0.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+// ----- shared -------------------------------------------------------------------------------
+
+/// A partition's lifecycle state (KIP-1279 seed states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schema(as = PartitionState)]
+pub enum PartitionStateDto {
+    Unknown,
+    Preparing,
+    Mirroring,
+    Pausing,
+    Paused,
+    Stopping,
+    Stopped,
+    Failed,
+}
+
+impl From<PartitionState> for PartitionStateDto {
+    fn from(s: PartitionState) -> Self {
+        match s {
+            PartitionState::Unknown => Self::Unknown,
+            PartitionState::Preparing => Self::Preparing,
+            PartitionState::Mirroring => Self::Mirroring,
+            PartitionState::Pausing => Self::Pausing,
+            PartitionState::Paused => Self::Paused,
+            PartitionState::Stopping => Self::Stopping,
+            PartitionState::Stopped => Self::Stopped,
+            PartitionState::Failed => Self::Failed,
+        }
+    }
+}
+
+impl From<PartitionStateDto> for PartitionState {
+    fn from(s: PartitionStateDto) -> Self {
+        match s {
+            PartitionStateDto::Unknown => Self::Unknown,
+            PartitionStateDto::Preparing => Self::Preparing,
+            PartitionStateDto::Mirroring => Self::Mirroring,
+            PartitionStateDto::Pausing => Self::Pausing,
+            PartitionStateDto::Paused => Self::Paused,
+            PartitionStateDto::Stopping => Self::Stopping,
+            PartitionStateDto::Stopped => Self::Stopped,
+            PartitionStateDto::Failed => Self::Failed,
+        }
+    }
+}
+
+/// Partition counts by state (only states with at least one partition appear).
+fn state_counts<'a>(partitions: impl Iterator<Item = &'a PartitionSnapshot>) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for p in partitions {
+        *m.entry(p.state.as_str().to_string()).or_default() += 1;
+    }
+    m
+}
+
+/// A problem reported for one topic of a lifecycle call or operation.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicProblem {
+    /// The stable problem type slug (same table as the problem+json `type`).
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    pub detail: String,
+}
+
+impl From<&Problem> for TopicProblem {
+    fn from(p: &Problem) -> Self {
+        TopicProblem { problem_type: p.kind.slug().to_string(), detail: p.detail.clone() }
+    }
+}
+
+/// One topic's outcome.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicResult {
+    pub topic: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TopicProblem>,
+}
+
+impl From<&TopicOutcome> for TopicResult {
+    fn from(o: &TopicOutcome) -> Self {
+        TopicResult { topic: o.topic.clone(), ok: o.ok, error: o.error.as_ref().map(TopicProblem::from) }
+    }
+}
+
+// ----- path parameters ----------------------------------------------------------------------
+
+/// `{mirror}` in a path.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MirrorPath {
+    /// Mirror name (`[a-zA-Z0-9._-]{1,249}`, not `.` or `..`).
+    #[param(pattern = r"^[a-zA-Z0-9._-]{1,249}$", example = "eu-to-us")]
+    pub mirror: String,
+}
+
+/// `{mirror}` and `{topic}` in a path.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TopicPath {
+    /// Mirror name (`[a-zA-Z0-9._-]{1,249}`, not `.` or `..`).
+    #[param(pattern = r"^[a-zA-Z0-9._-]{1,249}$", example = "eu-to-us")]
+    pub mirror: String,
+    /// Topic name (Kafka's rules: `[a-zA-Z0-9._-]{1,249}`, not `.` or `..`).
+    #[param(pattern = r"^[a-zA-Z0-9._-]{1,249}$", example = "orders")]
+    pub topic: String,
+}
+
+// ----- cluster ------------------------------------------------------------------------------
+
+/// A broker of the destination cluster.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Broker {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+/// The destination cluster kmirror is attached to.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterResponse {
+    /// The destination cluster's ID (empty until known).
+    pub cluster_id: String,
+    /// The destination cluster's brokers (empty until the engine reports them).
+    pub brokers: Vec<Broker>,
+    /// The kmirror version serving this request.
+    pub kmirror_version: String,
+    pub mirror_count: usize,
+    pub uptime_seconds: u64,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+// ----- mirrors ------------------------------------------------------------------------------
+
+/// Where a mirror reads from. In responses, secret properties (`*password*`, `*secret*`,
+/// `sasl.jaas.config`, `ssl.key*`) show as `[redacted]`; sending `[redacted]` back in an update
+/// keeps the stored value.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceBody {
+    #[schema(example = "source-kafka-1:9092,source-kafka-2:9092")]
+    pub bootstrap_servers: String,
+    /// librdkafka client properties (security.protocol, sasl.*, ssl.*). Secrets are write-only.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+/// What metadata a mirror syncs besides records (all kinds and all groups by default).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SyncSettings {
+    /// Copy allowed topic configs from source to mirror topics.
+    pub topic_configs: bool,
+    /// Translate and copy committed consumer-group offsets.
+    pub group_offsets: bool,
+    /// Copy ACLs of mirrored topics and synced groups.
+    pub acls: bool,
+    /// Groups to sync: regexes matched against whole group names.
+    pub group_include: Vec<String>,
+    /// Groups never synced (wins over `group_include`).
+    pub group_exclude: Vec<String>,
+}
+
+impl Default for SyncSettings {
+    fn default() -> Self {
+        SyncSpec::default().into()
+    }
+}
+
+impl From<SyncSpec> for SyncSettings {
+    fn from(s: SyncSpec) -> Self {
+        SyncSettings {
+            topic_configs: s.topic_configs,
+            group_offsets: s.group_offsets,
+            acls: s.acls,
+            group_include: s.group_include,
+            group_exclude: s.group_exclude,
+        }
+    }
+}
+
+impl From<SyncSettings> for SyncSpec {
+    fn from(s: SyncSettings) -> Self {
+        SyncSpec {
+            topic_configs: s.topic_configs,
+            group_offsets: s.group_offsets,
+            acls: s.acls,
+            group_include: s.group_include,
+            group_exclude: s.group_exclude,
+        }
+    }
+}
+
+/// A new mirror.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorCreateRequest {
+    /// `[a-zA-Z0-9._-]{1,249}`, not `.` or `..`.
+    #[schema(example = "eu-to-us", pattern = r"^[a-zA-Z0-9._-]{1,249}$")]
+    pub name: String,
+    pub source: SourceBody,
+    /// The source cluster ID the mirror must see; recorded from the source on creation if absent.
+    #[serde(default)]
+    pub expected_source_cluster_id: Option<String>,
+    #[serde(default)]
+    pub sync: Option<SyncSettings>,
+}
+
+/// A change to a mirror; absent fields are left alone. `source` replaces the whole source
+/// (properties included; `[redacted]` values keep the stored secret).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorUpdateRequest {
+    #[serde(default)]
+    pub source: Option<SourceBody>,
+    #[serde(default)]
+    pub expected_source_cluster_id: Option<String>,
+    #[serde(default)]
+    pub sync: Option<SyncSettings>,
+}
+
+/// Result of the source cluster-ID check.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterIdCheck {
+    /// Not checked yet.
+    Unknown,
+    /// The source answered with the expected ID.
+    Ok,
+    /// The source answered with another ID: the mirror is halted.
+    Mismatch,
+    /// The source did not answer (retryable; not a mismatch).
+    Unreachable,
+}
+
+impl From<ClusterIdStatus> for ClusterIdCheck {
+    fn from(s: ClusterIdStatus) -> Self {
+        match s {
+            ClusterIdStatus::Unknown => Self::Unknown,
+            ClusterIdStatus::Ok => Self::Ok,
+            ClusterIdStatus::Mismatch => Self::Mismatch,
+            ClusterIdStatus::Unreachable => Self::Unreachable,
+        }
+    }
+}
+
+/// A mirror as listed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Mirror {
+    pub name: String,
+    /// The source connection; secret properties are redacted.
+    pub source: SourceBody,
+    pub expected_source_cluster_id: Option<String>,
+    pub observed_source_cluster_id: Option<String>,
+    pub source_cluster_id_status: ClusterIdCheck,
+    /// The data path's state in words ("running", "fenced: ...", "retrying: ...").
+    pub data_path: String,
+    pub created_at: String,
+    pub topic_count: usize,
+    pub partition_count: usize,
+    /// Partition counts by state.
+    pub state_counts: BTreeMap<String, usize>,
+    /// Total lag of every partition, in records.
+    pub lag_records: i64,
+    /// The largest lag of any partition, in seconds.
+    pub lag_seconds: f64,
+}
+
+impl From<&MirrorSnapshot> for Mirror {
+    fn from(m: &MirrorSnapshot) -> Self {
+        let partitions = || m.topics.iter().flat_map(|t| &t.partitions);
+        Mirror {
+            name: m.name.clone(),
+            // The snapshot's properties are already redacted; redact again so this mapping stays
+            // safe whatever the engine does.
+            source: SourceBody {
+                bootstrap_servers: m.source_bootstrap_servers.clone(),
+                properties: crate::domain::secrets::redact(&m.source_properties),
+            },
+            expected_source_cluster_id: m.expected_source_cluster_id.clone(),
+            observed_source_cluster_id: m.observed_source_cluster_id.clone(),
+            source_cluster_id_status: m.cluster_id_status.into(),
+            data_path: m.data_path.clone(),
+            created_at: ts(m.created_at),
+            topic_count: m.topics.len(),
+            partition_count: partitions().count(),
+            state_counts: state_counts(partitions()),
+            lag_records: m.topics.iter().map(|t| t.lag_records).sum(),
+            lag_seconds: finite(m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max)),
+        }
+    }
+}
+
+/// One mirror.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MirrorResponse {
+    #[serde(flatten)]
+    pub mirror: Mirror,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+/// Every mirror.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MirrorsResponse {
+    pub mirrors: Vec<Mirror>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+// ----- health -------------------------------------------------------------------------------
+
+/// The source cluster-ID check.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SourceClusterIdHealth {
+    pub expected: Option<String>,
+    pub observed: Option<String>,
+    pub status: ClusterIdCheck,
+    pub checked_at: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Health of one metadata sync kind.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SyncKindHealth {
+    /// False when the cluster cannot serve this kind.
+    pub supported: bool,
+    pub last_attempt_at: Option<String>,
+    pub last_success_at: Option<String>,
+    /// Seconds since the last success (absent before the first one).
+    pub seconds_since_success: Option<f64>,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+    /// Items applied by the last successful run.
+    pub last_applied: u64,
+    /// Findings that need an operator (e.g. config drift on the destination).
+    pub warnings: Vec<String>,
+}
+
+impl SyncKindHealth {
+    fn new(s: &SyncStatus, now: Timestamp) -> Self {
+        SyncKindHealth {
+            supported: s.supported,
+            last_attempt_at: s.last_attempt_at.map(ts),
+            last_success_at: s.last_success_at.map(ts),
+            seconds_since_success: s.last_success_at.map(|t| t.millis_until(now).max(0) as f64 / 1000.0),
+            last_error: s.last_error.clone(),
+            consecutive_failures: s.consecutive_failures,
+            last_applied: s.last_applied,
+            warnings: s.warnings.clone(),
+        }
+    }
+}
+
+/// Metadata sync health per kind.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SyncHealth {
+    pub topic_configs: SyncKindHealth,
+    pub group_offsets: SyncKindHealth,
+    pub acls: SyncKindHealth,
+}
+
+/// The consumer-group offset sync of one group.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GroupSync {
+    pub group: String,
+    pub last_attempt_at: String,
+    pub last_success_at: Option<String>,
+    pub last_error: Option<String>,
+    /// Partitions whose destination offset changed on the last successful sync.
+    pub partitions_synced: u64,
+}
+
+impl From<&GroupSyncView> for GroupSync {
+    fn from(g: &GroupSyncView) -> Self {
+        GroupSync {
+            group: g.group.clone(),
+            last_attempt_at: ts(g.last_attempt_at),
+            last_success_at: g.last_success_at.map(ts),
+            last_error: g.last_error.clone(),
+            partitions_synced: g.partitions_synced,
+        }
+    }
+}
+
+/// A mirror's health: the source cluster-ID check, the data path and metadata sync.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HealthResponse {
+    pub mirror: String,
+    pub source_cluster_id: SourceClusterIdHealth,
+    pub data_path: String,
+    pub sync: SyncHealth,
+    /// Per consumer group: the last offset sync.
+    pub groups: Vec<GroupSync>,
+    /// Partition counts by state.
+    pub state_counts: BTreeMap<String, usize>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+impl HealthResponse {
+    pub fn new(m: &MirrorSnapshot, now: Timestamp, taken_at: String, snapshot_age_ms: u64) -> Self {
+        let kind = |k: SyncKind| {
+            let s = m.sync.iter().find(|s| s.kind == k).cloned().unwrap_or_else(|| SyncStatus::new(k));
+            SyncKindHealth::new(&s, now)
+        };
+        HealthResponse {
+            mirror: m.name.clone(),
+            source_cluster_id: SourceClusterIdHealth {
+                expected: m.expected_source_cluster_id.clone(),
+                observed: m.observed_source_cluster_id.clone(),
+                status: m.cluster_id_status.into(),
+                checked_at: m.cluster_id_checked_at.map(ts),
+                error: m.cluster_id_error.clone(),
+            },
+            data_path: m.data_path.clone(),
+            sync: SyncHealth {
+                topic_configs: kind(SyncKind::TopicConfigs),
+                group_offsets: kind(SyncKind::GroupOffsets),
+                acls: kind(SyncKind::Acls),
+            },
+            groups: m.groups.iter().map(GroupSync::from).collect(),
+            state_counts: state_counts(m.topics.iter().flat_map(|t| &t.partitions)),
+            taken_at,
+            snapshot_age_ms,
+        }
+    }
+}
+
+/// Answer of `POST .../refresh`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RefreshResponse {
+    pub mirror: String,
+    /// The refresh was scheduled; its results appear in `/health` and the snapshot.
+    pub accepted: bool,
+}
+
+// ----- topics and partitions ----------------------------------------------------------------
+
+/// A mirrored topic, rolled up from its partitions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Topic {
+    pub name: String,
+    /// Rolled-up state: any FAILED → FAILED, else the least advanced partition state.
+    pub state: PartitionStateDto,
+    pub partition_count: usize,
+    /// Total lag, in records.
+    pub lag_records: i64,
+    /// The largest partition lag, in seconds.
+    pub lag_seconds: f64,
+    pub source_topic_id: String,
+    pub destination_topic_id: String,
+    /// Partition counts by state.
+    pub state_counts: BTreeMap<String, usize>,
+}
+
+impl From<&TopicSnapshot> for Topic {
+    fn from(t: &TopicSnapshot) -> Self {
+        Topic {
+            name: t.name.clone(),
+            state: t.state.into(),
+            partition_count: t.partitions.len(),
+            lag_records: t.lag_records,
+            lag_seconds: finite(t.lag_seconds),
+            source_topic_id: t.source_topic_id.clone(),
+            destination_topic_id: t.destination_topic_id.clone(),
+            state_counts: state_counts(t.partitions.iter()),
+        }
+    }
+}
+
+/// A mirror's topics.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicsResponse {
+    pub mirror: String,
+    pub topics: Vec<Topic>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+/// A partition's error as shown to operators.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartitionError {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// One mirrored partition.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Partition {
+    pub topic: String,
+    pub partition: i32,
+    pub state: PartitionStateDto,
+    pub state_since: String,
+    pub state_epoch: u64,
+    pub source_log_start_offset: Option<i64>,
+    pub source_last_stable_offset: Option<i64>,
+    pub source_high_watermark: Option<i64>,
+    /// The next source offset to mirror.
+    pub mirrored_source_offset: Option<i64>,
+    pub destination_high_watermark: Option<i64>,
+    pub lag_records: i64,
+    pub lag_seconds: f64,
+    pub last_mirrored_epoch: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<PartitionError>,
+    pub retry_count: u32,
+    /// Records mirrored by this process (resets on restart).
+    pub records_mirrored: u64,
+    /// Bytes mirrored by this process (resets on restart).
+    pub bytes_mirrored: u64,
+    /// Where mirroring stopped (after a failover).
+    pub destination_stop_offset: Option<i64>,
+}
+
+impl From<&PartitionSnapshot> for Partition {
+    fn from(p: &PartitionSnapshot) -> Self {
+        Partition {
+            topic: p.topic.clone(),
+            partition: p.partition,
+            state: p.state.into(),
+            state_since: ts(p.state_since),
+            state_epoch: p.state_epoch,
+            source_log_start_offset: p.source_log_start_offset,
+            source_last_stable_offset: p.source_last_stable_offset,
+            source_high_watermark: p.source_high_watermark,
+            mirrored_source_offset: p.mirrored_source_offset,
+            destination_high_watermark: p.destination_high_watermark,
+            lag_records: p.lag_records,
+            lag_seconds: finite(p.lag_seconds),
+            last_mirrored_epoch: p.last_mirrored_epoch,
+            error: p.error.as_ref().map(|e| PartitionError {
+                code: e.code.clone(),
+                message: e.message.clone(),
+                retryable: e.retryable,
+            }),
+            retry_count: p.retry_count,
+            records_mirrored: p.records_mirrored,
+            bytes_mirrored: p.bytes_mirrored,
+            destination_stop_offset: p.destination_stop_offset,
+        }
+    }
+}
+
+/// A topic with its partitions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicResponse {
+    pub mirror: String,
+    #[serde(flatten)]
+    pub topic: Topic,
+    pub partitions: Vec<Partition>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+/// One page of a mirror's partitions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartitionsPage {
+    pub mirror: String,
+    pub items: Vec<Partition>,
+    /// How many partitions match the filters (all pages).
+    pub total: usize,
+    /// Pass as `page_token` (with the same filters and sort) for the next page; absent on the
+    /// last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+// ----- lifecycle ----------------------------------------------------------------------------
+
+/// How a start treats destination records past the last stop point.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationMode {
+    /// Refuse (the partition fails with DESTINATION_DIVERGED) when the destination has local writes.
+    #[default]
+    None,
+    /// Delete the destination partition's records and mirror the source again from its log start.
+    Resync,
+}
+
+/// `topics:start`: exactly one of `topics` and `pattern`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    /// Source topic names.
+    #[serde(default)]
+    pub topics: Option<Vec<String>>,
+    /// A regex matched against whole topic names (source topics and the mirror's topics).
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Only check whether the call would be accepted; change nothing.
+    #[serde(default)]
+    pub validate_only: bool,
+    #[serde(default)]
+    pub truncation: TruncationMode,
+    /// With `truncation: resync`, first copy the deleted records to `<topic>.kmirror-diverged`.
+    #[serde(default)]
+    pub quarantine: bool,
+}
+
+/// `topics:pause`, `topics:resume`, `topics:stop`: exactly one of `topics` and `pattern`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleRequest {
+    /// Topic names of the mirror.
+    #[serde(default)]
+    pub topics: Option<Vec<String>>,
+    /// A regex matched against whole topic names of the mirror.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Only check whether the call would be accepted; change nothing.
+    #[serde(default)]
+    pub validate_only: bool,
+}
+
+/// Per-topic outcomes of a lifecycle call. Partial success is explicit: HTTP 200 with `ok:
+/// false` and an `error` for the topics that failed. Repeating a call is harmless.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LifecycleResponse {
+    /// Poll `/api/v1/operations/{operation_id}` for per-partition progress (not recorded for
+    /// `validate_only` calls).
+    pub operation_id: String,
+    pub validate_only: bool,
+    pub results: Vec<TopicResult>,
+}
+
+// ----- operations and audit -----------------------------------------------------------------
+
+/// The overall outcome of an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Succeeded,
+    PartiallyFailed,
+    Failed,
+}
+
+/// A recorded operation (an audit entry): who did what, when, from where, with what result.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Operation {
+    pub id: String,
+    pub mirror: String,
+    /// `start`, `pause`, `resume`, `stop`, `create_mirror`, `update_mirror`, `delete_mirror`.
+    pub kind: String,
+    pub topics: Vec<String>,
+    /// The identity's name (never its token).
+    pub requested_by: String,
+    /// The client's IP address.
+    pub client_address: Option<String>,
+    pub requested_at: String,
+    pub finished_at: Option<String>,
+    pub outcome: Outcome,
+    /// Per-topic outcomes (lifecycle operations).
+    pub results: Vec<TopicResult>,
+    /// Why a mirror-level operation (create, update, delete) failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TopicProblem>,
+}
+
+impl From<&OperationView> for Operation {
+    fn from(o: &OperationView) -> Self {
+        // Mirror-level changes carry one outcome with an empty topic.
+        let (topic_results, mirror_results): (Vec<&TopicOutcome>, Vec<&TopicOutcome>) =
+            o.results.iter().partition(|r| !r.topic.is_empty());
+        let failed = o.results.iter().filter(|r| !r.ok).count();
+        let outcome = if failed == 0 {
+            Outcome::Succeeded
+        } else if failed == o.results.len() {
+            Outcome::Failed
+        } else {
+            Outcome::PartiallyFailed
+        };
+        Operation {
+            id: o.id.clone(),
+            mirror: o.mirror.clone(),
+            kind: o.kind.clone(),
+            topics: o.topics.iter().filter(|t| !t.is_empty()).cloned().collect(),
+            requested_by: o.requested_by.clone(),
+            client_address: o.client_address.clone(),
+            requested_at: ts_millis(o.requested_at),
+            finished_at: o.finished_at.map(ts_millis),
+            outcome,
+            results: topic_results.into_iter().map(TopicResult::from).collect(),
+            error: mirror_results.iter().find_map(|r| r.error.as_ref()).map(TopicProblem::from),
+        }
+    }
+}
+
+/// Where one partition of an operation's topics is now.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartitionProgress {
+    pub topic: String,
+    pub partition: i32,
+    pub state: PartitionStateDto,
+    /// The partition is in the operation's target state.
+    pub done: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<PartitionError>,
+}
+
+/// Per-partition progress of a lifecycle operation toward its target state, from the current
+/// snapshot (topics whose call failed are left out).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OperationProgress {
+    pub target_state: PartitionStateDto,
+    /// Every partition reached the target state.
+    pub done: bool,
+    pub partitions: Vec<PartitionProgress>,
+}
+
+/// An operation with its current progress.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OperationResponse {
+    #[serde(flatten)]
+    pub operation: Operation,
+    /// Only for lifecycle operations (`start`, `pause`, `resume`, `stop`) whose mirror still exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<OperationProgress>,
+    pub taken_at: String,
+    pub snapshot_age_ms: u64,
+}
+
+/// One page of the audit log, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AuditPage {
+    pub items: Vec<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+// ----- probes -------------------------------------------------------------------------------
+
+/// `/healthz`: the process is up.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Liveness {
+    /// Always `ok`.
+    pub status: String,
+    pub uptime_seconds: u64,
+}
+
+/// `/readyz`: the engine publishes fresh snapshots.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Readiness {
+    pub ready: bool,
+    pub snapshot_age_ms: u64,
+    pub detail: String,
+}

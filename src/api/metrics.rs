@@ -1,0 +1,271 @@
+//! `GET /metrics` in the Prometheus text exposition format (version 0.0.4), rendered from the
+//! engine's snapshot plus the HTTP request histogram this module records.
+//!
+//! Label values come from untrusted places (topic names on the source cluster), so every value
+//! is escaped as the format requires. HTTP series are labelled with the matched route template
+//! (`/api/v1/mirrors/{mirror}`), never the raw path, so a client cannot blow up cardinality.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::domain::{PartitionState, Timestamp};
+use crate::engine::{Snapshot, SyncKind};
+
+/// Upper bounds of the request-latency histogram buckets, in seconds.
+const BUCKETS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        for (i, le) in BUCKETS.iter().enumerate() {
+            if seconds <= *le {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += seconds;
+    }
+}
+
+/// (method, route template, status).
+type SeriesKey = (String, String, u16);
+
+/// HTTP request latencies by (method, route, status). Cheap to clone; one per router.
+#[derive(Debug, Clone, Default)]
+pub struct HttpMetrics {
+    // std Mutex on purpose: held only for a map update, never across an await.
+    inner: Arc<Mutex<BTreeMap<SeriesKey, Histogram>>>,
+}
+
+impl HttpMetrics {
+    pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry((method.to_string(), route.to_string(), status)).or_default().observe(elapsed.as_secs_f64());
+    }
+
+    fn render(&self, out: &mut String) {
+        let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        header(
+            out,
+            "kmirror_http_request_duration_seconds",
+            "histogram",
+            "HTTP request latency by method, route template and status.",
+        );
+        for ((method, route, status), h) in m.iter() {
+            let labels =
+                format!("method=\"{}\",route=\"{}\",status=\"{status}\"", escape_label(method), escape_label(route));
+            for (i, le) in BUCKETS.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "kmirror_http_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {}",
+                    h.counts[i]
+                );
+            }
+            let _ = writeln!(out, "kmirror_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+            let _ = writeln!(out, "kmirror_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
+            let _ = writeln!(out, "kmirror_http_request_duration_seconds_count{{{labels}}} {}", h.count);
+        }
+    }
+}
+
+/// Middleware (added with `Router::layer`, so the matched route is known) that records every
+/// request's latency.
+pub async fn track(State(metrics): State<HttpMetrics>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().as_str().to_string();
+    let route = req.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_string();
+    let res = next.run(req).await;
+    metrics.observe(&method, &route, res.status().as_u16(), started.elapsed());
+    res
+}
+
+/// Escapes a label value: backslash, double quote and line feed (the exposition format's rules).
+pub fn escape_label(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn number(x: f64) -> String {
+    if x.is_finite() { x.to_string() } else { "0".to_string() }
+}
+
+/// Renders every series: engine state from `snap` (at wall-clock `now`) and HTTP latencies.
+pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str) -> String {
+    let mut out = String::with_capacity(4096 + 400 * snap.mirrors.iter().map(|m| m.topics.len()).sum::<usize>());
+
+    header(&mut out, "kmirror_build_info", "gauge", "Always 1; the version is a label.");
+    let _ = writeln!(out, "kmirror_build_info{{version=\"{}\"}} 1", escape_label(version));
+
+    header(&mut out, "kmirror_snapshot_age_seconds", "gauge", "Age of the engine snapshot these series come from.");
+    let _ = writeln!(out, "kmirror_snapshot_age_seconds {}", snap.taken_at.millis_until(now).max(0) as f64 / 1000.0);
+
+    header(&mut out, "kmirror_mirrors", "gauge", "Number of mirrors.");
+    let _ = writeln!(out, "kmirror_mirrors {}", snap.mirrors.len());
+
+    type Series<'a> = (&'a str, &'a str, &'a str);
+    let per_partition: [Series<'_>; 4] = [
+        ("kmirror_partition_lag_records", "gauge", "Records the source has that the destination does not yet."),
+        ("kmirror_partition_lag_seconds", "gauge", "How long the partition has been behind the source, in seconds."),
+        ("kmirror_partition_records_mirrored_total", "counter", "Records mirrored by this process."),
+        ("kmirror_partition_bytes_mirrored_total", "counter", "Payload bytes mirrored by this process."),
+    ];
+    for (i, (name, kind, help)) in per_partition.iter().enumerate() {
+        header(&mut out, name, kind, help);
+        for m in &snap.mirrors {
+            let mirror = escape_label(&m.name);
+            for t in &m.topics {
+                let topic = escape_label(&t.name);
+                for p in &t.partitions {
+                    let value = match i {
+                        0 => p.lag_records.to_string(),
+                        1 => number(p.lag_seconds),
+                        2 => p.records_mirrored.to_string(),
+                        _ => p.bytes_mirrored.to_string(),
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{name}{{mirror=\"{mirror}\",topic=\"{topic}\",partition=\"{}\"}} {value}",
+                        p.partition
+                    );
+                }
+            }
+        }
+    }
+
+    header(&mut out, "kmirror_records_mirrored_total", "counter", "Records mirrored by this process, per mirror.");
+    for m in &snap.mirrors {
+        let n: u64 = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.records_mirrored).sum();
+        let _ = writeln!(out, "kmirror_records_mirrored_total{{mirror=\"{}\"}} {n}", escape_label(&m.name));
+    }
+    header(&mut out, "kmirror_bytes_mirrored_total", "counter", "Payload bytes mirrored by this process, per mirror.");
+    for m in &snap.mirrors {
+        let n: u64 = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.bytes_mirrored).sum();
+        let _ = writeln!(out, "kmirror_bytes_mirrored_total{{mirror=\"{}\"}} {n}", escape_label(&m.name));
+    }
+
+    header(&mut out, "kmirror_partitions", "gauge", "Partitions per mirror and state.");
+    for m in &snap.mirrors {
+        let counts = m.state_counts();
+        for state in PartitionState::ALL {
+            let _ = writeln!(
+                out,
+                "kmirror_partitions{{mirror=\"{}\",state=\"{state}\"}} {}",
+                escape_label(&m.name),
+                counts.get(&state).copied().unwrap_or(0)
+            );
+        }
+    }
+
+    header(
+        &mut out,
+        "kmirror_sync_seconds_since_success",
+        "gauge",
+        "Seconds since the last successful metadata sync, per mirror and kind (absent before the first success).",
+    );
+    for m in &snap.mirrors {
+        for kind in SyncKind::ALL {
+            if let Some(at) = m.sync.iter().find(|s| s.kind == kind).and_then(|s| s.last_success_at) {
+                let _ = writeln!(
+                    out,
+                    "kmirror_sync_seconds_since_success{{mirror=\"{}\",kind=\"{}\"}} {}",
+                    escape_label(&m.name),
+                    kind.as_str(),
+                    at.millis_until(now).max(0) as f64 / 1000.0
+                );
+            }
+        }
+    }
+    header(
+        &mut out,
+        "kmirror_sync_consecutive_failures",
+        "gauge",
+        "Consecutive failed metadata sync runs, per mirror and kind.",
+    );
+    for m in &snap.mirrors {
+        for kind in SyncKind::ALL {
+            let n = m.sync.iter().find(|s| s.kind == kind).map_or(0, |s| s.consecutive_failures);
+            let _ = writeln!(
+                out,
+                "kmirror_sync_consecutive_failures{{mirror=\"{}\",kind=\"{}\"}} {n}",
+                escape_label(&m.name),
+                kind.as_str()
+            );
+        }
+    }
+
+    header(
+        &mut out,
+        "kmirror_source_cluster_id_ok",
+        "gauge",
+        "1 when the source answered with the expected cluster ID, else 0.",
+    );
+    for m in &snap.mirrors {
+        let ok = u8::from(m.cluster_id_status == crate::engine::ClusterIdStatus::Ok);
+        let _ = writeln!(out, "kmirror_source_cluster_id_ok{{mirror=\"{}\"}} {ok}", escape_label(&m.name));
+    }
+
+    http.render(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape_label(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape_label("x\ny"), "x\\ny");
+        assert_eq!(escape_label("orders.v1"), "orders.v1");
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let m = HttpMetrics::default();
+        m.observe("GET", "/x", 200, Duration::from_millis(3));
+        m.observe("GET", "/x", 200, Duration::from_secs(20));
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(
+            out.contains(
+                r#"kmirror_http_request_duration_seconds_bucket{method="GET",route="/x",status="200",le="0.005"} 1"#
+            ),
+            "{out}"
+        );
+        assert!(out.contains(r#"le="10"} 1"#), "{out}");
+        assert!(out.contains(r#"le="+Inf"} 2"#), "{out}");
+        assert!(out.contains(r#"kmirror_http_request_duration_seconds_count{method="GET",route="/x",status="200"} 2"#));
+    }
+
+    #[test]
+    fn an_empty_snapshot_renders() {
+        let out = render(&Snapshot::default(), Timestamp::from_millis(5_000), &HttpMetrics::default(), "0.1.0");
+        assert!(out.contains("kmirror_build_info{version=\"0.1.0\"} 1"));
+        assert!(out.contains("kmirror_snapshot_age_seconds 5"));
+    }
+}

@@ -1,0 +1,151 @@
+//! `/api/v1/operations/{id}` and `/api/v1/audit`: the engine's recorded operations (its durable
+//! audit trail), with per-partition progress from the current snapshot.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::app::AppState;
+use crate::domain::PartitionState;
+use crate::engine::{OperationView, Snapshot, validate_mirror_name};
+
+use super::auth::ViewerAuth;
+use super::dto::{AuditPage, Operation, OperationProgress, OperationResponse, PartitionError, PartitionProgress, ts};
+use super::pagination;
+use super::problem::{ApiError, ProblemDetails, ProblemType};
+use super::{ApiPath, ApiQuery, age_ms, now};
+
+/// Where a lifecycle operation's partitions are now, relative to its target state.
+fn progress(snap: &Snapshot, op: &OperationView) -> Option<OperationProgress> {
+    let target = match op.kind.as_str() {
+        "start" | "resume" => PartitionState::Mirroring,
+        "pause" => PartitionState::Paused,
+        "stop" => PartitionState::Stopped,
+        _ => return None,
+    };
+    let m = snap.mirror(&op.mirror)?;
+    let mut partitions = Vec::new();
+    for r in op.results.iter().filter(|r| r.ok) {
+        let Some(t) = m.topic(&r.topic) else { continue };
+        partitions.extend(t.partitions.iter().map(|p| PartitionProgress {
+            topic: p.topic.clone(),
+            partition: p.partition,
+            state: p.state.into(),
+            done: p.state == target,
+            error: p.error.as_ref().map(|e| PartitionError {
+                code: e.code.clone(),
+                message: e.message.clone(),
+                retryable: e.retryable,
+            }),
+        }));
+    }
+    Some(OperationProgress { target_state: target.into(), done: partitions.iter().all(|p| p.done), partitions })
+}
+
+/// An operation: who asked, the per-topic result, and per-partition progress toward its target.
+#[utoipa::path(
+    get,
+    path = "/api/v1/operations/{id}",
+    tag = "operations",
+    operation_id = "operation_get",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Operation ID (from a lifecycle call's `operation_id`)")),
+    responses(
+        (status = 200, description = "The operation", body = OperationResponse),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation (or no longer kept: the last 1,000 are)", body = ProblemDetails,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn operation_get(
+    _auth: ViewerAuth,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<OperationResponse>, ApiError> {
+    let op = state
+        .engine
+        .operation(&id)
+        .ok_or_else(|| ApiError::new(ProblemType::OperationNotFound, format!("operation {id:?} is not known")))?;
+    let snap = state.engine.snapshot();
+    Ok(Json(OperationResponse {
+        operation: Operation::from(&op),
+        progress: progress(&snap, &op),
+        taken_at: ts(snap.taken_at),
+        snapshot_age_ms: age_ms(snap.taken_at, now()),
+    }))
+}
+
+/// Filters and page of the audit log.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only operations on this mirror.
+    mirror: Option<String>,
+    /// Items per page, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    page_size: Option<u32>,
+    /// The `next_page_token` of the previous page (same filters).
+    page_token: Option<String>,
+}
+
+/// The audit log, newest first: who did what, when, from where, with what result.
+///
+/// Every mutating call (lifecycle, mirror create/update/delete) is recorded durably on the
+/// destination cluster; the last 1,000 are served here. Pages follow a cursor, so entries
+/// recorded while paging do not shift later pages.
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    tag = "operations",
+    operation_id = "audit_list",
+    security(("bearer" = [])),
+    params(AuditQuery),
+    responses(
+        (status = 200, description = "One page of audit entries", body = AuditPage),
+        (status = 400, description = "Invalid query or page token", body = ProblemDetails,
+            content_type = "application/problem+json"),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+    )
+)]
+pub async fn audit_list(
+    _auth: ViewerAuth,
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> Result<Json<AuditPage>, ApiError> {
+    if let Some(m) = &q.mirror {
+        validate_mirror_name(m)?;
+    }
+    let size = pagination::page_size(q.page_size)?;
+    let query = q.mirror.clone().unwrap_or_default();
+    let ops: Vec<OperationView> =
+        state.engine.operations().into_iter().filter(|o| q.mirror.as_ref().is_none_or(|m| *m == o.mirror)).collect();
+    // Cursor: `<requested_at ms>:<id>` of the last entry served. Entries are newest first.
+    let start = match &q.page_token {
+        None => 0,
+        Some(t) => {
+            let cursor = pagination::decode(t, "audit", &query)?;
+            let (at, id) = cursor
+                .split_once(':')
+                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
+                .ok_or_else(|| ApiError::new(ProblemType::InvalidPageToken, "invalid page_token: malformed"))?;
+            match ops.iter().position(|o| o.id == id) {
+                Some(i) => i + 1,
+                // The entry aged out: continue with the ones recorded before it.
+                None => ops.iter().position(|o| o.requested_at < at).unwrap_or(ops.len()),
+            }
+        }
+    };
+    let end = start.saturating_add(size).min(ops.len());
+    let page = ops.get(start..end).unwrap_or_default();
+    let next_page_token = match page.last() {
+        Some(last) if end < ops.len() => {
+            Some(pagination::encode("audit", &query, &format!("{}:{}", last.requested_at, last.id)))
+        }
+        _ => None,
+    };
+    Ok(Json(AuditPage { items: page.iter().map(Operation::from).collect(), next_page_token }))
+}

@@ -1,0 +1,300 @@
+//! Every error the REST API returns: RFC 9457 `application/problem+json` bodies whose `type` is a
+//! stable slug from ONE table ([`ProblemType`]). Engine problems ([`ProblemKind`]) map onto the
+//! same table, so a client branches on `type` alone, whatever layer refused its request.
+//!
+//! `detail` is always safe to show a client: 5xx problems never carry internal text beyond what
+//! the engine already words for operators, and nothing here ever includes a token.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::engine::{EngineError, ProblemKind};
+
+/// The media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+macro_rules! problem_table {
+    ($( $(#[$doc:meta])* $variant:ident => ($slug:literal, $status:ident, $title:literal), )+) => {
+        /// The stable problem types: slug, HTTP status and title. This is the one table; the
+        /// OpenAPI description of [`ProblemDetails`] lists the slugs from it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ProblemType {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl ProblemType {
+            /// Every problem type, in table order.
+            pub const ALL: &'static [ProblemType] = &[$(ProblemType::$variant,)+];
+
+            /// The stable `type` slug.
+            pub fn slug(self) -> &'static str {
+                match self { $(ProblemType::$variant => $slug,)+ }
+            }
+
+            /// The HTTP status answered with this problem.
+            pub fn status(self) -> StatusCode {
+                match self { $(ProblemType::$variant => StatusCode::$status,)+ }
+            }
+
+            /// A short, human-readable summary that never changes between occurrences.
+            pub fn title(self) -> &'static str {
+                match self { $(ProblemType::$variant => $title,)+ }
+            }
+        }
+    };
+}
+
+problem_table! {
+    // ----- engine problems (crate::engine::ProblemKind) -----
+    /// A mirror or topic name breaks the naming rules.
+    InvalidName => ("invalid-name", BAD_REQUEST, "Invalid name"),
+    /// A topic pattern is not a valid regular expression.
+    InvalidPattern => ("invalid-pattern", BAD_REQUEST, "Invalid topic pattern"),
+    MirrorNotFound => ("mirror-not-found", NOT_FOUND, "Mirror not found"),
+    MirrorExists => ("mirror-exists", CONFLICT, "Mirror already exists"),
+    /// The topic does not exist on the source cluster.
+    TopicNotFound => ("topic-not-found", NOT_FOUND, "Topic not found"),
+    /// The topic is not part of the mirror.
+    TopicNotInMirror => ("topic-not-in-mirror", NOT_FOUND, "Topic not in mirror"),
+    /// The requested lifecycle change is not allowed from the topic's current state.
+    IllegalTransition => ("illegal-transition", CONFLICT, "Illegal state transition"),
+    DestinationDiverged => ("destination-diverged", CONFLICT, "Destination diverged"),
+    DestinationTopicConflict => ("destination-topic-conflict", CONFLICT, "Destination topic conflict"),
+    SourceClusterIdMismatch => ("source-cluster-id-mismatch", CONFLICT, "Source cluster ID mismatch"),
+    /// The operator-supplied source does not answer (a problem with the request's source, so 422
+    /// rather than a 5xx of kmirror's own).
+    SourceUnreachable => ("source-unreachable", UNPROCESSABLE_ENTITY, "Source cluster unreachable"),
+    DestinationUnavailable => ("destination-unavailable", SERVICE_UNAVAILABLE, "Destination cluster unavailable"),
+    MirrorHasActiveTopics => ("mirror-has-active-topics", CONFLICT, "Mirror has topics that are not STOPPED"),
+    /// Another kmirror instance with the same instance ID took over; this one no longer writes.
+    Fenced => ("fenced", CONFLICT, "This instance is fenced"),
+    ShuttingDown => ("shutting-down", SERVICE_UNAVAILABLE, "Shutting down"),
+    Internal => ("internal", INTERNAL_SERVER_ERROR, "Internal error"),
+    // ----- API problems -----
+    /// No credentials, or credentials that match no identity.
+    Unauthorized => ("unauthorized", UNAUTHORIZED, "Authentication required"),
+    /// The identity's role does not allow the operation.
+    Forbidden => ("forbidden", FORBIDDEN, "Forbidden"),
+    /// No such resource or route.
+    NotFound => ("not-found", NOT_FOUND, "Not found"),
+    OperationNotFound => ("operation-not-found", NOT_FOUND, "Operation not found"),
+    MethodNotAllowed => ("method-not-allowed", METHOD_NOT_ALLOWED, "Method not allowed"),
+    /// The request body is larger than 1 MiB.
+    PayloadTooLarge => ("payload-too-large", PAYLOAD_TOO_LARGE, "Payload too large"),
+    /// The body is not valid JSON, has unknown fields, misses required ones or breaks a rule
+    /// between fields.
+    InvalidBody => ("invalid-body", BAD_REQUEST, "Invalid request body"),
+    /// A query parameter is malformed.
+    InvalidQuery => ("invalid-query", BAD_REQUEST, "Invalid query parameter"),
+    /// The `page_token` was not issued for this listing (or was altered).
+    InvalidPageToken => ("invalid-page-token", BAD_REQUEST, "Invalid page token"),
+    /// The body is not `application/json`.
+    UnsupportedMediaType => ("unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
+}
+
+impl ProblemType {
+    /// The API problem type of an engine problem kind.
+    pub fn from_kind(kind: ProblemKind) -> ProblemType {
+        match kind {
+            ProblemKind::InvalidName => ProblemType::InvalidName,
+            ProblemKind::InvalidPattern => ProblemType::InvalidPattern,
+            ProblemKind::MirrorNotFound => ProblemType::MirrorNotFound,
+            ProblemKind::MirrorExists => ProblemType::MirrorExists,
+            ProblemKind::TopicNotFound => ProblemType::TopicNotFound,
+            ProblemKind::TopicNotInMirror => ProblemType::TopicNotInMirror,
+            ProblemKind::IllegalTransition => ProblemType::IllegalTransition,
+            ProblemKind::DestinationDiverged => ProblemType::DestinationDiverged,
+            ProblemKind::DestinationTopicConflict => ProblemType::DestinationTopicConflict,
+            ProblemKind::SourceClusterIdMismatch => ProblemType::SourceClusterIdMismatch,
+            ProblemKind::SourceUnreachable => ProblemType::SourceUnreachable,
+            ProblemKind::DestinationUnavailable => ProblemType::DestinationUnavailable,
+            ProblemKind::MirrorHasActiveTopics => ProblemType::MirrorHasActiveTopics,
+            ProblemKind::Fenced => ProblemType::Fenced,
+            ProblemKind::ShuttingDown => ProblemType::ShuttingDown,
+            ProblemKind::Internal => ProblemType::Internal,
+        }
+    }
+}
+
+/// An RFC 9457 problem (`application/problem+json`).
+///
+/// `type` is a stable slug; clients branch on it. Slugs and statuses: invalid-name 400,
+/// invalid-pattern 400, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
+/// topic-not-in-mirror 404, illegal-transition 409, destination-diverged 409,
+/// destination-topic-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
+/// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,
+/// internal 500, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
+/// method-not-allowed 405, payload-too-large 413, invalid-body 400, invalid-query 400,
+/// invalid-page-token 400, unsupported-media-type 415.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "type": "mirror-not-found",
+    "title": "Mirror not found",
+    "status": 404,
+    "detail": "mirror \"eu\" does not exist"
+}))]
+pub struct ProblemDetails {
+    /// The stable problem type slug.
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    /// A short summary of the problem type.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong this time, for humans.
+    pub detail: String,
+}
+
+/// An error response of the REST API. Build it from a [`ProblemType`] and a detail; engine
+/// errors convert with `?`.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub problem: ProblemType,
+    pub detail: String,
+    /// For 401: the `WWW-Authenticate` challenge's `error` parameter (RFC 6750).
+    bearer_error: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn new(problem: ProblemType, detail: impl Into<String>) -> ApiError {
+        ApiError { problem, detail: detail.into(), bearer_error: None }
+    }
+
+    pub fn unauthorized(detail: impl Into<String>, invalid_token: bool) -> ApiError {
+        ApiError {
+            problem: ProblemType::Unauthorized,
+            detail: detail.into(),
+            bearer_error: invalid_token.then_some("invalid_token"),
+        }
+    }
+
+    pub fn body(&self) -> ProblemDetails {
+        ProblemDetails {
+            problem_type: self.problem.slug().to_string(),
+            title: self.problem.title().to_string(),
+            status: self.problem.status().as_u16(),
+            detail: self.detail.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.problem.slug(), self.detail)
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> ApiError {
+        ApiError::new(ProblemType::from_kind(e.kind()), e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        match r {
+            JsonRejection::MissingJsonContentType(_) => ApiError::new(
+                ProblemType::UnsupportedMediaType,
+                "the request body must be JSON with `Content-Type: application/json`",
+            ),
+            JsonRejection::BytesRejection(b) if b.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::new(ProblemType::PayloadTooLarge, "the request body is larger than 1 MiB")
+            }
+            other => ApiError::new(ProblemType::InvalidBody, other.body_text()),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> ApiError {
+        ApiError::new(ProblemType::InvalidQuery, r.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> ApiError {
+        ApiError::new(ProblemType::InvalidName, r.body_text())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.problem.status();
+        if status.is_server_error() {
+            tracing::warn!(problem = self.problem.slug(), detail = %self.detail, "API request failed.");
+        }
+        let body = serde_json::to_vec(&self.body()).unwrap_or_default();
+        let mut res = (status, body).into_response();
+        res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if self.problem == ProblemType::Unauthorized {
+            let challenge = match self.bearer_error {
+                Some(e) => format!("Bearer realm=\"kmirror\", error=\"{e}\""),
+                None => "Bearer realm=\"kmirror\"".to_string(),
+            };
+            if let Ok(v) = HeaderValue::from_str(&challenge) {
+                res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+        }
+        res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_unique_and_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for p in ProblemType::ALL {
+            assert!(seen.insert(p.slug()), "duplicate slug {}", p.slug());
+            assert!(p.slug().bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{}", p.slug());
+            assert!(p.status().is_client_error() || p.status().is_server_error(), "{}", p.slug());
+        }
+    }
+
+    #[test]
+    fn every_engine_kind_keeps_its_slug() {
+        use ProblemKind::*;
+        for kind in [
+            InvalidName,
+            InvalidPattern,
+            MirrorNotFound,
+            MirrorExists,
+            TopicNotFound,
+            TopicNotInMirror,
+            IllegalTransition,
+            DestinationDiverged,
+            DestinationTopicConflict,
+            SourceClusterIdMismatch,
+            SourceUnreachable,
+            DestinationUnavailable,
+            MirrorHasActiveTopics,
+            Fenced,
+            ShuttingDown,
+            Internal,
+        ] {
+            assert_eq!(ProblemType::from_kind(kind).slug(), kind.slug());
+        }
+    }
+
+    #[test]
+    fn the_schema_description_lists_every_slug_with_its_status() {
+        let schema = serde_json::to_string(&<ProblemDetails as utoipa::PartialSchema>::schema()).unwrap();
+        for p in ProblemType::ALL {
+            let entry = format!("{} {}", p.slug(), p.status().as_u16());
+            assert!(schema.contains(&entry), "ProblemDetails' doc must list `{entry}`");
+        }
+    }
+
+    #[test]
+    fn unauthorized_carries_a_bearer_challenge() {
+        let res = ApiError::unauthorized("no token", false).into_response();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(res.headers()[header::WWW_AUTHENTICATE], "Bearer realm=\"kmirror\"");
+        assert_eq!(res.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+    }
+}

@@ -1,0 +1,349 @@
+//! Typed configuration of `kmirror serve`: defaults < TOML file < `KMIRROR_*` environment <
+//! command-line flags, validated at startup. An invalid value is one clear error naming the
+//! field; secrets are redacted in `Debug`.
+//!
+//! See `kmirror.example.toml` for every field.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::auth::{Role, TokenEntry};
+use crate::engine::EngineConfig;
+
+/// A configuration error: which field, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration: {field}: {message}")]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.to_string(), message: message.into() }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The TOML file, as written. Unknown fields are errors (a typo must not be silently ignored).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub log_format: Option<String>,
+    pub tls: Option<TlsFile>,
+    pub destination: Option<DestinationFile>,
+    pub auth: Option<AuthFile>,
+    pub engine: Option<EngineFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFile {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationFile {
+    pub bootstrap_servers: Option<String>,
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for DestinationFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DestinationFile")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("properties", &crate::domain::secrets::redact(&self.properties))
+            .finish()
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthFile {
+    #[serde(default)]
+    pub tokens: Vec<TokenFile>,
+    #[serde(default)]
+    pub no_auth: bool,
+}
+
+/// A token: given inline (`token`) or, better, read from an environment variable (`token_env`)
+/// so the file holds no secret.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenFile {
+    pub name: String,
+    pub role: String,
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+}
+
+impl std::fmt::Debug for TokenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenFile").field("name", &self.name).field("role", &self.role).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFile {
+    pub state_topic: Option<String>,
+    pub state_partitions: Option<i32>,
+    pub instance_id: Option<String>,
+    pub commit_interval_ms: Option<u64>,
+    pub commit_max_bytes: Option<usize>,
+    pub lag_refresh_interval_ms: Option<u64>,
+    pub metadata_refresh_interval_ms: Option<u64>,
+    pub request_timeout_ms: Option<u64>,
+}
+
+/// Values from the environment and the command line (clap merges both; flags win over env).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<String>,
+    pub log_format: Option<String>,
+    pub destination_bootstrap: Option<String>,
+    pub state_topic: Option<String>,
+    pub state_partitions: Option<i32>,
+    pub instance_id: Option<String>,
+    pub commit_interval_ms: Option<u64>,
+    pub metadata_refresh_interval_ms: Option<u64>,
+    /// `name:role:token` specs.
+    pub tokens: Vec<String>,
+    pub no_auth: bool,
+}
+
+/// The effective, validated configuration.
+#[derive(Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub log_format: LogFormat,
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub tokens: Vec<TokenEntry>,
+    pub no_auth: bool,
+    pub engine: EngineConfig,
+}
+
+impl std::fmt::Debug for ServeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeConfig")
+            .field("listen", &self.listen)
+            .field("log_format", &self.log_format)
+            .field("tls", &self.tls)
+            .field("tokens", &self.tokens)
+            .field("no_auth", &self.no_auth)
+            .field("engine", &self.engine)
+            .finish()
+    }
+}
+
+/// Parses a TOML document; errors name the offending field.
+pub fn parse_file(text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str::<FileConfig>(text).map_err(|e| {
+        // toml reports the key path in its message (e.g. "unknown field `listn`"); keep it.
+        let message = e.message().to_string();
+        let field = message
+            .split('`')
+            .nth(1)
+            .map(str::to_string)
+            .or_else(|| e.span().map(|s| text.get(s).unwrap_or("").trim().to_string()))
+            .unwrap_or_else(|| "(file)".to_string());
+        err(&field, message)
+    })
+}
+
+fn parse_token_spec(spec: &str) -> Result<TokenEntry, ConfigError> {
+    let mut it = spec.splitn(3, ':');
+    let (Some(name), Some(role), Some(token)) = (it.next(), it.next(), it.next()) else {
+        return Err(err("token", "must look like name:role:token"));
+    };
+    let role: Role = role.parse().map_err(|e: String| err("token", e))?;
+    check_token("token", name, token)?;
+    Ok(TokenEntry { name: name.to_string(), role, token: token.to_string() })
+}
+
+fn check_token(field: &str, name: &str, token: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() {
+        return Err(err(field, "a token needs a name"));
+    }
+    if token.len() < 8 {
+        return Err(err(field, format!("the token of {name:?} is shorter than 8 characters")));
+    }
+    Ok(())
+}
+
+fn positive_ms(field: &str, v: u64) -> Result<Duration, ConfigError> {
+    if v == 0 {
+        return Err(err(field, "must be greater than 0"));
+    }
+    Ok(Duration::from_millis(v))
+}
+
+/// Builds the effective configuration from the file (if any) and the overrides.
+pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, ConfigError> {
+    let file = file.unwrap_or_default();
+    let listen_text = o.listen.clone().or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_string());
+    let listen: SocketAddr = listen_text
+        .parse()
+        .map_err(|_| err("listen", format!("{listen_text:?} is not an address like 127.0.0.1:8080")))?;
+    let log_format = match o.log_format.clone().or(file.log_format).as_deref().unwrap_or("text") {
+        "text" => LogFormat::Text,
+        "json" => LogFormat::Json,
+        other => return Err(err("log_format", format!("{other:?} is not one of text, json"))),
+    };
+    let dest = file.destination;
+    let bootstrap = o
+        .destination_bootstrap
+        .clone()
+        .or_else(|| dest.as_ref().and_then(|d| d.bootstrap_servers.clone()))
+        .filter(|b| !b.trim().is_empty())
+        .ok_or_else(|| err("destination.bootstrap_servers", "is required (or --destination-bootstrap)"))?;
+    let mut engine = EngineConfig::new(bootstrap);
+    engine.destination_properties = dest.map(|d| d.properties).unwrap_or_default();
+    let ef = file.engine.unwrap_or_default();
+    if let Some(t) = o.state_topic.clone().or(ef.state_topic) {
+        crate::engine::validate_topic_name(&t).map_err(|e| err("engine.state_topic", e.to_string()))?;
+        engine.state_topic = t;
+    }
+    if let Some(n) = o.state_partitions.or(ef.state_partitions) {
+        if !(1..=1000).contains(&n) {
+            return Err(err("engine.state_partitions", "must be between 1 and 1000"));
+        }
+        engine.state_partitions = n;
+    }
+    if let Some(id) = o.instance_id.clone().or(ef.instance_id) {
+        crate::engine::validate_mirror_name(&id)
+            .map_err(|_| err("engine.instance_id", "use 1 to 249 characters from [a-zA-Z0-9._-]"))?;
+        engine.instance_id = id;
+    }
+    if let Some(v) = o.commit_interval_ms.or(ef.commit_interval_ms) {
+        engine.commit_interval = positive_ms("engine.commit_interval_ms", v)?;
+    }
+    if let Some(v) = ef.commit_max_bytes {
+        if v < 1024 {
+            return Err(err("engine.commit_max_bytes", "must be at least 1024"));
+        }
+        engine.commit_max_bytes = v;
+    }
+    if let Some(v) = ef.lag_refresh_interval_ms {
+        engine.lag_refresh_interval = positive_ms("engine.lag_refresh_interval_ms", v)?;
+    }
+    if let Some(v) = o.metadata_refresh_interval_ms.or(ef.metadata_refresh_interval_ms) {
+        engine.metadata_refresh_interval = positive_ms("engine.metadata_refresh_interval_ms", v)?;
+    }
+    if let Some(v) = ef.request_timeout_ms {
+        engine.request_timeout = positive_ms("engine.request_timeout_ms", v)?;
+    }
+    let auth = file.auth.unwrap_or_default();
+    let mut tokens = Vec::new();
+    for (i, t) in auth.tokens.iter().enumerate() {
+        let field = format!("auth.tokens[{i}]");
+        let role: Role = t.role.parse().map_err(|e: String| err(&format!("{field}.role"), e))?;
+        let token = match (&t.token, &t.token_env) {
+            (Some(tok), None) => tok.clone(),
+            (None, Some(var)) => std::env::var(var)
+                .map_err(|_| err(&format!("{field}.token_env"), format!("environment variable {var} is not set")))?,
+            _ => return Err(err(&field, "set exactly one of token, token_env")),
+        };
+        check_token(&field, &t.name, &token)?;
+        tokens.push(TokenEntry { name: t.name.clone(), role, token });
+    }
+    for spec in &o.tokens {
+        tokens.push(parse_token_spec(spec)?);
+    }
+    let no_auth = o.no_auth || auth.no_auth;
+    if no_auth && !listen.ip().is_loopback() {
+        return Err(err("auth.no_auth", format!("is only accepted with a loopback listen address, not {listen}")));
+    }
+    let tls = match file.tls {
+        None => None,
+        Some(t) => {
+            for (f, p) in [("tls.cert", &t.cert), ("tls.key", &t.key)] {
+                if !p.is_file() {
+                    return Err(err(f, format!("{} is not a readable file", p.display())));
+                }
+            }
+            Some((t.cert, t.key))
+        }
+    };
+    Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_resolves() {
+        let f = parse_file(
+            r#"
+listen = "127.0.0.1:9090"
+log_format = "json"
+[destination]
+bootstrap_servers = "kafka-dr:9092"
+[destination.properties]
+"security.protocol" = "SASL_SSL"
+"sasl.password" = "hunter2"
+[[auth.tokens]]
+name = "ci"
+role = "operator"
+token = "0123456789abcdef"
+[engine]
+state_topic = "__mirror_state"
+commit_interval_ms = 250
+metadata_refresh_interval_ms = 10000
+"#,
+        )
+        .unwrap();
+        let c = resolve(Some(f), &Overrides::default()).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9090");
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.engine.destination_bootstrap, "kafka-dr:9092");
+        assert_eq!(c.engine.commit_interval, Duration::from_millis(250));
+        assert_eq!(c.tokens[0].role, Role::Operator);
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("0123456789abcdef"), "{shown}");
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let f = parse_file("listen = \"127.0.0.1:1111\"\n[destination]\nbootstrap_servers = \"a:9092\"\n").unwrap();
+        let o = Overrides { listen: Some("127.0.0.1:2222".into()), ..Default::default() };
+        assert_eq!(resolve(Some(f), &o).unwrap().listen.to_string(), "127.0.0.1:2222");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse_file("listn = \"x\"").unwrap_err();
+        assert_eq!(e.field, "listn", "{e}");
+        let e = parse_file("[engine]\ncommit_interval_ms = \"fast\"").unwrap_err();
+        assert!(e.to_string().contains("commit_interval_ms") || e.field.contains("fast"), "{e}");
+        let bad = |toml: &str| resolve(Some(parse_file(toml).unwrap()), &Overrides::default()).unwrap_err();
+        assert_eq!(bad("listen = \"nope\"\n[destination]\nbootstrap_servers = \"a:1\"").field, "listen");
+        assert_eq!(bad("").field, "destination.bootstrap_servers");
+        assert_eq!(
+            bad("[destination]\nbootstrap_servers = \"a:1\"\n[[auth.tokens]]\nname = \"x\"\nrole = \"root\"\ntoken = \"0123456789\"")
+                .field,
+            "auth.tokens[0].role"
+        );
+        assert_eq!(
+            bad("[destination]\nbootstrap_servers = \"a:1\"\n[engine]\ncommit_interval_ms = 0").field,
+            "engine.commit_interval_ms"
+        );
+        assert_eq!(
+            bad("listen = \"0.0.0.0:8080\"\n[destination]\nbootstrap_servers = \"a:1\"\n[auth]\nno_auth = true").field,
+            "auth.no_auth"
+        );
+    }
+}
