@@ -124,3 +124,94 @@ async fn sigterm_exits_cleanly_and_a_restart_continues_exactly_once() {
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+/// `kmirror demo` as a child process: within 30 s the API shows the demo mirror MIRRORING with
+/// records flowing, and pause / resume / stop work through the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_mirrors_within_30_seconds_and_obeys_the_api() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let token = "demo-token-for-tests";
+    /// Kills the demo when the test ends, however it ends.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _demo = Kill(
+        kmirror()
+            .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--token", token, "--rate", "200"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let base = format!("http://127.0.0.1:{port}/api/v1/mirrors/demo");
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let http = http.clone();
+        async move {
+            let r = http.get(path).bearer_auth(token).send().await.ok()?;
+            if !r.status().is_success() {
+                return None;
+            }
+            r.json::<serde_json::Value>().await.ok()
+        }
+    };
+    let started = Instant::now();
+    let records = |v: &serde_json::Value| -> u64 {
+        v["items"].as_array().map_or(0, |a| a.iter().map(|p| p["records_mirrored"].as_u64().unwrap_or(0)).sum())
+    };
+    let first = eventually("demo partitions MIRRORING with records", Duration::from_secs(30), || async {
+        let v = get(format!("{base}/partitions?page_size=1000")).await?;
+        let items = v["items"].as_array()?;
+        (items.len() == 10 && items.iter().all(|p| p["state"] == "MIRRORING") && records(&v) > 0).then_some(v)
+    })
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // Records keep flowing.
+    let before = records(&first);
+    eventually("more records mirrored", Duration::from_secs(20), || async {
+        let v = get(format!("{base}/partitions?page_size=1000")).await?;
+        (records(&v) > before).then_some(())
+    })
+    .await;
+    let post = |op: &str| {
+        let http = http.clone();
+        let url = format!("{base}/topics:{op}");
+        async move {
+            let r = http
+                .post(url)
+                .bearer_auth(token)
+                .json(&serde_json::json!({"topics": ["orders"]}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+            let v: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(v["results"][0]["ok"], true, "{v}");
+        }
+    };
+    let topic_state = |want: &'static str| {
+        let get = &get;
+        let base = &base;
+        async move {
+            eventually(&format!("orders {want}"), Duration::from_secs(30), || async {
+                let v = get(format!("{base}/topics/orders")).await?;
+                (v["state"] == want).then_some(())
+            })
+            .await
+        }
+    };
+    post("pause").await;
+    topic_state("PAUSED").await;
+    post("resume").await;
+    topic_state("MIRRORING").await;
+    post("stop").await;
+    topic_state("STOPPED").await;
+}

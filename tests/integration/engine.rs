@@ -941,3 +941,39 @@ async fn adopting_a_non_empty_topic_needs_resync() {
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+/// Records deleted at the source before they were mirrored (the source log now starts past the
+/// mirror's position): the partition fails with SOURCE_TRUNCATED instead of silently skipping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_truncation_below_the_position_fails_the_partition() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "truncated", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-trunc");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let name = topic.name.clone();
+    let recs = |n: u8| {
+        (0..n)
+            .map(|i| Rec { partition: 0, key: None, value: Some(vec![i]), headers: vec![], timestamp: None })
+            .collect::<Vec<_>>()
+    };
+    let r1 = recs(20);
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &r1)).await.unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 1).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    let name = topic.name.clone();
+    let r2 = recs(30);
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &r2)).await.unwrap();
+    // Delete everything on the source, including the 30 records never mirrored.
+    Cluster::Source.admin().delete_records(&topic.name, &[(0, -1)]).await.unwrap();
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Resume).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Failed).await;
+    let snap = eng.handle.snapshot();
+    let e = snap.mirror(&mirror).unwrap().topics[0].partitions[0].error.clone().unwrap();
+    assert_eq!(e.code, "SOURCE_TRUNCATED", "{e:?}");
+    assert!(!e.retryable);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
