@@ -127,10 +127,16 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
         }
         store
     };
-    if config.tls.is_some() {
-        tracing::error!("tls: TLS for the HTTP listener is not supported yet; terminate TLS in front of kmirror");
-        return ExitCode::from(2);
-    }
+    let tls = match &config.tls {
+        None => None,
+        Some((cert, key)) => match kmirror::app::tls_config(cert, key) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("kmirror: invalid configuration: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -149,11 +155,15 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
     let state = kmirror::app::AppState {
         engine: handle.clone(),
         auth: std::sync::Arc::new(auth),
-        tls: false,
+        tls: tls.is_some(),
         started_at: std::time::Instant::now(),
     };
-    tracing::info!(listen = %config.listen, "serving the API and dashboard");
-    if let Err(e) = kmirror::app::serve(listener, state, shutdown_signal()).await {
+    tracing::info!(listen = %config.listen, tls = tls.is_some(), "serving the API and dashboard");
+    let served = match tls {
+        Some(tls) => kmirror::app::serve_tls(listener, state, tls, shutdown_signal()).await,
+        None => kmirror::app::serve(listener, state, shutdown_signal()).await,
+    };
+    if let Err(e) = served {
         tracing::error!("HTTP server failed: {e}");
     }
     tracing::info!("shutting down: aborting open transactions; committed state is final");

@@ -215,3 +215,70 @@ async fn the_demo_mirrors_within_30_seconds_and_obeys_the_api() {
     post("stop").await;
     topic_state("STOPPED").await;
 }
+
+/// `[tls]` in the config file: the API answers over HTTPS with that certificate, not over HTTP;
+/// a missing key file is a configuration error naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_serves_https_with_the_configured_certificate() {
+    let _rig = shared().await;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert_path = temp_file("cert.pem", &cert.cert.pem());
+    let key_path = temp_file("key.pem", &cert.key_pair.serialize_pem());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let id = unique("tls");
+    let config = temp_file(
+        "tls.toml",
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n[destination]\nbootstrap_servers = \"{}\"\n[engine]\nstate_topic = \"__mirror_state-{id}\"\nstate_partitions = 1\ninstance_id = \"{id}\"\n",
+            cert_path.display(),
+            key_path.display(),
+            Cluster::Destination.bootstrap()
+        ),
+    );
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Kill(
+        kmirror()
+            .args(["serve", "--config", config.to_str().unwrap(), "--no-auth"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let curl = |scheme: &str| {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "5", "--cacert", cert_path.to_str().unwrap()])
+            .args(["--resolve", &format!("localhost:{port}:127.0.0.1")])
+            .arg(format!("{scheme}://localhost:{port}/healthz"))
+            .output()
+            .unwrap();
+        out.status.success()
+    };
+    let start = Instant::now();
+    while !curl("https") {
+        assert!(start.elapsed() < Duration::from_secs(60), "HTTPS never answered");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(!curl("http"), "plain HTTP is not served on the TLS listener");
+
+    let broken = temp_file(
+        "tls-bad.toml",
+        &format!(
+            "[tls]\ncert = \"{}\"\nkey = \"/nonexistent/key.pem\"\n[destination]\nbootstrap_servers = \"a:1\"\n",
+            cert_path.display()
+        ),
+    );
+    let out = kmirror().args(["serve", "--config", broken.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tls.key"));
+    for p in [cert_path, key_path, config, broken] {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = Cluster::Destination.admin().delete_topic(&format!("__mirror_state-{id}")).await;
+}
