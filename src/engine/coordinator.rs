@@ -1237,6 +1237,13 @@ impl Coordinator {
         }
     }
 
+    /// The destination's end offsets (high watermarks) of `parts` of `topic`.
+    async fn destination_ends(&self, topic: &str, parts: &[i32]) -> Result<BTreeMap<i32, i64>, KafkaError> {
+        let req: Vec<_> = parts.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
+        let ends = self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await?;
+        Ok(ends.into_iter().map(|o| (o.partition, o.offset)).collect())
+    }
+
     fn topic_partitions_in(&self, mirror: &str, topic: &str, states: &[PartitionState]) -> Result<Vec<i32>, Problem> {
         let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
         Ok(t.partitions.iter().filter(|(_, p)| states.contains(&p.record.state)).map(|(i, _)| *i).collect())
@@ -1296,15 +1303,10 @@ impl Coordinator {
         if parts.is_empty() {
             return Ok(());
         }
-        let req: Vec<_> = parts.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
-        let ends: BTreeMap<i32, i64> = self
-            .destination_admin
-            .list_offsets(&req, IsolationLevel::ReadUncommitted)
+        let ends = self
+            .destination_ends(topic, &parts)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
-            .into_iter()
-            .map(|o| (o.partition, o.offset))
-            .collect();
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
         let mut specs = Vec::new();
         let mut reprepare = Vec::new();
         for &p in &parts {
@@ -1394,15 +1396,10 @@ impl Coordinator {
                 }
             }
         }
-        let req: Vec<_> = parts.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
-        let ends: BTreeMap<i32, i64> = self
-            .destination_admin
-            .list_offsets(&req, IsolationLevel::ReadUncommitted)
+        let ends = self
+            .destination_ends(topic, parts)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
-            .into_iter()
-            .map(|o| (o.partition, o.offset))
-            .collect();
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
         let mut lmes = Vec::new();
         for &p in parts {
             let rec = &self.mirrors[mirror].topics[topic].partitions[&p].record;
