@@ -872,6 +872,15 @@ impl Coordinator {
 
     async fn start_topic(&mut self, mirror: &str, topic: &str, truncation: Truncation) -> Result<(), Problem> {
         let now_ts = now();
+        if let Truncation::Resync { quarantine: true } = truncation {
+            // Refused rather than silently deleting records the caller asked to keep.
+            return Err(Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!(
+                    "resync with quarantine (copying the divergent records of {topic:?} to {topic}.kmirror-diverged first) is not available yet; copy them yourself, then restart with plain resync"
+                ),
+            });
+        }
         let m = &self.mirrors[mirror];
         if m.fenced {
             return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.clone() });

@@ -126,7 +126,7 @@ async fn sigterm_exits_cleanly_and_a_restart_continues_exactly_once() {
 }
 
 /// `kmirror demo` as a child process: within 30 s the API shows the demo mirror MIRRORING with
-/// records flowing, and pause / resume / stop work through the API.
+/// records flowing, and pause / resume / stop / restart work through the API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_mirrors_within_30_seconds_and_obeys_the_api() {
     let port = {
@@ -214,6 +214,9 @@ async fn the_demo_mirrors_within_30_seconds_and_obeys_the_api() {
     topic_state("MIRRORING").await;
     post("stop").await;
     topic_state("STOPPED").await;
+    // Restart (start on the STOPPED topic, nothing written locally): mirroring again.
+    post("start").await;
+    topic_state("MIRRORING").await;
 }
 
 /// `[tls]` in the config file: the API answers over HTTPS with that certificate, not over HTTP;

@@ -540,6 +540,13 @@ async fn restart_is_incremental_refuses_divergence_and_resyncs() {
     assert_eq!(err.kind, ProblemKind::DestinationDiverged, "{r:?}");
     assert!(err.detail.contains("partition 1: 3 local record offset(s)"), "{}", err.detail);
     assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped), "refusal changes nothing");
+    // Quarantine is not available yet: refused, nothing deleted.
+    let r = eng
+        .op(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::Resync { quarantine: true } })
+        .await;
+    let err = r.results[0].error.as_ref().expect("refused");
+    assert!(err.detail.contains("quarantine"), "{}", err.detail);
+    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped));
 
     // Resync: the destination ends with exactly the source's records.
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } })
