@@ -994,11 +994,13 @@ async fn static_files_are_embedded_and_cached() {
 }
 
 /// Writes the fixture pages (a mismatched cluster ID, failed partitions, failing syncs) as HTML
-/// files for design review: `KMIRROR_UI_DUMP=dir cargo test --test integration ui::dump -- --ignored`.
+/// files for design review: `KMIRROR_UI_DUMP=dir cargo test --test integration ui::dump`.
 #[test]
-#[ignore = "writes files; run by hand for design review"]
 fn dump_fixture_pages() {
-    let dir = std::path::PathBuf::from(std::env::var("KMIRROR_UI_DUMP").expect("KMIRROR_UI_DUMP"));
+    // Without KMIRROR_UI_DUMP the pages still render (and are checked) into a scratch folder.
+    let dir = std::env::var("KMIRROR_UI_DUMP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::env::temp_dir().join(format!("kmirror-ui-dump-{}", std::process::id())));
     std::fs::create_dir_all(&dir).unwrap();
     let snap = snapshot();
     let ops = operations();
@@ -1018,6 +1020,10 @@ fn dump_fixture_pages() {
         ("operation", pages::operation(&snap, &ops[0], &op, now(), Part::Page).unwrap()),
     ];
     for (name, html) in pages {
+        assert!(html.contains("<html") && html.contains("</html>"), "{name} renders a whole page");
         std::fs::write(dir.join(format!("{name}.html")), html).unwrap();
+    }
+    if std::env::var("KMIRROR_UI_DUMP").is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
