@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Summarise one scripts/bench run: raw per-run JSON files -> <out>.json and <out>.md.
+
+Usage: report.py RAW_DIR OUT_PREFIX
+
+RAW_DIR holds meta.json and files named <measure>.<key>.<tag>.json, where <tag> is w<i> for a
+warm-up run (ignored here) or r<i> for a measured run. Every figure is the median over the measured
+runs with its min-max; ratios are ratios of medians.
+"""
+
+import glob
+import json
+import os
+import statistics
+import sys
+
+MIB = 1048576
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def runs(raw, measure, key, failed=None):
+    """Successful measured runs of measure/key, sorted by tag; failed ones go to `failed`."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(raw, f"{measure}.{key}.r*.json"))):
+        r = load(p)
+        if "error" in r:
+            if failed is not None:
+                failed.append(f"{os.path.basename(p)[:-5]}: {r['error']}")
+            continue
+        out.append(r)
+    return out
+
+
+def stat(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def fmt(s, digits=1, scale=1.0):
+    if s is None:
+        return "–"
+    m = s["median"] * scale
+    if s["n"] == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ({s['min'] * scale:.{digits}f}–{s['max'] * scale:.{digits}f})"
+
+
+def ratio(a, b):
+    if a is None or b is None or not b["median"]:
+        return None
+    return a["median"] / b["median"]
+
+
+def fr(x, digits=2):
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def verdict(x, must, goal, lower_is_better=False):
+    if x is None:
+        return "–"
+    if lower_is_better:
+        return "goal" if x <= goal else ("pass" if x <= must else "MISS")
+    return "goal" if x >= goal else ("pass" if x >= must else "MISS")
+
+
+CODEC_ORDER = ["none", "lz4", "zstd", "snappy", "gzip"]
+
+
+def order(k):
+    """none-8, none-64, lz4-8, lz4-64, ..."""
+    codec, _, parts = k.partition("-")
+    return (CODEC_ORDER.index(codec) if codec in CODEC_ORDER else 99, int(parts) if parts.isdigit() else 0)
+
+
+def scenarios(raw, prefix):
+    keys = set()
+    for p in glob.glob(os.path.join(raw, f"{prefix}.*.r*.json")):
+        name = os.path.basename(p)[len(prefix) + 1:]
+        keys.add(name.rsplit(".", 2)[0])
+    return sorted(keys, key=order)
+
+
+def throughput(raw):
+    out = {}
+    keys = set(scenarios(raw, "m")) | set(scenarios(raw, "mm2")) | set(scenarios(raw, "c"))
+    for k in sorted(keys, key=order):
+        c = runs(raw, "c", k)
+        p = runs(raw, "p", k)
+        bc = runs(raw, "bc", k)
+        bp = runs(raw, "bp", k)
+        failed = []
+        m = runs(raw, "m", k, failed)
+        mm = runs(raw, "mm2", k, failed)
+        b_rates = []
+        for x, y in zip(bc, bp):
+            span = (max(x["end_ms"], y["end_ms"]) - min(x["first_ms"], y["first_ms"])) / 1000.0
+            b_rates.append(min(x["bytes"], y["bytes"]) / span / MIB if span > 0 else None)
+        row = {
+            "C_mib_s": stat([r["mib_s"] for r in c]),
+            "P_mib_s": stat([r["mib_s"] for r in p]),
+            "B_mib_s": stat(b_rates),
+            "B_consumer_mib_s": stat([r["mib_s"] for r in bc]),
+            "B_producer_mib_s": stat([r["mib_s"] for r in bp]),
+            "M_mib_s": stat([r["mib_s"] for r in m]),
+            "M_records_s": stat([r["records_s"] for r in m]),
+            "M_mib_s_incl_startup": stat([r["mib_s_incl_startup"] for r in m]),
+            "M_startup_s": stat([r["startup_s"] for r in m]),
+            "M_cpu_s_per_gib": stat([r["cpu_s_per_gib"] for r in m]),
+            "M_cpu_cores": stat([r["cpu_cores_avg"] for r in m]),
+            "M_peak_rss_mib": stat([r["vm_hwm_kib"] / 1024 for r in m]),
+            "M_brokers_cpu_s_per_gib": stat(
+                [sum(r["others_cpu_s_drain"]) / (r["bytes"] / 2**30) for r in m if r.get("others_cpu_s_drain")]
+            ),
+            "MM2_mib_s": stat([r["mib_s"] for r in mm]),
+            "MM2_records_s": stat([r["records_s"] for r in mm]),
+            "MM2_mib_s_incl_startup": stat([r["mib_s_incl_startup"] for r in mm]),
+            "MM2_startup_s": stat([r["startup_s"] for r in mm]),
+            "MM2_cpu_s_per_gib": stat([r["cpu_s_per_gib"] for r in mm]),
+            "MM2_cpu_cores": stat([r["cpu_cores_avg"] for r in mm]),
+            "MM2_peak_rss_mib": stat([r["vm_hwm_kib"] / 1024 for r in mm]),
+            "MM2_brokers_cpu_s_per_gib": stat(
+                [sum(r["others_cpu_s_drain"]) / (r["bytes"] / 2**30) for r in mm if r.get("others_cpu_s_drain")]
+            ),
+            "gib": (m or mm or c or [{"bytes": 0}])[0]["bytes"] / 2**30,
+        }
+        row["failed_runs"] = failed
+        row["ratio_M_B"] = ratio(row["M_mib_s"], row["B_mib_s"])
+        row["ratio_M_MM2"] = ratio(row["M_mib_s"], row["MM2_mib_s"])
+        row["ratio_cpu_per_gib_M_MM2"] = ratio(row["M_cpu_s_per_gib"], row["MM2_cpu_s_per_gib"])
+        for who in ("kmirror", "mm2"):
+            vp = os.path.join(raw, f"verify-{who}.{k}.json")
+            row[f"verify_{who}"] = load(vp) if os.path.exists(vp) else None
+        out[k] = row
+    return out
+
+
+def latency(raw):
+    out = {}
+    keys = set(scenarios(raw, "lat-kmirror")) | set(scenarios(raw, "lat-mm2"))
+    for k in sorted(keys, key=order):
+        row = {}
+        for who in ("kmirror", "mm2"):
+            rs = runs(raw, f"lat-{who}", k)
+            if not rs:
+                continue
+            row["offered_records_s"] = rs[0]["offered_rate"]
+            for basis in ("source_ack_to_visible", "intended_send_to_visible"):
+                for q in ("p50_ms", "p99_ms", "p999_ms", "max_ms"):
+                    row[f"{who}_{basis}_{q}"] = stat([r[basis][q] for r in rs if r[basis]])
+            row[f"{who}_missing"] = sum(r["missing"] for r in rs)
+            row[f"{who}_duplicates"] = sum(r["duplicates"] for r in rs)
+            row[f"{who}_achieved_records_s"] = stat([r["achieved_rate"] for r in rs])
+        row["ratio_p99_kmirror_mm2"] = ratio(
+            row.get("kmirror_source_ack_to_visible_p99_ms"), row.get("mm2_source_ack_to_visible_p99_ms")
+        )
+        out[k] = row
+    return out
+
+
+def idle(raw):
+    out = {}
+    for who in ("kmirror", "mm2"):
+        steps = {}
+        for p in glob.glob(os.path.join(raw, f"idle-{who}.*.json")):
+            r = load(p)
+            steps[r["partitions"]] = r
+        if not steps:
+            continue
+        lo, hi = min(steps), max(steps)
+        slope = None
+        if hi > lo:
+            slope = (steps[hi]["rss_kib"] - steps[lo]["rss_kib"]) / (hi - lo)
+        heap_slope = None
+        if hi > lo and steps[hi].get("heap_used_kib") and steps[lo].get("heap_used_kib"):
+            heap_slope = (steps[hi]["heap_used_kib"] - steps[lo]["heap_used_kib"]) / (hi - lo)
+        out[who] = {
+            "steps": [steps[s] for s in sorted(steps)],
+            "rss_slope_kib_per_partition": slope,
+            "heap_slope_kib_per_partition": heap_slope,
+        }
+    return out
+
+
+def failover(raw):
+    out = {}
+    keys = set()
+    for p in glob.glob(os.path.join(raw, "failover.*.r*.json")):
+        keys.add(os.path.basename(p).split(".")[1])
+    for k in sorted(keys, key=int):
+        failed = []
+        rs = runs(raw, "failover", k, failed)
+        if not rs:
+            out[k] = {"failed_runs": failed, "topics": None}
+            continue
+        out[k] = {
+            "failed_runs": failed,
+            "stop_call_s": stat([r["stop_call_s"] for r in rs]),
+            "all_stopped_s": stat([r["all_stopped_s"] for r in rs]),
+            "lag_before_records": stat([r["lag_before_records"] for r in rs]),
+            "topics": rs[0]["topics"],
+            "load_records_s": rs[0]["load_records_s"],
+            "ok_topics": min(r["ok_topics"] for r in rs),
+            "states_after": rs[-1].get("states_after"),
+        }
+    return out
+
+
+def markdown(meta, tp, lat, idl, fo, complete):
+    s = meta["settings"]
+    smoke = meta["mode"] != "full"
+    L = []
+    title = "SMOKE RUN — NOT REPRESENTATIVE" if smoke else "Full run"
+    L.append(f"# kmirror vs MirrorMaker 2 — {title} ({meta['started_utc']}, label `{meta['label']}`)")
+    L.append("")
+    if not complete:
+        L.append("> **INCOMPLETE**: the run stopped early; only the measurements below were taken.")
+        L.append("")
+    if smoke:
+        L.append(
+            "> **Smoke run**: small data, one run, no warm-up, on a machine shared with compilers and "
+            "test suites. It only proves that every measurement works end to end; do not quote these "
+            "figures. The real numbers come from `scripts/bench --full` on a quiet machine."
+        )
+        L.append("")
+    mc = meta["machine"]
+    v = meta["versions"]
+    L.append(
+        f"Machine: {mc['cpu']}, {mc['nproc']} cores, {mc['memory']}, Linux {mc['kernel']} "
+        f"(load average at start {mc['loadavg_at_start']}). Kafka {v['kafka']} (two single-node KRaft "
+        f"clusters on loopback), {v['java']}, {v['rustc']}, rdkafka {v['rdkafka']} "
+        f"(librdkafka {v['rdkafka_sys'].split('+')[-1]}), kmirror {v['kmirror_git']}."
+    )
+    L.append("")
+    L.append(
+        f"Data: {s['records']:,} records per scenario ({s['value_bytes']} B values, {s['key_bytes']} B keys, "
+        f"semi-compressible text), {s['warmup_runs']} warm-up run(s) discarded, {s['runs']} measured run(s): "
+        "median (min–max). MiB/s counts key + value bytes."
+    )
+    L.append("")
+    if tp:
+        L.append("## Throughput (drain of a preloaded topic)")
+        L.append("")
+        L.append("| scenario | C MiB/s | P MiB/s | B MiB/s | M (kmirror) MiB/s | MM2 MiB/s | M/B | M/MM2 |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for k, r in tp.items():
+            L.append(
+                f"| {k} | {fmt(r['C_mib_s'])} | {fmt(r['P_mib_s'])} | {fmt(r['B_mib_s'])} | {fmt(r['M_mib_s'])} | "
+                f"{fmt(r['MM2_mib_s'])} | {fr(r['ratio_M_B'])} {verdict(r['ratio_M_B'], 0.70, 0.85)} | "
+                f"{fr(r['ratio_M_MM2'])} {verdict(r['ratio_M_MM2'], 1.3, 2.0)} |"
+            )
+        L.append("")
+        L.append("| scenario | kmirror CPU-s/GiB | MM2 CPU-s/GiB | CPU ratio | kmirror cores | MM2 cores | kmirror peak RSS MiB | MM2 peak RSS MiB | brokers CPU-s/GiB (kmirror / MM2) | start-up s (kmirror / MM2) |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for k, r in tp.items():
+            L.append(
+                f"| {k} | {fmt(r['M_cpu_s_per_gib'], 2)} | {fmt(r['MM2_cpu_s_per_gib'], 2)} | "
+                f"{fr(r['ratio_cpu_per_gib_M_MM2'])} {verdict(r['ratio_cpu_per_gib_M_MM2'], 0.5, 0.25, True)} | "
+                f"{fmt(r['M_cpu_cores'], 2)} | {fmt(r['MM2_cpu_cores'], 2)} | {fmt(r['M_peak_rss_mib'], 0)} | "
+                f"{fmt(r['MM2_peak_rss_mib'], 0)} | {fmt(r['M_brokers_cpu_s_per_gib'], 1)} / "
+                f"{fmt(r['MM2_brokers_cpu_s_per_gib'], 1)} | {fmt(r['M_startup_s'], 1)} / {fmt(r['MM2_startup_s'], 1)} |"
+            )
+        L.append("")
+        checks = []
+        for k, r in tp.items():
+            for who in ("kmirror", "mm2"):
+                vr = r.get(f"verify_{who}")
+                if vr is not None:
+                    checks.append(
+                        f"{k}/{who}: {'ok' if vr['ok'] else 'MISMATCH'} "
+                        f"({vr['destination_records']:,}/{vr['source_records']:,} records)"
+                    )
+        fails = [f for r in tp.values() for f in r["failed_runs"]]
+        if fails:
+            L.append("**Failed runs** (not in the figures): " + "; ".join(fails) + ".")
+            L.append("")
+        if checks:
+            L.append("Content check (per-partition count and ordered hash, last run): " + "; ".join(checks) + ".")
+            L.append("")
+    if lat:
+        L.append("## End-to-end latency at 50% of MM2's drain rate")
+        L.append("")
+        L.append(
+            "Open-loop generator on the source, checker on the destination (read_committed). "
+            "*ack→visible*: destination poll time minus the source producer's ack time (≈ source append); "
+            "*send→visible*: minus the scheduled send time (adds the generator's linger.ms=5 and queueing)."
+        )
+        L.append("")
+        L.append("| scenario | records/s | kmirror p50 ms | kmirror p99 ms | MM2 p50 ms | MM2 p99 ms | p99 ratio | kmirror send→visible p50/p99 | MM2 send→visible p50/p99 | missing (k/MM2) |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for k, r in lat.items():
+            b = "source_ack_to_visible"
+            i = "intended_send_to_visible"
+            L.append(
+                f"| {k} | {r.get('offered_records_s', 0):,.0f} | {fmt(r.get(f'kmirror_{b}_p50_ms'))} | "
+                f"{fmt(r.get(f'kmirror_{b}_p99_ms'))} | {fmt(r.get(f'mm2_{b}_p50_ms'))} | {fmt(r.get(f'mm2_{b}_p99_ms'))} | "
+                f"{fr(r.get('ratio_p99_kmirror_mm2'))} {verdict(r.get('ratio_p99_kmirror_mm2'), 1.0, 0.5, True)} | "
+                f"{fmt(r.get(f'kmirror_{i}_p50_ms'))} / {fmt(r.get(f'kmirror_{i}_p99_ms'))} | "
+                f"{fmt(r.get(f'mm2_{i}_p50_ms'))} / {fmt(r.get(f'mm2_{i}_p99_ms'))} | "
+                f"{r.get('kmirror_missing', '–')} / {r.get('mm2_missing', '–')} |"
+            )
+        L.append("")
+    if idl:
+        L.append("## Memory per idle partition")
+        L.append("")
+        L.append("| mirror | partitions | RSS MiB | CPU % of a core | JVM heap used after GC MiB |")
+        L.append("|---|---|---|---|---|")
+        for who, d in idl.items():
+            for st in d["steps"]:
+                heap = st.get("heap_used_kib")
+                L.append(
+                    f"| {who} | {st['partitions']:,} | {st['rss_kib'] / 1024:.1f} | {st['cpu_pct']:.1f} | "
+                    f"{'–' if heap is None else f'{heap / 1024:.1f}'} |"
+                )
+        L.append("")
+        for who, d in idl.items():
+            sl = d["rss_slope_kib_per_partition"]
+            hs = d["heap_slope_kib_per_partition"]
+            if who == "kmirror":
+                L.append(f"- kmirror: RSS slope {fr(sl, 1)} KiB per idle partition {verdict(sl, 64, 16, True)}")
+            else:
+                L.append(
+                    f"- MM2: live-heap slope {fr(hs, 1)} KiB per idle partition (heap after a full GC; "
+                    f"JVM RSS follows heap sizing, not partitions: RSS slope {fr(sl, 1)} KiB)"
+                )
+        L.append("")
+    if fo:
+        L.append("## Failover (kmirror `topics:stop`)")
+        L.append("")
+        L.append("| partitions | topics | stop call s | all STOPPED s | lag before (records) | background load records/s |")
+        L.append("|---|---|---|---|---|---|")
+        for k, r in fo.items():
+            if r.get("topics") is None:
+                L.append(f"| {int(k):,} | – | FAILED | FAILED | – | – |")
+                continue
+            L.append(
+                f"| {int(k):,} | {r['topics']} | {fmt(r['stop_call_s'], 2)} | {fmt(r['all_stopped_s'], 2)} | "
+                f"{fmt(r['lag_before_records'], 0)} | {r['load_records_s']:,} |"
+            )
+        L.append("")
+        for k, r in fo.items():
+            for f in r.get("failed_runs", []):
+                L.append(f"- **Failed**: {f}")
+        L.append("")
+        L.append("MM2 has no failover operation (stop MM2, move the clients): no MM2 column.")
+        L.append("")
+    L.append("## Settings")
+    L.append("")
+    L.append(f"- kmirror: {json.dumps(s['kmirror'])}")
+    L.append(f"- MM2 JVM: `{s['mm2']['jvm']}`; producer codec: {s['mm2']['codec']}; properties:")
+    L.append("")
+    L.append("```properties")
+    L.append(s["mm2"]["properties"])
+    L.append("```")
+    L.append(f"- Brokers: {s['brokers']['config']}; JVM `{s['brokers']['jvm']}`")
+    L.append(f"- Baselines: consumer: {s['baselines']['consumer']}; producer: {s['baselines']['producer']}")
+    L.append(
+        f"- Latency: {s['latency_warmup_secs']} s discarded + {s['latency_secs']} s measured per run; "
+        f"idle steps {s['idle_steps']}; failover {s['failover_partitions']:,} partitions under "
+        f"{s['failover_load_records_s']:,} records/s."
+    )
+    L.append("")
+    L.append(
+        "Targets (issue 8): M/B ≥ 0.70 (goal 0.85); M/MM2 ≥ 1.3 (goal 2.0); kmirror CPU per GiB ≤ 0.5× MM2's "
+        "(goal 0.25×); p99 ≤ MM2's (goal 0.5×); idle RSS ≤ 64 KiB/partition (goal 16). "
+        "`pass`/`goal`/`MISS` mark each ratio."
+    )
+    L.append("")
+    L.append("Reproduce: `scripts/bench --full` (see the header of `scripts/bench`).")
+    return "\n".join(L) + "\n"
+
+
+def main():
+    raw, out = sys.argv[1], sys.argv[2]
+    meta = load(os.path.join(raw, "meta.json"))
+    tp = throughput(raw)
+    lat = latency(raw)
+    idl = idle(raw)
+    fo = failover(raw)
+    summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo,
+               "raw_dir": os.path.basename(raw)}
+    with open(out + ".json", "w") as f:
+        json.dump(summary, f, indent=2)
+        f.write("\n")
+    complete = os.path.exists(os.path.join(raw, "complete"))
+    summary["complete"] = complete
+    with open(out + ".json", "w") as f:
+        json.dump(summary, f, indent=2)
+        f.write("\n")
+    with open(out + ".md", "w") as f:
+        f.write(markdown(meta, tp, lat, idl, fo, complete))
+
+
+if __name__ == "__main__":
+    main()
