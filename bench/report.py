@@ -39,7 +39,13 @@ def stat(values):
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+        "runs": values,  # the measured runs, in tag order (the raw folders are not committed)
+    }
 
 
 def fmt(s, digits=1, scale=1.0):
@@ -192,14 +198,24 @@ def failover(raw):
     keys = set()
     for p in glob.glob(os.path.join(raw, "failover.*.r*.json")):
         keys.add(os.path.basename(p).split(".")[1])
-    for k in sorted(keys, key=int):
+    def fo_order(k):
+        parts, _, rate = k.partition("-")
+        return (int(parts), int(rate or 0))
+
+    for k in sorted(keys, key=fo_order):
         failed = []
         rs = runs(raw, "failover", k, failed)
+        failed_detail = [
+            {key: r.get(key) for key in ("error", "stop_call_s", "states_after", "ok_topics", "failed_topics")}
+            for r in map(load, sorted(glob.glob(os.path.join(raw, f"failover.{k}.r*.json"))))
+            if "error" in r
+        ]
         if not rs:
-            out[k] = {"failed_runs": failed, "topics": None}
+            out[k] = {"failed_runs": failed, "failed_detail": failed_detail, "topics": None}
             continue
         out[k] = {
             "failed_runs": failed,
+            "failed_detail": failed_detail,
             "stop_call_s": stat([r["stop_call_s"] for r in rs]),
             "all_stopped_s": stat([r["all_stopped_s"] for r in rs]),
             "lag_before_records": stat([r["lag_before_records"] for r in rs]),
@@ -335,17 +351,22 @@ def markdown(meta, tp, lat, idl, fo, complete):
         L.append("| partitions | topics | stop call s | all STOPPED s | lag before (records) | background load records/s |")
         L.append("|---|---|---|---|---|---|")
         for k, r in fo.items():
+            parts, _, rate = k.partition("-")
             if r.get("topics") is None:
-                L.append(f"| {int(k):,} | – | FAILED | FAILED | – | – |")
+                L.append(f"| {int(parts):,} | – | FAILED | FAILED | – | {int(rate or 0):,} |")
                 continue
             L.append(
-                f"| {int(k):,} | {r['topics']} | {fmt(r['stop_call_s'], 2)} | {fmt(r['all_stopped_s'], 2)} | "
+                f"| {int(parts):,} | {r['topics']} | {fmt(r['stop_call_s'], 2)} | {fmt(r['all_stopped_s'], 2)} | "
                 f"{fmt(r['lag_before_records'], 0)} | {r['load_records_s']:,} |"
             )
         L.append("")
         for k, r in fo.items():
-            for f in r.get("failed_runs", []):
-                L.append(f"- **Failed**: {f}")
+            for f, d in zip(r.get("failed_runs", []), r.get("failed_detail", [])):
+                errs = sorted({t["error"]["detail"] for t in (d.get("failed_topics") or []) if t.get("error")})
+                L.append(
+                    f"- **Failed**: {f} (stop call returned after {d.get('stop_call_s')} s; partition states "
+                    f"afterwards {json.dumps(d.get('states_after'))}; topic errors: {'; '.join(errs) or 'none'})"
+                )
         L.append("")
         L.append("MM2 has no failover operation (stop MM2, move the clients): no MM2 column.")
         L.append("")
@@ -362,7 +383,7 @@ def markdown(meta, tp, lat, idl, fo, complete):
     L.append(
         f"- Latency: {s['latency_warmup_secs']} s discarded + {s['latency_secs']} s measured per run; "
         f"idle steps {s['idle_steps']}; failover {s['failover_partitions']:,} partitions under "
-        f"{s['failover_load_records_s']:,} records/s."
+        f"{s['failover_load_records_s']} records/s of background load, timeout {s.get('failover_timeout_s', '–')} s."
     )
     L.append("")
     L.append(

@@ -587,7 +587,7 @@ impl Pipe {
         };
         loop {
             let now = Instant::now();
-            if now >= deadline || self.txn_bytes >= self.config.commit_max_bytes {
+            if now >= deadline || (self.in_txn && self.txn_bytes >= self.config.commit_max_bytes) {
                 return;
             }
             let wait = (deadline - now).min(Duration::from_millis(50));
