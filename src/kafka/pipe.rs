@@ -336,14 +336,7 @@ impl Pipe {
             .set("client.id", format!("kmirror-{}-source", config.mirror));
         let consumer: BaseConsumer = ccfg.create().map_err(|e| format!("cannot create source consumer: {e}"))?;
 
-        let mut pcfg = client_config(&config.destination_bootstrap, &config.destination_properties);
-        pcfg.set("transactional.id", &config.transactional_id)
-            .set("enable.idempotence", "true")
-            .set("linger.ms", "5")
-            .set("message.max.bytes", "16777216")
-            .set("transaction.timeout.ms", "60000")
-            .set("client.id", format!("kmirror-{}-destination", config.mirror));
-        let producer: BaseProducer<PipeProducerContext> = pcfg
+        let producer: BaseProducer<PipeProducerContext> = producer_config(&config)
             .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
             .map_err(|e| format!("cannot create destination producer: {e}"))?;
         // Fences any earlier writer with the same transactional id (and aborts its open
@@ -889,13 +882,7 @@ impl Pipe {
     /// A new producer with the same transactional id; its init bumps the producer epoch and aborts
     /// whatever the old one left open. Used only for the deliberate fence of a stop.
     fn recreate_producer(&mut self) -> Result<(), String> {
-        let mut pcfg = client_config(&self.config.destination_bootstrap, &self.config.destination_properties);
-        pcfg.set("transactional.id", &self.config.transactional_id)
-            .set("enable.idempotence", "true")
-            .set("linger.ms", "5")
-            .set("message.max.bytes", "16777216")
-            .set("transaction.timeout.ms", "60000");
-        let producer: BaseProducer<PipeProducerContext> = pcfg
+        let producer: BaseProducer<PipeProducerContext> = producer_config(&self.config)
             .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
             .map_err(|e| format!("cannot re-create producer: {e}"))?;
         producer
@@ -1007,6 +994,19 @@ impl Pipe {
         self.rewind_all();
         Ok(())
     }
+}
+
+/// The destination producer's settings: one place for the first producer and every re-created
+/// one (a fence), so they can never drift apart.
+fn producer_config(config: &PipeConfig) -> ClientConfig {
+    let mut pcfg = client_config(&config.destination_bootstrap, &config.destination_properties);
+    pcfg.set("transactional.id", &config.transactional_id)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("message.max.bytes", "16777216")
+        .set("transaction.timeout.ms", "60000")
+        .set("client.id", format!("kmirror-{}-destination", config.mirror));
+    pcfg
 }
 
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
