@@ -109,6 +109,9 @@ struct MirrorRt {
     /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
     last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
+    /// A refresh was asked for while one was running: run another when it ends, so the caller
+    /// sees a refresh that started after its request.
+    metadata_again: bool,
     lag_in_flight: bool,
     /// A data path that died while the destination was unavailable restarts at this time.
     restart_pipe_at: Option<(tokio::time::Instant, String)>,
@@ -478,6 +481,7 @@ impl Coordinator {
             applied_configs: HashMap::new(),
             group_views: Vec::new(),
             metadata_in_flight: false,
+            metadata_again: false,
             lag_in_flight: false,
             restart_pipe_at: None,
             pipe_restarts: 0,
@@ -1787,7 +1791,11 @@ impl Coordinator {
     fn spawn_metadata_refresh(&mut self, only: Option<&str>) {
         let t = now();
         for (name, m) in self.mirrors.iter_mut() {
-            if only.is_some_and(|o| o != name) || m.metadata_in_flight || m.fenced {
+            if only.is_some_and(|o| o != name) || m.fenced {
+                continue;
+            }
+            if m.metadata_in_flight {
+                m.metadata_again |= only.is_some();
                 continue;
             }
             m.metadata_in_flight = true;
@@ -1858,6 +1866,11 @@ impl Coordinator {
         let t = now();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         m.metadata_in_flight = false;
+        if std::mem::take(&mut m.metadata_again) {
+            self.spawn_metadata_refresh(Some(mirror));
+        }
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        let enabled = m.stored.spec.sync.clone();
         let observed = match &report.cluster_id {
             Ok(id) => id.clone(),
             Err(e) => {
@@ -1869,6 +1882,9 @@ impl Coordinator {
                     m.cluster_id_error = Some(e.clone());
                     m.cluster_id_checked_at = Some(t);
                 }
+                // The syncs did not run either: say so per kind, so a sync that cannot reach
+                // its source is never shown as healthy.
+                metadata::mark_not_run(&mut m.sync, &enabled, &format!("source cluster unreachable: {e}"), t);
                 return;
             }
         };
@@ -1876,6 +1892,7 @@ impl Coordinator {
             && exp != observed
         {
             let detail = format!("the source cluster ID is {observed} but {exp} was expected");
+            metadata::mark_not_run(&mut m.sync, &enabled, &format!("halted: {detail}"), t);
             self.cluster_id_mismatch(mirror, &observed, &detail);
             let _ = self.flush().await;
             return;

@@ -329,7 +329,16 @@ async fn sync_groups(
             }
         }
     };
-    for g in &groups {
+    // One ListConsumerGroupOffsets per group (librdkafka takes one group per request): run a
+    // bounded number at once, or a source with hundreds of groups makes every refresh minutes long.
+    let list: Vec<&String> = groups.iter().collect();
+    let mut results: Vec<(String, Result<u64, String>)> = Vec::with_capacity(list.len());
+    for chunk in list.chunks(GROUP_SYNC_CONCURRENCY) {
+        let futs: Vec<_> = chunk.iter().map(|g| sync_group(input, g, &eligible, &starts)).collect();
+        let done = futures_util::future::join_all(futs).await;
+        results.extend(chunk.iter().map(|g| (*g).clone()).zip(done));
+    }
+    for (g, result) in results {
         let mut view = GroupSyncView {
             group: g.clone(),
             last_attempt_at: input.now,
@@ -337,60 +346,6 @@ async fn sync_groups(
             last_error: None,
             partitions_synced: 0,
         };
-        let result: Result<u64, String> = async {
-            let committed = input.source.list_consumer_group_offsets(g, None, true).await.map_err(|e| e.to_string())?;
-            let relevant: Vec<&GroupOffset> = committed
-                .iter()
-                .filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition)))
-                .collect();
-            if relevant.is_empty() {
-                return Ok(0);
-            }
-            // Only for groups with no active members on the destination: never move offsets
-            // under a running consumer.
-            if let Ok(mut d) = input.destination.describe_consumer_groups(std::slice::from_ref(g)).await
-                && let Some(Ok(desc)) = d.pop()
-                && !desc.members.is_empty()
-                && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
-            {
-                return Err(format!(
-                    "group {g} has {} active member(s) on the destination; offsets not synced",
-                    desc.members.len()
-                ));
-            }
-            let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
-            let current: HashMap<(String, i32), i64> = input
-                .destination
-                .list_consumer_group_offsets(g, Some(&parts), false)
-                .await
-                .map(|v| v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
-                .unwrap_or_default();
-            let mut changes = Vec::new();
-            {
-                let maps = input.offset_maps.read().unwrap_or_else(|e| e.into_inner());
-                for o in relevant {
-                    let key = (o.topic.clone(), o.partition);
-                    let Some(map) = maps.get(&(input.mirror.clone(), o.topic.clone(), o.partition)) else { continue };
-                    let Some(t) = map.translate(o.offset) else { continue };
-                    let pos = eligible[&key];
-                    let start = starts.get(&key).copied().unwrap_or(0);
-                    let d = clamp_offset(t, start, pos.destination_end_offset);
-                    if current.get(&key) != Some(&d) {
-                        changes.push(GroupOffset {
-                            topic: o.topic.clone(),
-                            partition: o.partition,
-                            offset: d,
-                            leader_epoch: None,
-                            metadata: o.metadata.clone(),
-                        });
-                    }
-                }
-            }
-            let n = changes.len() as u64;
-            input.destination.alter_consumer_group_offsets(g, &changes).await.map_err(|e| e.to_string())?;
-            Ok(n)
-        }
-        .await;
         match result {
             Ok(n) => {
                 view.last_success_at = Some(input.now);
@@ -408,6 +363,70 @@ async fn sync_groups(
         out.error = Some(errors.join("; "));
     }
     (out, views, groups)
+}
+
+/// Group-offset requests in flight at once during one refresh.
+const GROUP_SYNC_CONCURRENCY: usize = 16;
+
+/// Syncs one group's committed offsets onto the destination; the number of partitions changed.
+async fn sync_group(
+    input: &RefreshInput,
+    g: &String,
+    eligible: &BTreeMap<(String, i32), MirrorPosition>,
+    starts: &HashMap<(String, i32), i64>,
+) -> Result<u64, String> {
+    let committed = input.source.list_consumer_group_offsets(g, None, true).await.map_err(|e| e.to_string())?;
+    let relevant: Vec<&GroupOffset> =
+        committed.iter().filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition))).collect();
+    if relevant.is_empty() {
+        return Ok(0);
+    }
+    // Only for groups with no active members on the destination: never move offsets
+    // under a running consumer.
+    if let Ok(mut d) = input.destination.describe_consumer_groups(std::slice::from_ref(g)).await
+        && let Some(Ok(desc)) = d.pop()
+        && !desc.members.is_empty()
+        && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
+    {
+        return Err(format!(
+            "group {g} has {} active member(s) on the destination; offsets not synced",
+            desc.members.len()
+        ));
+    }
+    let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
+    let current: HashMap<(String, i32), i64> = input
+        .destination
+        .list_consumer_group_offsets(g, Some(&parts), false)
+        .await
+        .map(|v| v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
+        .unwrap_or_default();
+    let mut changes = Vec::new();
+    {
+        let maps = input.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+        for o in relevant {
+            let key = (o.topic.clone(), o.partition);
+            let Some(map) = maps.get(&(input.mirror.clone(), o.topic.clone(), o.partition)) else { continue };
+            let Some(t) = map.translate(o.offset) else { continue };
+            let pos = eligible[&key];
+            let start = starts.get(&key).copied().unwrap_or(0);
+            let d = clamp_offset(t, start, pos.destination_end_offset);
+            if current.get(&key) != Some(&d) {
+                changes.push(GroupOffset {
+                    topic: o.topic.clone(),
+                    partition: o.partition,
+                    offset: d,
+                    leader_epoch: None,
+                    metadata: o.metadata.clone(),
+                });
+            }
+        }
+    }
+    let n = changes.len() as u64;
+    if changes.is_empty() {
+        return Ok(0);
+    }
+    input.destination.alter_consumer_group_offsets(g, &changes).await.map_err(|e| e.to_string())?;
+    Ok(n)
 }
 
 /// Whether an ACL resource pattern covers `name`.
@@ -537,6 +556,24 @@ pub(super) fn update_status(status: &mut SyncStatus, outcome: &KindOutcome, now:
     status.warnings = outcome.warnings.clone();
 }
 
+/// Records, for every enabled sync kind, an attempt that could not run (source unreachable or
+/// halted by a cluster-ID mismatch).
+pub(super) fn mark_not_run(statuses: &mut [SyncStatus], enabled: &SyncSpec, reason: &str, now: Timestamp) {
+    for status in statuses.iter_mut() {
+        let on = match status.kind {
+            SyncKind::TopicConfigs => enabled.topic_configs,
+            SyncKind::GroupOffsets => enabled.group_offsets,
+            SyncKind::Acls => enabled.acls,
+        };
+        if !on {
+            continue;
+        }
+        status.last_attempt_at = Some(now);
+        status.last_error = Some(reason.to_string());
+        status.consecutive_failures += 1;
+    }
+}
+
 pub(super) fn status_mut(statuses: &mut [SyncStatus], kind: SyncKind) -> Option<&mut SyncStatus> {
     statuses.iter_mut().find(|s| s.kind == kind)
 }
@@ -621,5 +658,24 @@ mod tests {
         assert_eq!(clamp_offset(Translation::BeforeFirst(3), 10, 100), 10);
         assert_eq!(clamp_offset(Translation::End(120), 10, 100), 100);
         assert_eq!(clamp_offset(Translation::NextMirrored(7), 0, 100), 7);
+    }
+
+    #[test]
+    fn a_refresh_that_cannot_run_marks_each_enabled_kind_failed_and_keeps_the_last_success() {
+        let t0 = Timestamp::from_millis(1_000);
+        let t1 = Timestamp::from_millis(2_000);
+        let mut statuses: Vec<SyncStatus> = SyncKind::ALL.iter().map(|k| SyncStatus::new(*k)).collect();
+        for s in &mut statuses {
+            update_status(s, &KindOutcome { ran: true, ..Default::default() }, t0);
+        }
+        let spec = SyncSpec { acls: false, ..SyncSpec::default() };
+        mark_not_run(&mut statuses, &spec, "source cluster unreachable: timed out", t1);
+        let configs = status_mut(&mut statuses, SyncKind::TopicConfigs).unwrap().clone();
+        assert_eq!(configs.last_attempt_at, Some(t1));
+        assert_eq!(configs.last_success_at, Some(t0), "the last success is kept");
+        assert_eq!(configs.last_error.as_deref(), Some("source cluster unreachable: timed out"));
+        assert_eq!(configs.consecutive_failures, 1);
+        let acls = status_mut(&mut statuses, SyncKind::Acls).unwrap().clone();
+        assert_eq!((acls.last_attempt_at, acls.last_error), (Some(t0), None), "a disabled kind is untouched");
     }
 }

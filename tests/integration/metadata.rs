@@ -8,22 +8,38 @@ use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::Producer;
 
 use kmirror::domain::PartitionState;
-use kmirror::engine::{LifecycleOp, SyncKind, Truncation};
+use kmirror::engine::{ClusterIdStatus, LifecycleOp, SyncKind, Truncation};
 use kmirror::kafka::*;
 
 use crate::engine::TestEngine;
 use crate::support::*;
 
-/// Triggers a metadata refresh and waits until every sync kind reports an attempt after it.
+/// Triggers a metadata refresh and waits until every sync kind reports an attempt after it. A
+/// refresh that could not reach the source (a transient timeout on a loaded 2-core machine) is
+/// retried until the deadline, and the last reason is in the panic message.
 async fn refresh(eng: &TestEngine, mirror: &str) {
-    let before = eng.handle.snapshot().taken_at;
-    eng.handle.refresh_now(mirror).await.expect("refresh");
-    eventually("metadata refresh done", Duration::from_secs(60), || async {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let before = eng.handle.snapshot().taken_at;
+        eng.handle.refresh_now(mirror).await.expect("refresh");
+        eventually("metadata refresh done", Duration::from_secs(90), || async {
+            let snap = eng.handle.snapshot();
+            let m = snap.mirror(mirror)?;
+            m.sync.iter().all(|s| s.last_attempt_at.is_some_and(|t| t > before)).then_some(())
+        })
+        .await;
         let snap = eng.handle.snapshot();
-        let m = snap.mirror(mirror)?;
-        m.sync.iter().all(|s| s.last_attempt_at.is_some_and(|t| t > before)).then_some(())
-    })
-    .await;
+        let m = snap.mirror(mirror).expect("mirror");
+        if m.cluster_id_status == ClusterIdStatus::Ok {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the source never answered a refresh: {:?} {:?}",
+            m.cluster_id_status,
+            m.cluster_id_error
+        );
+    }
 }
 
 async fn dest_configs(topic: &str) -> BTreeMap<String, (Option<String>, ConfigSource)> {
