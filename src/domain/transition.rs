@@ -127,7 +127,9 @@ pub const fn rule(state: PartitionState, event: EventKind) -> Rule {
         | (E::Pause, S::Mirroring)
         | (E::Paused, S::Pausing)
         | (E::Resume, S::Pausing | S::Paused)
-        | (E::Progress, S::Mirroring | S::Pausing)
+        // STOPPING: transactions the data path committed before it let go of the partition
+        // still count; the stop point must include them.
+        | (E::Progress, S::Mirroring | S::Pausing | S::Stopping)
         | (E::Stop, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Failed)
         | (E::Stopped, S::Stopping)
         | (E::Error, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Failed)
@@ -299,7 +301,7 @@ pub fn transition_with(
         (S::Pausing, Event::Resume) => {
             Ok(Step { next: moved(record, S::Preparing, now), actions: preparing_actions(Truncation::None) })
         }
-        (S::Mirroring | S::Pausing, Event::Progress { position }) => progress(record, position, now),
+        (S::Mirroring | S::Pausing | S::Stopping, Event::Progress { position }) => progress(record, position, now),
         (S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Failed, Event::Stop) => {
             Ok(stop(record, now))
         }
@@ -855,6 +857,18 @@ mod tests {
         let s = step(&pausing(), Event::Progress { position: pos(120, 5, 220) });
         assert_eq!(s.next.state, S::Pausing);
         assert_eq!(s.next.position, Some(pos(120, 5, 220)));
+    }
+
+    #[test]
+    fn stopping_progress_records_commits_made_before_the_data_path_let_go() {
+        let s = step(&stopping(), Event::Progress { position: pos(130, 5, 230) });
+        assert_eq!(s.next.state, S::Stopping, "progress never changes the state");
+        assert_eq!(s.next.position, Some(pos(130, 5, 230)));
+        assert!(s.actions.is_empty());
+        let stop =
+            StopPoint { last_mirror_epoch: 5, last_mirrored_source_offset: Some(129), destination_stop_offset: 231 };
+        let stopped = next(&s.next, Event::Stopped { stop });
+        assert_eq!(stopped.position, Some(pos(130, 5, 230)), "the stop keeps the latest position");
     }
 
     // ----- pause / resume

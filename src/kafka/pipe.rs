@@ -20,7 +20,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
@@ -183,8 +183,10 @@ pub enum PipeCommand {
     /// Start mirroring these partitions from the given positions.
     Assign(Vec<AssignSpec>),
     /// End the open transaction as `finish` says, then stop mirroring these partitions and return
-    /// their final committed positions.
-    Unassign { partitions: Vec<(String, i32)>, finish: Finish, reply: Reply<Vec<FinalPosition>> },
+    /// their final committed positions. With `fence`, the producer is also re-initialised (as
+    /// [`PipeCommand::Fence`]) before the reply, in the same step: a stop needs both, and doing
+    /// them apart lets a new transaction start (and be aborted again) in between.
+    Unassign { partitions: Vec<(String, i32)>, finish: Finish, fence: bool, reply: Reply<Vec<FinalPosition>> },
     /// Re-initialise the transactional producer: bumps the producer epoch so no earlier
     /// incarnation of this writer can append anything (the seed's PID reset barrier).
     Fence { reply: Reply<()> },
@@ -240,10 +242,16 @@ impl ProducerContext for PipeProducerContext {
             Ok(m) => Ok(m.offset()),
             Err((e, _)) => Err(e.to_string()),
         };
-        let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = results.get_mut(slot) {
-            *entry = Some(value);
+        // State records carry usize::MAX and are not logged. The log grows here, so the send
+        // path takes no lock per record.
+        if slot == usize::MAX {
+            return;
         }
+        let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
+        if results.len() <= slot {
+            results.resize(slot + 1, None);
+        }
+        results[slot] = Some(value);
     }
 }
 
@@ -408,8 +416,8 @@ impl Pipe {
                 }
                 retry_at = None;
             }
-            self.fill();
-            if self.in_txn && self.should_commit() {
+            let caught_up = self.fill();
+            if self.in_txn && (caught_up || self.should_commit()) {
                 match self.commit() {
                     TxnOutcome::Committed => self.retry_attempt = 0,
                     TxnOutcome::Retry(_) if self.fenced => {} // already reported as fatal
@@ -472,17 +480,16 @@ impl Pipe {
                 self.assign(specs);
                 false
             }
-            PipeCommand::Unassign { partitions, finish, reply } => {
-                let r = self.unassign(&partitions, finish);
+            PipeCommand::Unassign { partitions, finish, fence, reply } => {
+                let mut r = self.unassign(&partitions, finish);
+                if fence && r.is_ok() {
+                    r = self.fence_checked().and(r).map_err(|e| format!("fence: {e}"));
+                }
                 let _ = reply.send(r);
                 false
             }
             PipeCommand::Fence { reply } => {
-                let r = if self.fenced {
-                    Err("this writer was fenced by another kmirror instance".to_string())
-                } else {
-                    self.fence()
-                };
+                let r = self.fence_checked();
                 let _ = reply.send(r);
                 false
             }
@@ -571,8 +578,9 @@ impl Pipe {
         self.txn_started.elapsed() >= self.config.commit_interval || self.txn_bytes >= self.config.commit_max_bytes
     }
 
-    /// Consumes and forwards records until it is time to commit.
-    fn fill(&mut self) {
+    /// Consumes and forwards records until it is time to commit. True when it stopped because
+    /// the consumer had nothing more for a moment (caught up).
+    fn fill(&mut self) -> bool {
         let deadline = if self.in_txn {
             self.txn_started + self.config.commit_interval
         } else {
@@ -581,15 +589,18 @@ impl Pipe {
         loop {
             let now = Instant::now();
             if now >= deadline || (self.in_txn && self.txn_bytes >= self.config.commit_max_bytes) {
-                return;
+                return false;
             }
-            let wait = (deadline - now).min(Duration::from_millis(50));
+            // Inside a transaction, a consumer with nothing more to give for a moment means the
+            // mirror has caught up: commit now instead of waiting out the interval, so a lightly
+            // loaded mirror shows records within milliseconds. Under a backlog the consumer's
+            // prefetch queue is never empty and transactions grow to the interval or byte cap.
+            let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
+            let wait = (deadline - now).min(idle);
             match self.consumer.poll(wait) {
                 None => {
                     self.producer.poll(Duration::ZERO);
-                    if !self.in_txn {
-                        return; // idle: go back to the command loop
-                    }
+                    return true; // caught up (commit what is open) or idle (back to the commands)
                 }
                 Some(Ok(msg)) => {
                     let key = (msg.topic().to_string(), msg.partition());
@@ -601,11 +612,11 @@ impl Pipe {
                             // The record just polled must not be skipped: rewind to committed.
                             if matches!(&e, RdError::Transaction(te) if te.is_fatal()) {
                                 self.on_fenced(format!("begin transaction: {e}"));
-                                return;
+                                return false;
                             }
                             self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
                             self.rewind_all();
-                            return;
+                            return false;
                         }
                         self.in_txn = true;
                         self.txn_started = Instant::now();
@@ -615,7 +626,6 @@ impl Pipe {
                     }
                     let slot = self.next_slot;
                     self.next_slot += 1;
-                    self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).push(None);
                     let bytes = (msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len)) as u64;
                     let timestamp = msg.timestamp().to_millis();
                     let epoch = message_leader_epoch(&msg);
@@ -653,7 +663,9 @@ impl Pipe {
                     drop(msg);
                     if let Some(message) = send_error {
                         // Unsendable record (too large for the producer, etc.): the partition
-                        // cannot progress without an operator.
+                        // cannot progress without an operator. Its slot was never sent: free it,
+                        // so the commit does not wait for a report that cannot come.
+                        self.next_slot -= 1;
                         let (topic, partition) = key;
                         self.fail_partition(&topic, partition, PartitionFault::DestinationRejected { message });
                         continue;
@@ -731,15 +743,24 @@ impl Pipe {
 
     /// Flushes, checks, writes positions and commits the open transaction.
     fn commit(&mut self) -> TxnOutcome {
+        let started = Instant::now();
         if let Err(e) = self.producer.flush(self.config.transaction_timeout) {
             return self.after_txn_error("flush", e);
         }
-        let results: Vec<_> = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let flushed = started.elapsed();
+        let results: Vec<Delivered> =
+            std::mem::take(&mut *self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()));
         // Delivery failures: the transaction cannot commit.
         if let Some(Some(Err(message))) = results.iter().find(|r| matches!(r, Some(Err(_)))) {
             let message = message.clone();
             self.abort_and_rewind();
             return TxnOutcome::Retry(format!("delivery failed: {message}"));
+        }
+        // After a successful flush every record has its report; one missing would leave a hole
+        // in the offset map, so never commit then.
+        if results.len() < self.next_slot || results[..self.next_slot].iter().any(Option::is_none) {
+            self.abort_and_rewind();
+            return TxnOutcome::Retry("a delivery report is missing after flush".into());
         }
         let mut progress = Vec::new();
         let mut foreign: Vec<(Key, i64, i64)> = Vec::new();
@@ -838,6 +859,17 @@ impl Pipe {
             Err(e) => return self.after_txn_error("commit", e),
         }
         self.in_txn = false;
+        // Where a transaction's time goes: filling (consume + send), flushing the data, writing
+        // the state records and committing. `RUST_LOG=kmirror::kafka::pipe=trace` when tuning.
+        tracing::trace!(
+            mirror = %self.config.mirror,
+            records = self.next_slot,
+            bytes = self.txn_bytes,
+            fill_ms = (started - self.txn_started).as_secs_f64() * 1e3,
+            flush_ms = flushed.as_secs_f64() * 1e3,
+            commit_ms = (started.elapsed() - flushed).as_secs_f64() * 1e3,
+            "transaction committed"
+        );
         for p in &progress {
             if let Some(part) = self.parts.get_mut(&(p.topic.clone(), p.partition)) {
                 part.committed_next_source = Some(p.next_source_offset);
@@ -893,9 +925,21 @@ impl Pipe {
         Ok(())
     }
 
+    /// Drops the records still queued in the producer and serves the delivery reports of those
+    /// in flight, so the abort that follows does not wait (up to its timeout) on reports that
+    /// nobody polls. Under load the queue can hold thousands of records.
+    fn drain_before_abort(&mut self) {
+        self.producer.purge(PurgeConfig::default().queue());
+        let deadline = Instant::now() + self.config.transaction_timeout;
+        while self.producer.in_flight_count() > 0 && Instant::now() < deadline {
+            self.producer.poll(Duration::from_millis(5));
+        }
+    }
+
     /// Aborts the open transaction and rewinds every partition to its committed position.
     fn abort_and_rewind(&mut self) {
         if self.in_txn {
+            self.drain_before_abort();
             if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
                 // The transaction's outcome is now unknown to this producer: stop and let the
                 // engine restart the data path from the committed state.
@@ -945,6 +989,7 @@ impl Pipe {
 
     fn abort_quietly(&mut self) {
         if self.in_txn {
+            self.drain_before_abort();
             let _ = self.producer.abort_transaction(self.config.transaction_timeout);
             self.in_txn = false;
         }
@@ -986,28 +1031,61 @@ impl Pipe {
         Ok(out)
     }
 
+    /// Fences, unless another instance already fenced this writer (then says so).
+    fn fence_checked(&mut self) -> Result<(), String> {
+        if self.fenced {
+            return Err("this writer was fenced by another kmirror instance".to_string());
+        }
+        self.fence()
+    }
+
     fn fence(&mut self) -> Result<(), String> {
-        self.abort_and_rewind();
+        // Abort first (without rewinding yet): the rewind reads destination ends, which must
+        // include the abort markers.
+        let aborted = self.in_txn;
+        if aborted {
+            self.drain_before_abort();
+            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
+                tracing::debug!(mirror = %self.config.mirror, error = %e, "abort before fence");
+            }
+            self.in_txn = false;
+        }
         // A new init_transactions on the same id bumps the producer epoch: every earlier
-        // incarnation (a zombie kmirror, an in-flight request) is fenced from now on.
+        // incarnation (a zombie kmirror, an in-flight request) is fenced from now on. With no
+        // transaction open nothing was consumed past the committed positions, so no rewind.
         self.recreate_producer()?;
-        self.rewind_all();
+        if aborted {
+            self.rewind_all();
+        }
         Ok(())
     }
 }
 
 /// The destination producer's settings: one place for the first producer and every re-created
 /// one (a fence), so they can never drift apart.
+///
+/// Tuning defaults come first so a user's destination property overrides them (e.g.
+/// `compression.type=lz4`, a longer `linger.ms`); what exactly-once needs comes last and cannot be
+/// overridden.
 fn producer_config(config: &PipeConfig) -> ClientConfig {
-    let mut pcfg = client_config(&config.destination_bootstrap, &config.destination_properties);
-    pcfg.set("transactional.id", &config.transactional_id)
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
+    let mut pcfg = ClientConfig::new();
+    pcfg.set("linger.ms", "5")
         .set("message.max.bytes", "16777216")
         .set("transaction.timeout.ms", "60000")
+        // Transactional requests retried after CONCURRENT_TRANSACTIONS and the like: the default
+        // 100 ms shows up directly in end-to-end latency.
+        .set("retry.backoff.ms", "10")
+        .set("retry.backoff.max.ms", "500")
         .set("client.id", format!("kmirror-{}-destination", config.mirror));
+    for (k, v) in client_config(&config.destination_bootstrap, &config.destination_properties).config_map() {
+        pcfg.set(k, v);
+    }
+    pcfg.set("transactional.id", &config.transactional_id).set("enable.idempotence", "true");
     pcfg
 }
+
+/// How long the consumer may have nothing to give before an open transaction is committed early.
+const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
 
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
 fn backoff(attempt: u32) -> Duration {

@@ -460,6 +460,136 @@ async fn failover_after_source_restart_records_lme_and_frees_the_topic() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// A failover of several topics under a flood of records is one clean stop: the call returns
+/// with every partition STOPPED, each destination partition holds exactly the source prefix its
+/// stop point names, and kmirror writes nothing afterwards. (An abort that waited on unserved
+/// delivery reports once left such a stop stuck in STOPPING.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_of_several_topics_under_load_is_one_clean_stop() {
+    let _rig = shared().await;
+    const PARTS: i32 = 3;
+    let mut topics = Vec::new();
+    for _ in 0..3 {
+        topics.push(TestTopic::create(Cluster::Source, "flood", PARTS, &[]).await);
+    }
+    let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-flood");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &refs, LifecycleOp::Start { truncation: Truncation::None }).await;
+    for t in &names {
+        eng.wait_state(&mirror, t, PartitionState::Mirroring).await;
+    }
+    // A steady flood (~5 MB/s): the data path always has records queued and in flight.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let (stop, names) = (stop.clone(), names.clone());
+        std::thread::spawn(move || {
+            use rdkafka::producer::Producer;
+            let p = producer(Cluster::Source, &[("enable.idempotence", "true"), ("batch.size", "262144")]);
+            let value = vec![b'v'; 1024];
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = &names[n % names.len()];
+                let key = n.to_string();
+                let part = ((n / names.len()) % PARTS as usize) as i32;
+                let rec = rdkafka::producer::BaseRecord::to(t).partition(part).key(&key);
+                if p.send(rec.payload(&value[..])).is_ok() {
+                    n += 1;
+                    if n.is_multiple_of(50) {
+                        std::thread::sleep(Duration::from_millis(10)); // ~5,000 records/s
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_millis(1)); // queue full: let it drain
+                }
+            }
+            p.flush(Duration::from_secs(30)).expect("flush");
+            n
+        })
+    };
+    // Wait until every partition has mirrored a good amount under the flood.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let snap = eng.handle.snapshot();
+        let m = snap.mirror(&mirror).expect("mirror");
+        let mirrored: Vec<(i32, Option<i64>, PartitionState)> = names
+            .iter()
+            .flat_map(|t| m.topic(t).map(|t| t.partitions.clone()).unwrap_or_default())
+            .map(|p| (p.partition, p.mirrored_source_offset, p.state))
+            .collect();
+        if mirrored.len() == names.len() * PARTS as usize && mirrored.iter().all(|(_, o, _)| o.unwrap_or(0) > 2_000) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not mirroring under load: {mirrored:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let r = eng.op(&mirror, &refs, LifecycleOp::Stop).await;
+    assert!(r.results.iter().all(|t| t.ok), "{r:?}");
+    for t in &names {
+        assert!(
+            eng.states(&mirror, t).iter().all(|s| *s == PartitionState::Stopped),
+            "{t}: {:?}",
+            eng.states(&mirror, t)
+        );
+    }
+    let mut befores = Vec::new();
+    for t in &names {
+        befores.push(dest_ends(t, PARTS).await);
+    }
+    // The flood goes on for a moment after the stop (the observation window), then ends.
+    eventually("source grows after the stop", Duration::from_secs(30), || async {
+        let q: Vec<_> = names.iter().map(|t| (t.clone(), 0, OffsetSpec::Latest)).collect();
+        let ends = Cluster::Source.admin().list_offsets(&q, IsolationLevel::ReadUncommitted).await.ok()?;
+        let snap = eng.handle.snapshot();
+        let m = snap.mirror(&mirror)?;
+        ends.iter()
+            .all(|o| {
+                let mirrored = m.topic(&o.topic).and_then(|t| t.partitions[0].mirrored_source_offset).unwrap_or(0);
+                o.offset > mirrored + 1_000
+            })
+            .then_some(())
+    })
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flooded = tokio::task::spawn_blocking(move || flood.join().unwrap()).await.unwrap();
+    assert!(flooded > 0);
+    let snap = eng.handle.snapshot();
+    for (t, before) in names.iter().zip(befores) {
+        assert_eq!(dest_ends(t, PARTS).await, before, "{t}: kmirror wrote after STOPPED");
+        let name = t.clone();
+        let (src, dst) = tokio::task::spawn_blocking(move || {
+            (read_all(Cluster::Source, &name, PARTS), read_all(Cluster::Destination, &name, PARTS))
+        })
+        .await
+        .unwrap();
+        let topic = snap.mirror(&mirror).unwrap().topic(t).unwrap();
+        for p in &topic.partitions {
+            let d = &dst[&p.partition];
+            // The stop point names exactly what was mirrored: the destination is that prefix.
+            let keys: std::collections::BTreeSet<_> = d.iter().map(|c| c.key.clone()).collect();
+            assert_eq!(
+                Some(d.len() as i64),
+                p.mirrored_source_offset,
+                "{t}-{}: {} distinct keys, dest offsets {:?}..{:?}, state {:?}, dest hw {:?}",
+                p.partition,
+                keys.len(),
+                d.first().map(|c| c.offset),
+                d.last().map(|c| c.offset),
+                p.state,
+                p.destination_high_watermark
+            );
+            for (a, b) in src[&p.partition].iter().zip(d) {
+                assert_eq!((&a.key, &a.value), (&b.key, &b.value), "{t}-{} offset {}", p.partition, a.offset);
+            }
+        }
+    }
+    eng.stop().await;
+    for t in &names {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_works_while_the_source_is_down() {
     let _rig = exclusive().await;
