@@ -252,6 +252,8 @@ fn die(msg: impl std::fmt::Display) -> ! {
 fn base_config(bootstrap: &str, props: &[String]) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap);
+    // As kmirror's clients (src/kafka/admin.rs client_config) and the Java clients: no Nagle.
+    c.set("socket.nagle.disable", "true");
     for p in props {
         let Some((k, v)) = p.split_once('=') else { die(format!("--prop {p}: expected key=value")) };
         c.set(k, v);

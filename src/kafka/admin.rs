@@ -50,6 +50,10 @@ impl std::fmt::Debug for KafkaAdmin {
 pub(crate) fn client_config(bootstrap: &str, properties: &BTreeMap<String, String>) -> ClientConfig {
     let mut cfg = ClientConfig::new();
     cfg.set("bootstrap.servers", bootstrap);
+    // librdkafka leaves Nagle's algorithm on (the Java client does not): small requests such as
+    // EndTxn and AddPartitionsToTxn then wait ~40 ms for delayed ACKs, once per transaction.
+    // A user property may still turn it back on.
+    cfg.set("socket.nagle.disable", "true");
     for (k, v) in properties {
         cfg.set(k, v);
     }

@@ -10,6 +10,7 @@ pub mod error;
 mod ffi;
 pub mod mock;
 pub mod pipe;
+mod produce;
 pub mod state_log;
 pub mod types;
 

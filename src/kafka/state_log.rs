@@ -14,6 +14,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::admin::client_config;
 use super::pipe::StateWrite;
+use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec};
 use super::{KafkaAdmin, KafkaError, KafkaResult};
 
@@ -189,6 +190,8 @@ impl StateWriter {
     }
 
     /// Writes `records` atomically. Blocking: call from a blocking context.
+    // rdkafka's `send` hands a refused record back by value (a large `Err`).
+    #[allow(clippy::result_large_err)]
     pub fn write(&self, records: &[StateWrite]) -> Result<(), String> {
         if records.is_empty() {
             return Ok(());
@@ -211,20 +214,19 @@ impl StateWriter {
             if let Some(v) = &w.value {
                 rec = rec.payload(&v[..]);
             }
-            let mut rec = rec;
-            loop {
-                match self.producer.send(rec) {
-                    Ok(()) => break,
-                    Err((e, back)) if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::QueueFull) => {
-                        self.producer.poll(Duration::from_millis(10));
-                        rec = back;
-                    }
-                    Err((e, _)) => {
-                        let _ = self.producer.abort_transaction(self.timeout);
-                        return Err(format!("cannot write state record: {e}"));
-                    }
-                }
+            // The producer's own thread serves delivery reports: waiting is enough.
+            let producer = &self.producer;
+            if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
+                let _ = self.producer.abort_transaction(self.timeout);
+                return Err(format!("cannot write state record: {e}"));
             }
+        }
+        // Waited for here, so the flush inside rdkafka's commit_transaction (100 ms polling
+        // steps) finds nothing to wait for.
+        let producer = &self.producer;
+        if let Err(e) = wait_delivered(|| producer.in_flight_count(), || std::thread::sleep(SERVE_STEP), self.timeout) {
+            let _ = self.producer.abort_transaction(self.timeout);
+            return Err(format!("flush state records: {e}"));
         }
         if let Err(e) = self.producer.commit_transaction(self.timeout) {
             let _ = self.producer.abort_transaction(self.timeout);
