@@ -605,6 +605,11 @@ impl Pipe {
             let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
             let wait = (deadline - now).min(idle);
             match self.consumer.poll(wait) {
+                // Caught up, but the transaction is young: keep it open a little longer. Every
+                // transaction adds one offset-map run per partition it touched (the commit
+                // marker takes an offset), in memory and in the state topic, so the rate of
+                // transactions is bounded (at most 1 / CAUGHT_UP_MIN_AGE).
+                None if self.in_txn && self.txn_started.elapsed() < CAUGHT_UP_MIN_AGE => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
                 }
@@ -1090,6 +1095,10 @@ fn producer_config(config: &PipeConfig) -> ClientConfig {
 
 /// How long the consumer may have nothing to give before an open transaction is committed early.
 const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
+
+/// The youngest transaction committed early because the mirror caught up: at most 20
+/// transactions per second at light load (under a backlog, `commit_interval` rules).
+const CAUGHT_UP_MIN_AGE: Duration = Duration::from_millis(50);
 
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
 fn backoff(attempt: u32) -> Duration {
