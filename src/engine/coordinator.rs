@@ -1618,7 +1618,16 @@ impl Coordinator {
                     }
                 }
             }
-            Internal::Metadata { mirror, report } => self.metadata_result(&mirror, *report).await,
+            Internal::Metadata { mirror, report } => {
+                self.metadata_result(&mirror, *report).await;
+                // A refresh asked for while this one ran: start it now that this one's results
+                // (created ACLs, applied configs) are in place, so it builds on them.
+                if let Some(m) = self.mirrors.get_mut(&mirror)
+                    && std::mem::take(&mut m.metadata_again)
+                {
+                    self.spawn_metadata_refresh(Some(&mirror));
+                }
+            }
         }
     }
 
@@ -1953,10 +1962,6 @@ impl Coordinator {
         let t = now();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         m.metadata_in_flight = false;
-        if std::mem::take(&mut m.metadata_again) {
-            self.spawn_metadata_refresh(Some(mirror));
-        }
-        let Some(m) = self.mirrors.get_mut(mirror) else { return };
         let enabled = m.stored.spec.sync.clone();
         let observed = match &report.cluster_id {
             Ok(id) => id.clone(),
