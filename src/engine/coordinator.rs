@@ -1304,9 +1304,15 @@ impl Coordinator {
 
     /// The destination's end offsets (high watermarks) of `parts` of `topic`.
     async fn destination_ends(&self, topic: &str, parts: &[i32]) -> Result<BTreeMap<i32, i64>, KafkaError> {
-        let req: Vec<_> = parts.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
+        let keys: Vec<(String, i32)> = parts.iter().map(|p| (topic.to_string(), *p)).collect();
+        Ok(self.destination_ends_of(&keys).await?.into_iter().map(|((_, p), end)| (p, end)).collect())
+    }
+
+    /// The destination's end offsets of partitions of any topics, in one request.
+    async fn destination_ends_of(&self, keys: &[(String, i32)]) -> Result<HashMap<(String, i32), i64>, KafkaError> {
+        let req: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
         let ends = self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await?;
-        Ok(ends.into_iter().map(|o| (o.partition, o.offset)).collect())
+        Ok(ends.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
     }
 
     fn topic_partitions_in(&self, mirror: &str, topic: &str, states: &[PartitionState]) -> Result<Vec<i32>, Problem> {
@@ -1479,15 +1485,8 @@ impl Coordinator {
         for f in &finals {
             self.apply_final(mirror, &f.topic, f);
         }
-        let req: Vec<_> = all.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
-        let ends: HashMap<(String, i32), i64> = self
-            .destination_admin
-            .list_offsets(&req, IsolationLevel::ReadUncommitted)
-            .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
-            .into_iter()
-            .map(|o| ((o.topic, o.partition), o.offset))
-            .collect();
+        let ends =
+            self.destination_ends_of(&all).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
         for (topic, parts) in batch {
             self.stopped(mirror, topic, parts, &ends);
         }

@@ -996,10 +996,14 @@ impl Pipe {
         }
     }
 
+    /// Aborts the open transaction without rewinding; a failed abort is only logged (the caller
+    /// is about to shut down or to re-initialise the producer, which aborts it anyway).
     fn abort_quietly(&mut self) {
         if self.in_txn {
             self.drain_before_abort();
-            let _ = self.producer.abort_transaction(self.config.transaction_timeout);
+            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
+                tracing::debug!(mirror = %self.config.mirror, error = %e, "abort");
+            }
             self.in_txn = false;
         }
     }
@@ -1052,13 +1056,7 @@ impl Pipe {
         // Abort first (without rewinding yet): the rewind reads destination ends, which must
         // include the abort markers.
         let aborted = self.in_txn;
-        if aborted {
-            self.drain_before_abort();
-            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
-                tracing::debug!(mirror = %self.config.mirror, error = %e, "abort before fence");
-            }
-            self.in_txn = false;
-        }
+        self.abort_quietly();
         // A new init_transactions on the same id bumps the producer epoch: every earlier
         // incarnation (a zombie kmirror, an in-flight request) is fenced from now on. With no
         // transaction open nothing was consumed past the committed positions, so no rewind.
