@@ -21,10 +21,12 @@
 //! A map is one `Vec<Run>` (24 bytes a run), sorted and searched with binary search; nothing else
 //! is allocated per run. Because every transaction ends with a marker, the run count grows with the
 //! number of transactions that touched the partition, not with the record count: at the default
-//! 100 ms commit interval a partition that is busy all the time gains up to 864,000 runs (≈ 20 MB) a
-//! day. The engine keeps this bounded by dropping history the destination no longer has
-//! ([`OffsetMap::retain_from_destination`] with the partition's log start offset, then
-//! [`OffsetMap::shrink_to_fit`]) and by choosing the commit interval with this cost in mind.
+//! 250 ms commit interval a partition that is busy all the time gains up to 345,600 runs (≈ 8 MB) a
+//! day, and a trickle (a transaction ends early once caught up, at most every 50 ms) up to four
+//! times that. The engine keeps this bounded by dropping the batches the destination no longer has
+//! ([`OffsetMap::prune_stretches_below`] with the partition's log start offset, which also names
+//! the state records to delete), so a map holds the history of the destination's retention, and
+//! by choosing the commit interval with this cost in mind.
 
 use std::fmt;
 
@@ -423,6 +425,49 @@ impl OffsetMap {
         Some(end)
     }
 
+    /// The destination start offset of every stretch (a transaction's batch each: see
+    /// [`OffsetMap::destination_stretch_end`]), in order.
+    pub fn stretch_starts(&self) -> impl Iterator<Item = i64> + '_ {
+        let previous_ends = std::iter::once(None).chain(self.runs.iter().map(|run| Some(run.destination_end())));
+        self.runs
+            .iter()
+            .zip(previous_ends)
+            .filter(|(run, previous_end)| *previous_end != Some(run.destination_start))
+            .map(|(run, _)| run.destination_start)
+    }
+
+    /// Drops the oldest whole stretches (a transaction's batch each: see
+    /// [`OffsetMap::destination_stretch_end`]) that end at or before `log_start`, the destination
+    /// partition's log start offset: the records they map are gone, so nothing can be translated
+    /// to them any more. At most `limit` stretches go per call, and never the last stretch: it
+    /// carries the partition's committed position in the state topic, and a map must keep saying
+    /// where the mirrored end is even when retention has deleted every record. Returns the
+    /// destination start offset of each stretch dropped, oldest first (the keys of the state
+    /// records to delete).
+    pub fn prune_stretches_below(&mut self, log_start: i64, limit: usize) -> Vec<i64> {
+        let mut dropped = Vec::new();
+        // Index of the first run of the stretch being looked at.
+        let mut start = 0;
+        while start < self.runs.len() && dropped.len() < limit {
+            let mut end = start + 1;
+            while end < self.runs.len() && self.runs[end].destination_start == self.runs[end - 1].destination_end() {
+                end += 1;
+            }
+            if end == self.runs.len() || self.runs[end - 1].destination_end() > log_start {
+                break;
+            }
+            dropped.push(self.runs[start].destination_start);
+            start = end;
+        }
+        if start > 0 {
+            self.runs.drain(..start);
+            if self.runs.capacity() > 2 * self.runs.len() + 16 {
+                self.runs.shrink_to_fit();
+            }
+        }
+        dropped
+    }
+
     /// Removes every run.
     pub fn clear(&mut self) {
         self.runs.clear();
@@ -636,11 +681,47 @@ mod tests {
     fn destination_stretch_end_finds_the_end_of_a_batch() {
         // One batch with a source gap (two runs, dense destination), a marker, another batch.
         let m = map(&[(0, 0, 3), (5, 3, 2), (7, 6, 4)]);
+        assert_eq!(m.stretch_starts().collect::<Vec<_>>(), vec![0, 6]);
+        assert_eq!(OffsetMap::new().stretch_starts().count(), 0);
         assert_eq!(m.destination_stretch_end(0), Some(5));
         assert_eq!(m.destination_stretch_end(4), Some(5));
         assert_eq!(m.destination_stretch_end(5), None); // the marker
         assert_eq!(m.destination_stretch_end(6), Some(10));
         assert_eq!(m.destination_stretch_end(10), None);
+    }
+
+    #[test]
+    fn prune_drops_whole_old_batches_but_never_the_last() {
+        // Three batches (stretches): [0, 5) with a source gap inside, [6, 10), [11, 14).
+        let mut m = map(&[(0, 0, 3), (5, 3, 2), (7, 6, 4), (11, 11, 3)]);
+        // Log start inside the second batch: only the first one is entirely gone.
+        assert_eq!(m.prune_stretches_below(8, usize::MAX), vec![0]);
+        assert_eq!(triples(&m), vec![(7, 6, 4), (11, 11, 3)]);
+        assert_eq!(m.translate(0), Some(Translation::BeforeFirst(6)));
+        // A log start exactly at a batch end drops that batch.
+        assert_eq!(m.prune_stretches_below(10, usize::MAX), vec![6]);
+        // Retention deleted everything: the last batch stays (committed position, mirrored end).
+        assert_eq!(m.prune_stretches_below(100, usize::MAX), Vec::<i64>::new());
+        assert_eq!(triples(&m), vec![(11, 11, 3)]);
+        assert_eq!(m.translate(20), Some(Translation::End(14)));
+    }
+
+    #[test]
+    fn prune_honours_its_limit_and_releases_memory() {
+        // 1,000 one-record transactions: run i at source i, destination 2i (marker after each).
+        let mut m = OffsetMap::from_runs((0..1000).map(|i| Run::new(i, 2 * i, 1))).unwrap();
+        let before = m.heap_bytes();
+        let first = m.prune_stretches_below(2000, 600);
+        assert_eq!(first.len(), 600);
+        assert_eq!(first[..3], [0, 2, 4]);
+        let rest = m.prune_stretches_below(2000, 600);
+        assert_eq!(rest.len(), 399);
+        assert_eq!(rest[0], 1200);
+        assert_eq!(m.len(), 1);
+        assert!(m.heap_bytes() < before / 10, "{} of {before} bytes still held", m.heap_bytes());
+        // Nothing below the log start: nothing to do.
+        assert!(m.prune_stretches_below(0, 10).is_empty());
+        assert!(OffsetMap::new().prune_stretches_below(10, 10).is_empty());
     }
 
     #[test]

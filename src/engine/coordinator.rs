@@ -113,6 +113,8 @@ struct MirrorRt {
     /// sees a refresh that started after its request.
     metadata_again: bool,
     lag_in_flight: bool,
+    /// An offset-map prune (destination log starts) is being read.
+    prune_in_flight: bool,
     /// A data path that died while the destination was unavailable restarts at this time.
     restart_pipe_at: Option<(tokio::time::Instant, String)>,
     /// Consecutive data-path restarts that found the destination unavailable.
@@ -124,6 +126,7 @@ enum Internal {
     Pipe(String, PipeEvent),
     Lag { mirror: String, offsets: Vec<((String, i32), Offsets)>, error: Option<String> },
     Metadata { mirror: String, report: Box<metadata::RefreshReport> },
+    LogStarts { mirror: String, starts: Vec<((String, i32), i64)> },
 }
 
 pub(super) struct Coordinator {
@@ -252,6 +255,9 @@ async fn read_state(config: &EngineConfig, admin: &KafkaAdmin) -> Result<Vec<sta
 /// The most often background events republish the snapshot.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
+/// Offset-map batches deleted per mirror per prune round (one tombstone each, ~150 bytes).
+const PRUNE_BATCHES_PER_ROUND: usize = 20_000;
+
 impl Coordinator {
     async fn run(mut self, mut rx: mpsc::Receiver<Request>, mut internal_rx: mpsc::UnboundedReceiver<Internal>) {
         let mut lag_tick = tokio::time::interval(self.config.lag_refresh_interval);
@@ -288,6 +294,7 @@ impl Coordinator {
                 }
                 _ = meta_tick.tick() => {
                     self.spawn_metadata_refresh(None);
+                    self.spawn_offset_map_prune(None);
                     dirty = true;
                 }
                 _ = retry_tick.tick() => {
@@ -353,6 +360,7 @@ impl Coordinator {
             Request::RefreshNow { mirror, reply } => {
                 let r = if self.mirrors.contains_key(&mirror) {
                     self.spawn_metadata_refresh(Some(&mirror));
+                    self.spawn_offset_map_prune(Some(&mirror));
                     Ok(())
                 } else {
                     Err(not_found(&mirror))
@@ -510,6 +518,7 @@ impl Coordinator {
             metadata_in_flight: false,
             metadata_again: false,
             lag_in_flight: false,
+            prune_in_flight: false,
             restart_pipe_at: None,
             pipe_restarts: 0,
         };
@@ -1172,13 +1181,21 @@ impl Coordinator {
                 return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
             }
             // DeleteRecords keeps the high watermark; the end offsets above stay valid. The old
-            // runs point at deleted records: the next batch starts a new lineage.
+            // runs point at deleted records: the next batch starts a new lineage. Their state
+            // records go too, or a restart before that batch commits would load the old lineage
+            // and reject the new one (it starts over at the source's log start).
             let m = &self.mirrors[mirror];
+            let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
             let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
             let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
             for p in partitions {
                 lineage.insert((topic.to_string(), *p));
-                maps.remove(&(mirror.to_string(), topic.to_string(), *p));
+                let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
+                if let (Some(old), Some(topic_id)) = (old, &topic_id) {
+                    self.pending_writes.extend(old.stretch_starts().map(|first| {
+                        persist::offset_runs_tombstone(mirror, topic_id, *p, first, self.state_partitions)
+                    }));
+                }
             }
         }
         let req: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
@@ -1617,6 +1634,7 @@ impl Coordinator {
                     }
                 }
             }
+            Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results
@@ -1918,6 +1936,95 @@ impl Coordinator {
                 let report = metadata::refresh(input).await;
                 let _ = internal.send(Internal::Metadata { mirror, report: Box::new(report) });
             });
+        }
+    }
+
+    /// Offset maps grow by a run per partition per transaction (the commit marker splits them), in
+    /// memory and as OffsetRuns records in the state topic. Reads the destination log start of
+    /// every partition that has a map, so [`Coordinator::prune_offset_maps`] can drop the batches
+    /// retention (or DeleteRecords) removed: a map then spans the destination's retention. Runs
+    /// with the metadata refresh; needs only the destination, so it goes on with the source down.
+    fn spawn_offset_map_prune(&mut self, only: Option<&str>) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let keys_of: HashMap<String, Vec<(String, i32)>> = {
+            let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+            let mut by_mirror: HashMap<String, Vec<(String, i32)>> = HashMap::new();
+            for (mirror, topic, partition) in maps.keys() {
+                by_mirror.entry(mirror.clone()).or_default().push((topic.clone(), *partition));
+            }
+            by_mirror
+        };
+        for (name, m) in self.mirrors.iter_mut() {
+            if only.is_some_and(|o| o != name) || m.fenced || m.prune_in_flight {
+                continue;
+            }
+            let Some(keys) = keys_of.get(name) else { continue };
+            m.prune_in_flight = true;
+            let q: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+            let dest = self.destination_admin.clone();
+            let internal = self.internal_tx.clone();
+            let mirror = name.clone();
+            tokio::spawn(async move {
+                // A failed read prunes nothing this round; the next refresh tries again.
+                let starts = match dest.list_offsets(&q, IsolationLevel::ReadUncommitted).await {
+                    Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
+                    Err(e) => {
+                        tracing::debug!(%mirror, "offset-map prune: destination log starts: {e}");
+                        Vec::new()
+                    }
+                };
+                let _ = internal.send(Internal::LogStarts { mirror, starts });
+            });
+        }
+    }
+
+    /// Drops the offset-map batches below each partition's destination log start, in memory, and
+    /// deletes their OffsetRuns records (tombstones) so a restart does not load them again. At most
+    /// [`PRUNE_BATCHES_PER_ROUND`] per mirror per round: a first prune after a long time must not
+    /// hold the coordinator (or the state topic) for long.
+    async fn prune_offset_maps(&mut self, mirror: &str, starts: &[((String, i32), i64)]) {
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        m.prune_in_flight = false;
+        if self.fenced.is_some() || m.fenced || starts.is_empty() {
+            return;
+        }
+        let mut budget = PRUNE_BATCHES_PER_ROUND;
+        let mut writes = Vec::new();
+        {
+            let topic_ids = m.topic_ids.read().unwrap_or_else(|e| e.into_inner());
+            let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+            for ((topic, partition), log_start) in starts {
+                if budget == 0 {
+                    break;
+                }
+                let (Some(topic_id), Some(map)) =
+                    (topic_ids.get(topic), maps.get_mut(&(mirror.to_string(), topic.clone(), *partition)))
+                else {
+                    continue;
+                };
+                let dropped = map.prune_stretches_below(*log_start, budget);
+                budget -= dropped.len();
+                writes.extend(dropped.into_iter().map(|first_destination_offset| {
+                    persist::offset_runs_tombstone(
+                        mirror,
+                        topic_id,
+                        *partition,
+                        first_destination_offset,
+                        self.state_partitions,
+                    )
+                }));
+            }
+        }
+        if writes.is_empty() {
+            return;
+        }
+        tracing::debug!(%mirror, batches = writes.len(), "offset maps pruned below the destination log start");
+        self.pending_writes.extend(writes);
+        if let Err(e) = self.flush().await {
+            // The records stay; the next start loads them and the next prune deletes them again.
+            tracing::warn!(%mirror, "offset-map prune: state write failed: {e}");
         }
     }
 

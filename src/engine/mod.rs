@@ -368,6 +368,17 @@ pub(crate) enum Request {
     },
 }
 
+/// See [`EngineHandle::offset_map_extent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetMapExtent {
+    /// Runs held (about one per transaction that touched the partition).
+    pub runs: usize,
+    /// The destination offset of the first mapped record.
+    pub first_destination_offset: i64,
+    /// The destination offset just after the last mapped record.
+    pub destination_end: i64,
+}
+
 /// The engine's command handle and snapshot reader. Cheap to clone.
 #[derive(Clone)]
 pub struct EngineHandle {
@@ -441,6 +452,19 @@ impl EngineHandle {
     pub fn translate_offset(&self, mirror: &str, topic: &str, partition: i32, source_offset: i64) -> Option<i64> {
         let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
         maps.get(&(mirror.to_string(), topic.to_string(), partition))?.translate(source_offset).map(|t| t.offset())
+    }
+
+    /// What a partition's offset map holds: its run count and the destination offsets it spans
+    /// (pruning moves the first up with the destination's log start). `None` when the partition is
+    /// unknown or nothing has been mirrored.
+    pub fn offset_map_extent(&self, mirror: &str, topic: &str, partition: i32) -> Option<OffsetMapExtent> {
+        let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+        let map = maps.get(&(mirror.to_string(), topic.to_string(), partition))?;
+        Some(OffsetMapExtent {
+            runs: map.len(),
+            first_destination_offset: map.first()?.destination_start,
+            destination_end: map.destination_end()?,
+        })
     }
 
     /// Recorded operations, newest first (at most the last 1,000 are kept in memory).

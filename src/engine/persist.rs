@@ -18,7 +18,7 @@ use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue, PositionValue,
+    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue, PositionValue,
     RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue,
 };
 
@@ -252,6 +252,23 @@ pub(crate) fn partition_state(
 
 pub(crate) fn partition_tombstone(mirror: &str, topic_id: &str, partition: i32, n: i32) -> StateWrite {
     write(StateRecord::PartitionState(Entry::tombstone(PartitionKey::new(mirror, topic_id, partition))), n)
+}
+
+/// Deletes one OffsetRuns batch (pruned: the destination no longer has its records).
+pub(crate) fn offset_runs_tombstone(
+    mirror: &str,
+    topic_id: &str,
+    partition: i32,
+    first_destination_offset: i64,
+    n: i32,
+) -> StateWrite {
+    let key = OffsetRunsKey {
+        mirror: mirror.to_string(),
+        topic_id: topic_id.to_string(),
+        partition,
+        first_destination_offset,
+    };
+    write(StateRecord::OffsetRuns(Entry::tombstone(key)), n)
 }
 
 /// The seed's LastMirrorEpochs record: one per mirror, holding every topic's partitions, so it

@@ -364,21 +364,6 @@ impl MaterializedState {
     pub fn offset_maps(&self) -> impl Iterator<Item = (&PartitionKey, &OffsetMap)> {
         self.offset_maps.iter()
     }
-
-    /// Drops offset-map history below `log_start_offset`, the destination partition's log start
-    /// (records it no longer has cannot be translated to), and releases the memory. Returns the
-    /// number of mirrored records whose mapping was dropped.
-    pub fn prune_offset_map(&mut self, key: &PartitionKey, log_start_offset: i64) -> i64 {
-        let Some(map) = self.offset_maps.get_mut(key) else {
-            return 0;
-        };
-        let removed = map.retain_from_destination(log_start_offset);
-        map.shrink_to_fit();
-        if map.is_empty() {
-            self.offset_maps.remove(key);
-        }
-        removed
-    }
 }
 
 #[cfg(test)]
@@ -682,11 +667,6 @@ mod tests {
         assert_eq!(state.offset_map(&key(0)).unwrap().runs(), [Run::new(0, 30, 4)]);
         assert_eq!(state.committed_position(&key(0)).unwrap().next_source_offset, 4);
 
-        // Pruning below the destination log start.
-        assert_eq!(state.prune_offset_map(&key(1), 4), 3);
-        assert_eq!(state.offset_map(&key(1)).unwrap().runs(), [Run::new(3, 4, 2)]);
-        assert_eq!(state.prune_offset_map(&key(1), 100), 2);
-        assert!(state.offset_map(&key(1)).is_none());
     }
 
     #[test]

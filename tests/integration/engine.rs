@@ -683,6 +683,21 @@ async fn restart_is_incremental_refuses_divergence_and_resyncs() {
         .await;
     eng.wait_caught_up(&mirror, &topic.name, 2).await;
     assert_eq!(assert_same_content(&topic.name, 2).await, 1_300);
+    // The old lineage's offset-map records were deleted: a restart loads only the new lineage,
+    // which maps source offset 0 again, past the destination's old end.
+    let extents = |eng: &TestEngine| {
+        (0..2).map(|p| eng.handle.offset_map_extent(&mirror, &topic.name, p)).collect::<Vec<_>>()
+    };
+    let resynced = extents(&eng);
+    for (p, e) in resynced.iter().enumerate() {
+        let e = e.expect("an offset map");
+        assert!(e.first_destination_offset >= 650, "partition {p}: {e:?} still maps the old lineage");
+        assert_eq!(eng.handle.translate_offset(&mirror, &topic.name, p as i32, 0), Some(e.first_destination_offset));
+    }
+    let config = eng.config.clone();
+    eng.stop().await;
+    let eng = TestEngine::with_config(config).await;
+    assert_eq!(extents(&eng), resynced);
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
@@ -1110,6 +1125,72 @@ async fn source_truncation_below_the_position_fails_the_partition() {
     let e = snap.mirror(&mirror).unwrap().topics[0].partitions[0].error.clone().unwrap();
     assert_eq!(e.code, "SOURCE_TRUNCATED", "{e:?}");
     assert!(!e.retryable);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// Offset maps hold the destination's retention, not all history: batches below the destination
+/// log start are dropped in memory and their state records deleted (a restart does not bring them
+/// back); the last batch, which carries the committed position, is never dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_maps_are_pruned_to_the_destination_log_start() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "pruned", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let config = eng.config.clone();
+    let mirror = unique("m-prune");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    // At least five transactions: each round is produced once the previous one is mirrored.
+    for round in 0..5 {
+        let (name, recs) = (topic.name.clone(), keyed(10, 1, &format!("r{round}")));
+        tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs)).await.unwrap();
+        eng.wait_caught_up(&mirror, &topic.name, 1).await;
+    }
+    let extent = |eng: &TestEngine| eng.handle.offset_map_extent(&mirror, &topic.name, 0);
+    let before = extent(&eng).expect("an offset map");
+    assert!(before.runs >= 5, "one run per transaction expected: {before:?}");
+    assert_eq!(before.first_destination_offset, 0);
+
+    // Retention (here DeleteRecords) removed the first half of the mirrored records.
+    let cut = before.destination_end / 2;
+    Cluster::Destination.admin().delete_records(&topic.name, &[(0, cut)]).await.unwrap();
+    eng.handle.refresh_now(&mirror).await.unwrap();
+    let pruned = eventually("offset map pruned", Duration::from_secs(60), || async {
+        extent(&eng).filter(|e| e.first_destination_offset > 0)
+    })
+    .await;
+    // Whole batches go, and only those entirely below the log start (at most a marker between).
+    assert!(pruned.first_destination_offset <= cut + 1, "{pruned:?} after a cut at {cut}");
+    assert!(pruned.runs < before.runs, "{pruned:?} vs {before:?}");
+    assert_eq!(pruned.destination_end, before.destination_end);
+    // A dropped source offset translates to where the kept history starts.
+    assert_eq!(eng.handle.translate_offset(&mirror, &topic.name, 0, 0), Some(pruned.first_destination_offset));
+    eng.stop().await;
+    let eng = TestEngine::with_config(config.clone()).await;
+    assert_eq!(extent(&eng), Some(pruned), "the pruned batches came back after a restart");
+
+    // Retention deleted every record: the last batch stays, so the position survives a restart
+    // and mirroring goes on from it (nothing is copied twice).
+    Cluster::Destination.admin().delete_records(&topic.name, &[(0, -1)]).await.unwrap();
+    eng.handle.refresh_now(&mirror).await.unwrap();
+    let last = eventually("offset map pruned to its last batch", Duration::from_secs(60), || async {
+        extent(&eng).filter(|e| e.runs == 1)
+    })
+    .await;
+    assert_eq!(last.destination_end, before.destination_end);
+    eng.stop().await;
+    let eng = TestEngine::with_config(config).await;
+    assert_eq!(extent(&eng), Some(last));
+    let (name, recs) = (topic.name.clone(), keyed(10, 1, "after"));
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs)).await.unwrap();
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    eng.wait_caught_up(&mirror, &topic.name, 1).await;
+    let name = topic.name.clone();
+    let dst = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &name, 1)).await.unwrap();
+    let tags: Vec<_> = dst[&0].iter().map(|c| c.headers.iter().find(|h| h.0 == "tag").map(|h| h.1.clone())).collect();
+    assert_eq!(tags, vec![Some(b"after".to_vec()); 10], "only the new records are on the destination");
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
