@@ -18,8 +18,9 @@ use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue, PositionValue,
-    RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue, TruncationValue,
+    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue,
+    PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue,
+    TruncationValue,
 };
 
 use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, SyncSpec, TopicOutcome};

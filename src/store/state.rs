@@ -666,7 +666,6 @@ mod tests {
         state.apply(runs(0, true, &[(0, 30, 4)], 4)).unwrap();
         assert_eq!(state.offset_map(&key(0)).unwrap().runs(), [Run::new(0, 30, 4)]);
         assert_eq!(state.committed_position(&key(0)).unwrap().next_source_offset, 4);
-
     }
 
     #[test]

@@ -685,9 +685,8 @@ async fn restart_is_incremental_refuses_divergence_and_resyncs() {
     assert_eq!(assert_same_content(&topic.name, 2).await, 1_300);
     // The old lineage's offset-map records were deleted: a restart loads only the new lineage,
     // which maps source offset 0 again, past the destination's old end.
-    let extents = |eng: &TestEngine| {
-        (0..2).map(|p| eng.handle.offset_map_extent(&mirror, &topic.name, p)).collect::<Vec<_>>()
-    };
+    let extents =
+        |eng: &TestEngine| (0..2).map(|p| eng.handle.offset_map_extent(&mirror, &topic.name, p)).collect::<Vec<_>>();
     let resynced = extents(&eng);
     for (p, e) in resynced.iter().enumerate() {
         let e = e.expect("an offset map");
