@@ -1071,6 +1071,9 @@ fn latency(a: LatencyArgs) -> Value {
         std::thread::spawn(move || {
             let mut from_ack = Vec::with_capacity(total as usize);
             let mut from_send = Vec::with_capacity(total as usize);
+            // Worst source-ack → visible latency (µs) per second of visibility after the warm-up:
+            // tells periodic stalls (a refresh every N seconds) from spread-out slowness.
+            let mut worst_by_second: Vec<u64> = Vec::new();
             let mut received = 0u64;
             let mut seen = vec![false; total as usize];
             let mut dup = 0u64;
@@ -1104,10 +1107,18 @@ fn latency(a: LatencyArgs) -> Value {
                 from_send.push(t.saturating_sub(intended) / 1000);
                 let ack = ack_times[seq as usize].load(Ordering::Relaxed);
                 // An ack not yet processed by the generator thread means it is at most as old as now.
-                from_ack.push(if ack == 0 { 0 } else { t.saturating_sub(ack) / 1000 });
+                let latency = if ack == 0 { 0 } else { t.saturating_sub(ack) / 1000 };
+                from_ack.push(latency);
+                let second = (t.saturating_sub(warm_end_ns) / 1_000_000_000) as usize;
+                if second < 3600 {
+                    if worst_by_second.len() <= second {
+                        worst_by_second.resize(second + 1, 0);
+                    }
+                    worst_by_second[second] = worst_by_second[second].max(latency);
+                }
             }
             let measured_missing = (0..total).filter(|&s| !seen[s as usize]).count() as u64;
-            (from_ack, from_send, received, dup, measured_missing)
+            (from_ack, from_send, received, dup, measured_missing, worst_by_second)
         })
     };
 
@@ -1148,7 +1159,7 @@ fn latency(a: LatencyArgs) -> Value {
     let _ = producer.flush(Duration::from_secs(60));
     let sent_s = (now_ns() - t0_ns) as f64 / 1e9;
     gen_done.store(true, Ordering::Relaxed);
-    let (from_ack, from_send, received, dup, missing) = checker_thread.join().expect("checker");
+    let (from_ack, from_send, received, dup, missing, worst_by_second) = checker_thread.join().expect("checker");
     let acked = producer.context().acked.load(Ordering::Relaxed);
     json!({
         "offered_rate": a.rate, "achieved_rate": total as f64 / sent_s, "sent": total, "acked": acked,
@@ -1157,6 +1168,7 @@ fn latency(a: LatencyArgs) -> Value {
         "source_ack_to_visible": percentiles(from_ack),
         "intended_send_to_visible": percentiles(from_send),
         "isolation": a.isolation, "linger_ms": a.linger_ms, "codec": a.codec, "probe_s": probe_s,
+        "worst_ms_by_second": worst_by_second.iter().map(|&us| us / 1000).collect::<Vec<_>>(),
     })
 }
 
