@@ -344,7 +344,6 @@ impl Pipe {
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
             .set("fetch.queue.backoff.ms", "10")
-            .set("fetch.wait.max.ms", "100")
             .set("queued.max.messages.kbytes", "65536")
             .set("client.id", format!("kmirror-{}-source", config.mirror));
         // librdkafka receives a fetch response into one buffer of its size. At the 50 MiB default
@@ -353,6 +352,13 @@ impl Pipe {
         // Responses of at most 16 MiB stay in malloc's heap once glibc has raised its mmap threshold.
         if !config.source_properties.contains_key("fetch.max.bytes") {
             ccfg.set("fetch.max.bytes", FETCH_MAX_BYTES.to_string());
+        }
+        // librdkafka has no incremental fetch sessions (KIP-227): every fetch lists every assigned
+        // partition, so at 10,000 idle partitions each one costs both sides real CPU. The broker
+        // answers as soon as any partition has data (fetch.min.bytes 1), so a longer wait costs
+        // no latency; it only spaces out the fetches of an idle mirror.
+        if !config.source_properties.contains_key("fetch.wait.max.ms") {
+            ccfg.set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string());
         }
         let consumer: BaseConsumer = ccfg.create().map_err(|e| format!("cannot create source consumer: {e}"))?;
 
@@ -493,10 +499,19 @@ impl Pipe {
                 false
             }
             PipeCommand::Unassign { partitions, finish, fence, reply } => {
+                let started = Instant::now();
                 let mut r = self.unassign(&partitions, finish);
+                let unassigned = started.elapsed();
                 if fence && r.is_ok() {
                     r = self.fence_checked().and(r).map_err(|e| format!("fence: {e}"));
                 }
+                tracing::debug!(
+                    mirror = %self.config.mirror,
+                    partitions = partitions.len(),
+                    unassign_ms = unassigned.as_secs_f64() * 1e3,
+                    fence_ms = (started.elapsed() - unassigned).as_secs_f64() * 1e3,
+                    "partitions unassigned"
+                );
                 let _ = reply.send(r);
                 false
             }
@@ -1100,6 +1115,9 @@ fn producer_config(config: &PipeConfig) -> ClientConfig {
 
 /// The consumer's `fetch.max.bytes` default (librdkafka's is 50 MiB): see `Pipe::new`.
 const FETCH_MAX_BYTES: usize = 16 << 20;
+
+/// The consumer's `fetch.wait.max.ms` default: see `Pipe::new`.
+const FETCH_WAIT_MAX_MS: u32 = 500;
 
 /// How long the consumer may have nothing to give before an open transaction is committed early.
 const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
