@@ -620,22 +620,17 @@ impl Pipe {
             if now >= deadline || (self.in_txn && self.txn_bytes >= self.config.commit_max_bytes) {
                 return false;
             }
-            // Inside a transaction, an empty prefetch queue means every record fetched so far is
-            // in this transaction: the mirror follows the head of the source log instead of
-            // draining a backlog, so commit now rather than wait out the interval, and records
-            // show on the destination within tens of milliseconds. Under a backlog (or whenever
-            // the destination is the bottleneck) the queue is never empty and transactions grow
-            // to the interval or byte cap. A young transaction waits for more records first:
-            // every transaction adds one offset-map run per partition it touched (the commit
-            // marker takes an offset), in memory and in the state topic, so their rate is
-            // bounded (at most 1 / CAUGHT_UP_MIN_AGE).
-            let idle = if self.in_txn {
-                CAUGHT_UP_MIN_AGE.saturating_sub(self.txn_started.elapsed())
-            } else {
-                Duration::from_millis(50)
-            };
+            // Inside a transaction, a consumer with nothing more to give for a moment means the
+            // mirror has caught up: commit now instead of waiting out the interval, so a lightly
+            // loaded mirror shows records within milliseconds. Under a backlog the consumer's
+            // prefetch queue is never empty and transactions grow to the interval or byte cap.
+            let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
             let wait = (deadline - now).min(idle);
             match self.consumer.poll(wait) {
+                // Caught up, but the transaction is young: keep it open a little longer. Every
+                // transaction adds one offset-map run per partition it touched (the commit
+                // marker takes an offset), in memory and in the state topic, so the rate of
+                // transactions is bounded (at most 1 / CAUGHT_UP_MIN_AGE).
                 None if self.in_txn && self.txn_started.elapsed() < CAUGHT_UP_MIN_AGE => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
@@ -1123,6 +1118,9 @@ const FETCH_MAX_BYTES: usize = 16 << 20;
 
 /// The consumer's `fetch.wait.max.ms` default: see `Pipe::new`.
 const FETCH_WAIT_MAX_MS: u32 = 500;
+
+/// How long the consumer may have nothing to give before an open transaction is committed early.
+const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
 
 /// The youngest transaction committed early because the mirror caught up: at most 20
 /// transactions per second at light load (under a backlog, `commit_interval` rules).
