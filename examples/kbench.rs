@@ -278,7 +278,8 @@ fn plain_consumer(bootstrap: &str, isolation: &str, props: &[String]) -> BaseCon
         .set("isolation.level", isolation)
         // kmirror's source consumer settings (src/kafka/pipe.rs), so C is like for like.
         .set("fetch.queue.backoff.ms", "10")
-        .set("fetch.wait.max.ms", "100")
+        .set("fetch.wait.max.ms", "500")
+        .set("fetch.max.bytes", "16777216")
         .set("queued.max.messages.kbytes", "65536");
     for p in props {
         let Some((k, v)) = p.split_once('=') else { die(format!("--prop {p}: expected key=value")) };
