@@ -425,19 +425,28 @@ impl OffsetMap {
         Some(end)
     }
 
-    /// The destination start offset of every stretch (a transaction's batch each: see
-    /// [`OffsetMap::destination_stretch_end`]), in order.
-    pub fn stretch_starts(&self) -> impl Iterator<Item = i64> + '_ {
-        let previous_ends = std::iter::once(None).chain(self.runs.iter().map(|run| Some(run.destination_end())));
-        self.runs
-            .iter()
-            .zip(previous_ends)
-            .filter(|(run, previous_end)| *previous_end != Some(run.destination_start))
-            .map(|(run, _)| run.destination_start)
+    /// The runs of each stretch (a transaction's batch each: see
+    /// [`OffsetMap::destination_stretch_end`]), as index ranges into the runs, in order.
+    fn stretches(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if start >= self.runs.len() {
+                return None;
+            }
+            let mut end = start + 1;
+            while end < self.runs.len() && self.runs[end].destination_start == self.runs[end - 1].destination_end() {
+                end += 1;
+            }
+            Some(std::mem::replace(&mut start, end)..end)
+        })
     }
 
-    /// Drops the oldest whole stretches (a transaction's batch each: see
-    /// [`OffsetMap::destination_stretch_end`]) that end at or before `log_start`, the destination
+    /// The destination start offset of every stretch, in order.
+    pub fn stretch_starts(&self) -> impl Iterator<Item = i64> + '_ {
+        self.stretches().map(|stretch| self.runs[stretch.start].destination_start)
+    }
+
+    /// Drops the oldest whole stretches that end at or before `log_start`, the destination
     /// partition's log start offset: the records they map are gone, so nothing can be translated
     /// to them any more. At most `limit` stretches go per call, and never the last stretch: it
     /// carries the partition's committed position in the state topic, and a map must keep saying
@@ -446,21 +455,17 @@ impl OffsetMap {
     /// records to delete).
     pub fn prune_stretches_below(&mut self, log_start: i64, limit: usize) -> Vec<i64> {
         let mut dropped = Vec::new();
-        // Index of the first run of the stretch being looked at.
-        let mut start = 0;
-        while start < self.runs.len() && dropped.len() < limit {
-            let mut end = start + 1;
-            while end < self.runs.len() && self.runs[end].destination_start == self.runs[end - 1].destination_end() {
-                end += 1;
-            }
-            if end == self.runs.len() || self.runs[end - 1].destination_end() > log_start {
+        let mut cut = 0;
+        for stretch in self.stretches() {
+            let last = stretch.end == self.runs.len();
+            if dropped.len() >= limit || last || self.runs[stretch.end - 1].destination_end() > log_start {
                 break;
             }
-            dropped.push(self.runs[start].destination_start);
-            start = end;
+            dropped.push(self.runs[stretch.start].destination_start);
+            cut = stretch.end;
         }
-        if start > 0 {
-            self.runs.drain(..start);
+        if cut > 0 {
+            self.runs.drain(..cut);
             if self.runs.capacity() > 2 * self.runs.len() + 16 {
                 self.runs.shrink_to_fit();
             }

@@ -335,32 +335,8 @@ impl Pipe {
         events: mpsc::UnboundedSender<PipeEvent>,
         runtime: tokio::runtime::Handle,
     ) -> Result<Pipe, String> {
-        let mut ccfg: ClientConfig = client_config(&config.source_bootstrap, &config.source_properties);
-        ccfg.set("group.id", format!("kmirror-{}", config.mirror))
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("isolation.level", "read_committed")
-            // A position the source no longer has is an error, never a silent jump.
-            .set("auto.offset.reset", "error")
-            .set("enable.partition.eof", "false")
-            .set("fetch.queue.backoff.ms", "10")
-            .set("queued.max.messages.kbytes", "65536")
-            .set("client.id", format!("kmirror-{}-source", config.mirror));
-        // librdkafka receives a fetch response into one buffer of its size. At the 50 MiB default
-        // (reached from 50 partitions on, at 1 MiB each) glibc serves every such buffer with a
-        // fresh mmap, and the process spent ~10 % of its CPU faulting in and zeroing those pages.
-        // Responses of at most 16 MiB stay in malloc's heap once glibc has raised its mmap threshold.
-        if !config.source_properties.contains_key("fetch.max.bytes") {
-            ccfg.set("fetch.max.bytes", FETCH_MAX_BYTES.to_string());
-        }
-        // librdkafka has no incremental fetch sessions (KIP-227): every fetch lists every assigned
-        // partition, so at 10,000 idle partitions each one costs both sides real CPU. The broker
-        // answers as soon as any partition has data (fetch.min.bytes 1), so a longer wait costs
-        // no latency; it only spaces out the fetches of an idle mirror.
-        if !config.source_properties.contains_key("fetch.wait.max.ms") {
-            ccfg.set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string());
-        }
-        let consumer: BaseConsumer = ccfg.create().map_err(|e| format!("cannot create source consumer: {e}"))?;
+        let consumer: BaseConsumer =
+            consumer_config(&config).create().map_err(|e| format!("cannot create source consumer: {e}"))?;
 
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&config)
             .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
@@ -1113,10 +1089,40 @@ fn producer_config(config: &PipeConfig) -> ClientConfig {
     pcfg
 }
 
-/// The consumer's `fetch.max.bytes` default (librdkafka's is 50 MiB): see `Pipe::new`.
+/// The source consumer's settings, built like the producer's: tuning defaults first, the user's
+/// `[source.properties]` over them, then what the data path's correctness depends on.
+fn consumer_config(config: &PipeConfig) -> ClientConfig {
+    let mut ccfg = ClientConfig::new();
+    // librdkafka receives a fetch response into one buffer of its size. At the 50 MiB default
+    // (reached from 50 partitions on, at 1 MiB each) glibc serves every such buffer with a
+    // fresh mmap, and the process spent ~10 % of its CPU faulting in and zeroing those pages.
+    // Responses of at most 16 MiB stay in malloc's heap once glibc has raised its mmap threshold.
+    ccfg.set("fetch.max.bytes", FETCH_MAX_BYTES.to_string())
+        // librdkafka has no incremental fetch sessions (KIP-227): every fetch lists every assigned
+        // partition, so at 10,000 idle partitions each one costs both sides real CPU. The broker
+        // answers as soon as any partition has data (fetch.min.bytes 1), so a longer wait costs
+        // no latency; it only spaces out the fetches of an idle mirror.
+        .set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string());
+    for (k, v) in client_config(&config.source_bootstrap, &config.source_properties).config_map() {
+        ccfg.set(k, v);
+    }
+    ccfg.set("group.id", format!("kmirror-{}", config.mirror))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", "read_committed")
+        // A position the source no longer has is an error, never a silent jump.
+        .set("auto.offset.reset", "error")
+        .set("enable.partition.eof", "false")
+        .set("fetch.queue.backoff.ms", "10")
+        .set("queued.max.messages.kbytes", "65536")
+        .set("client.id", format!("kmirror-{}-source", config.mirror));
+    ccfg
+}
+
+/// The consumer's `fetch.max.bytes` default (librdkafka's is 50 MiB): see `consumer_config`.
 const FETCH_MAX_BYTES: usize = 16 << 20;
 
-/// The consumer's `fetch.wait.max.ms` default: see `Pipe::new`.
+/// The consumer's `fetch.wait.max.ms` default: see `consumer_config`.
 const FETCH_WAIT_MAX_MS: u32 = 500;
 
 /// How long the consumer may have nothing to give before an open transaction is committed early.
@@ -1138,6 +1144,37 @@ fn backoff(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() {
+        let config = |props: &[(&str, &str)]| PipeConfig {
+            mirror: "m".into(),
+            source_bootstrap: "src:9092".into(),
+            source_properties: props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            destination_bootstrap: "dst:9092".into(),
+            destination_properties: BTreeMap::new(),
+            transactional_id: "t".into(),
+            commit_interval: Duration::from_millis(250),
+            commit_max_bytes: 1 << 20,
+            state_topic: "__mirror_state".into(),
+            transaction_timeout: Duration::from_secs(10),
+        };
+        let defaults = consumer_config(&config(&[]));
+        assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
+        assert_eq!(defaults.get("fetch.wait.max.ms"), Some("500"));
+        assert_eq!(defaults.get("socket.nagle.disable"), Some("true"));
+        assert_eq!(defaults.get("bootstrap.servers"), Some("src:9092"));
+        let user = consumer_config(&config(&[
+            ("fetch.max.bytes", "1048576"),
+            ("fetch.wait.max.ms", "50"),
+            ("isolation.level", "read_uncommitted"),
+            ("enable.auto.commit", "true"),
+        ]));
+        assert_eq!(user.get("fetch.max.bytes"), Some("1048576"));
+        assert_eq!(user.get("fetch.wait.max.ms"), Some("50"));
+        assert_eq!(user.get("isolation.level"), Some("read_committed"));
+        assert_eq!(user.get("enable.auto.commit"), Some("false"));
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {
