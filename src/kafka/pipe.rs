@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -227,6 +228,9 @@ type Delivered = Option<Result<i64, String>>;
 #[derive(Default)]
 struct DeliveryLog {
     results: Mutex<Vec<Delivered>>,
+    /// Key and value bytes of the open transaction's data records whose report has arrived
+    /// (acknowledged or failed): with the bytes sent, what is still on its way.
+    reported_bytes: AtomicUsize,
 }
 
 struct PipeProducerContext {
@@ -239,15 +243,17 @@ impl ProducerContext for PipeProducerContext {
     type DeliveryOpaque = usize;
 
     fn delivery(&self, result: &DeliveryResult<'_>, slot: usize) {
-        let value = match result {
-            Ok(m) => Ok(m.offset()),
-            Err((e, _)) => Err(e.to_string()),
-        };
         // State records carry usize::MAX and are not logged. The log grows here, so the send
         // path takes no lock per record.
         if slot == usize::MAX {
             return;
         }
+        let (value, message) = match result {
+            Ok(m) => (Ok(m.offset()), m),
+            Err((e, m)) => (Err(e.to_string()), m),
+        };
+        let bytes = message.key().map_or(0, <[u8]>::len) + message.payload().map_or(0, <[u8]>::len);
+        self.log.reported_bytes.fetch_add(bytes, Ordering::Relaxed);
         let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
         if results.len() <= slot {
             results.resize(slot + 1, None);
@@ -323,9 +329,22 @@ struct Pipe {
 
 enum TxnOutcome {
     Committed,
+    /// Aborted and rewound after learning something about the destination; retry at once.
+    Again,
     /// Aborted and rewound (transient); retry later.
     Retry(String),
     Fenced(String),
+}
+
+/// Where the records of a transaction landed on the destination, against the prediction.
+enum Landing {
+    AsPredicted,
+    /// One offset earlier everywhere, right after our own commit: no commit markers.
+    NoMarkers,
+    /// (partition, expected offset, found offset) of each partition somebody else wrote to.
+    Foreign(Vec<(Key, i64, i64)>),
+    /// A partition's next destination offset is unknown (its first delivery failed).
+    Unknown,
 }
 
 impl Pipe {
@@ -414,6 +433,7 @@ impl Pipe {
             if self.in_txn && (caught_up || self.should_commit()) {
                 match self.commit() {
                     TxnOutcome::Committed => self.retry_attempt = 0,
+                    TxnOutcome::Again => {}
                     TxnOutcome::Retry(_) if self.fenced => {} // already reported as fatal
                     TxnOutcome::Retry(message) => {
                         self.retry_attempt += 1;
@@ -577,6 +597,18 @@ impl Pipe {
         }
     }
 
+    /// Bytes of the open transaction's data records sent but not yet reported delivered.
+    fn unacked_bytes(&self) -> usize {
+        self.txn_bytes.saturating_sub(self.producer.context().log.reported_bytes.load(Ordering::Relaxed))
+    }
+
+    /// See `MAX_UNACKED_BYTES`: at least a full batch per assigned partition may be on its way,
+    /// or the per-partition batches shrink and the producer's requests (one partition each)
+    /// queue up behind each other at the broker.
+    fn unacked_limit(&self) -> usize {
+        MAX_UNACKED_BYTES.max(self.parts.len().saturating_mul(PRODUCER_BATCH_BYTES)).min(self.config.commit_max_bytes)
+    }
+
     fn should_commit(&self) -> bool {
         self.txn_started.elapsed() >= self.config.commit_interval || self.txn_bytes >= self.config.commit_max_bytes
     }
@@ -595,6 +627,18 @@ impl Pipe {
             let now = Instant::now();
             if now >= deadline || (self.in_txn && self.txn_bytes >= self.config.commit_max_bytes) {
                 return false;
+            }
+            // Under a backlog the consumer hands over records far faster than the destination
+            // acknowledges them. Without a bound a transaction took everything it could get (up
+            // to `commit_max_bytes`) and then waited for all of it, and every record in it
+            // became visible only at the end of that wait: a 64 MiB transaction flushed at
+            // 100 MiB/s (2 cores under load) kept its first records invisible for ~1 s. Past
+            // `MAX_UNACKED_BYTES` the backlog waits in the consumer instead, the transaction
+            // still ends on time, and its flush is short. The producer keeps its in-flight
+            // window full either way, so throughput does not change.
+            if self.in_txn && self.unacked_bytes() > self.unacked_limit() {
+                std::thread::sleep(SERVE_STEP);
+                continue;
             }
             // Inside a transaction, a consumer with nothing more to give for a moment means the
             // mirror has caught up: commit now instead of waiting out the interval, so a lightly
@@ -632,6 +676,7 @@ impl Pipe {
                         self.txn_bytes = 0;
                         self.next_slot = 0;
                         self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                        self.producer.context().log.reported_bytes.store(0, Ordering::Relaxed);
                     }
                     let slot = self.next_slot;
                     self.next_slot += 1;
@@ -741,11 +786,60 @@ impl Pipe {
         }
     }
 
-    /// Flushes, checks, writes positions and commits the open transaction.
+    /// Writes positions, checks and commits the open transaction.
+    ///
+    /// The state records go out right behind the data, before the data's delivery reports are
+    /// in: kmirror is the only writer of its destination partitions, so where each record lands
+    /// is known in advance (the next offset after our last batch and its commit marker). One
+    /// flush then waits for data and state together, and the delivery reports check the
+    /// prediction record by record before anything commits. A record that landed anywhere else
+    /// means somebody else wrote to the partition: the transaction is aborted, the partition
+    /// fails with a foreign write, and the state records of the aborted transaction are never
+    /// read. Waiting for the data first and writing the state after cost one more round trip per
+    /// transaction, which at 2 cores under load was ~30 ms of every ~100 ms commit cycle.
     // rdkafka's `send` hands a refused record back by value (a large `Err`).
     #[allow(clippy::result_large_err)]
     fn commit(&mut self) -> TxnOutcome {
         let started = Instant::now();
+        // A partition whose next destination offset is unknown (the broker did not answer after
+        // an abort) learns it from its first delivery before anything is predicted.
+        if self.parts.values().any(|p| !p.pending.is_empty() && p.expected_next_destination.is_none()) {
+            if let Err(e) = self.flush_sent() {
+                return self.after_txn_error("flush", e);
+            }
+            let results = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner());
+            for part in self.parts.values_mut().filter(|p| p.expected_next_destination.is_none()) {
+                if let Some(Some(Ok(first))) = part.pending.first().and_then(|p| results.get(p.slot)) {
+                    part.expected_next_destination = Some(*first);
+                    part.after_commit = false;
+                }
+            }
+        }
+        let progress = match self.predicted_progress() {
+            Ok(p) => p,
+            Err(message) => {
+                self.abort_and_rewind();
+                return TxnOutcome::Retry(message);
+            }
+        };
+        for p in &progress {
+            for w in (self.encode)(p) {
+                let mut rec: BaseRecord<'_, [u8], [u8], usize> =
+                    BaseRecord::with_opaque_to(&self.config.state_topic, usize::MAX)
+                        .partition(w.partition)
+                        .key(&w.key[..]);
+                if let Some(v) = &w.value {
+                    rec = rec.payload(&v[..]);
+                }
+                let producer = &self.producer;
+                if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
+                    self.abort_and_rewind();
+                    return TxnOutcome::Retry(format!("cannot write state record: {e}"));
+                }
+            }
+        }
+        // Data and state records together; the flush inside rdkafka's commit_transaction then
+        // finds nothing to wait for.
         if let Err(e) = self.flush_sent() {
             return self.after_txn_error("flush", e);
         }
@@ -764,100 +858,40 @@ impl Pipe {
             self.abort_and_rewind();
             return TxnOutcome::Retry("a delivery report is missing after flush".into());
         }
-        let mut progress = Vec::new();
-        let mut foreign: Vec<(Key, i64, i64)> = Vec::new();
-        let mut learned_markers = None;
-        for (key, part) in &self.parts {
-            if part.pending.is_empty() {
-                continue;
+        match self.check_landing(&results) {
+            Landing::AsPredicted => {}
+            Landing::NoMarkers => {
+                // librdkafka's mock cluster writes no commit markers: learned once, then
+                // predicted without them. The transaction's state records assumed a marker, so
+                // it is aborted and its records mirrored again.
+                self.markers = Some(false);
+                self.abort_and_rewind();
+                return TxnOutcome::Again;
             }
-            let mut builder = RunBuilder::new();
-            let mut first_dest = None;
-            let mut last_dest = None;
-            let mut bytes = 0;
-            for p in &part.pending {
-                let Some(Some(Ok(d))) = results.get(p.slot) else { continue };
-                first_dest.get_or_insert(*d);
-                last_dest = Some(*d);
-                if let Err(e) = builder.push(p.source_offset, *d) {
-                    // Offsets out of order would be a client bug; never commit a wrong map.
-                    tracing::error!(mirror = %self.config.mirror, error = %e, "offset map run rejected");
-                    foreign.push((key.clone(), *d, *d));
+            Landing::Unknown => {
+                self.abort_and_rewind();
+                return TxnOutcome::Retry("the destination offset of a partition is unknown".into());
+            }
+            Landing::Foreign(foreign) => {
+                // Never commit records next to somebody else's: abort, then fail those partitions.
+                self.abort_and_rewind();
+                for ((topic, partition), expected, found) in foreign {
+                    self.fail_partition(
+                        &topic,
+                        partition,
+                        PartitionFault::ForeignWrite { expected_offset: expected, found_offset: found },
+                    );
                 }
-                bytes += p.bytes;
+                return TxnOutcome::Retry("foreign write detected; transaction aborted".into());
             }
-            let (Some(first), Some(last)) = (first_dest, last_dest) else { continue };
-            // Right after our own commit the transaction marker takes one offset. A cluster
-            // that writes no markers (librdkafka's mock) lands the next batch one earlier; that
-            // leaves no room for a foreign record, so it is accepted and remembered.
-            let markerless = part.after_commit && self.markers != Some(true);
-            if let Some(expected) = part.expected_next_destination
-                && first != expected
-                && !(markerless && first == expected - 1)
-            {
-                foreign.push((key.clone(), expected, first));
-                continue;
-            }
-            if part.after_commit
-                && let Some(expected) = part.expected_next_destination
-            {
-                learned_markers = Some(first == expected);
-            }
-            let last_pending = part.pending.last().expect("non-empty");
-            progress.push(PartitionProgress {
-                topic: key.0.clone(),
-                partition: key.1,
-                next_source_offset: last_pending.source_offset + 1,
-                source_leader_epoch: last_pending.epoch.or(part.committed_epoch),
-                destination_end_offset: last + 1,
-                last_record_timestamp: last_pending.timestamp,
-                records: part.pending.len() as u64,
-                bytes,
-                runs: builder.finish(),
-            });
-        }
-        if self.markers.is_none() {
-            self.markers = learned_markers;
-        }
-        if !foreign.is_empty() {
-            // Never commit records next to somebody else's: abort, then fail those partitions.
-            self.abort_and_rewind();
-            for ((topic, partition), expected, found) in foreign {
-                self.fail_partition(
-                    &topic,
-                    partition,
-                    PartitionFault::ForeignWrite { expected_offset: expected, found_offset: found },
-                );
-            }
-            return TxnOutcome::Retry("foreign write detected; transaction aborted".into());
-        }
-        for p in &progress {
-            for w in (self.encode)(p) {
-                let mut rec: BaseRecord<'_, [u8], [u8], usize> =
-                    BaseRecord::with_opaque_to(&self.config.state_topic, usize::MAX)
-                        .partition(w.partition)
-                        .key(&w.key[..]);
-                if let Some(v) = &w.value {
-                    rec = rec.payload(&v[..]);
-                }
-                let producer = &self.producer;
-                if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
-                    self.abort_and_rewind();
-                    return TxnOutcome::Retry(format!("cannot write state record: {e}"));
-                }
-            }
-        }
-        // Flushed here, so the flush inside rdkafka's commit_transaction finds nothing to wait for.
-        if let Err(e) = self.flush_sent() {
-            return self.after_txn_error("flush state records", e);
         }
         match self.producer.commit_transaction(self.config.transaction_timeout) {
             Ok(()) => {}
             Err(e) => return self.after_txn_error("commit", e),
         }
         self.in_txn = false;
-        // Where a transaction's time goes: filling (consume + send), flushing the data, writing
-        // the state records and committing. `RUST_LOG=kmirror::kafka::pipe=trace` when tuning.
+        // Where a transaction's time goes: filling (consume + send), flushing data and state, and
+        // committing. `RUST_LOG=kmirror::kafka::pipe=trace` when tuning.
         tracing::trace!(
             mirror = %self.config.mirror,
             records = self.next_slot,
@@ -867,13 +901,15 @@ impl Pipe {
             commit_ms = (started.elapsed() - flushed).as_secs_f64() * 1e3,
             "transaction committed"
         );
+        // Our commit marker takes the offset right after our last record (none on a cluster
+        // that writes no markers).
+        let marker = i64::from(self.markers != Some(false));
         for p in &progress {
             if let Some(part) = self.parts.get_mut(&(p.topic.clone(), p.partition)) {
                 part.committed_next_source = Some(p.next_source_offset);
                 part.committed_epoch = p.source_leader_epoch;
                 part.committed_destination_end = p.destination_end_offset;
-                // The commit marker takes the offset right after our last record.
-                part.expected_next_destination = Some(p.destination_end_offset + 1);
+                part.expected_next_destination = Some(p.destination_end_offset + marker);
                 part.after_commit = true;
             }
         }
@@ -884,6 +920,82 @@ impl Pipe {
             self.emit(PipeEvent::Committed(progress));
         }
         TxnOutcome::Committed
+    }
+
+    /// The progress of every partition with records in the open transaction, with destination
+    /// offsets as predicted: consecutive from the partition's expected next offset.
+    fn predicted_progress(&self) -> Result<Vec<PartitionProgress>, String> {
+        let mut progress = Vec::new();
+        for (key, part) in &self.parts {
+            let Some(last) = part.pending.last() else { continue };
+            // Unknown only when the partition's first delivery failed: that aborts the
+            // transaction before anything commits (see `check_landing`).
+            let Some(start) = part.expected_next_destination else { continue };
+            let mut builder = RunBuilder::new();
+            for (i, p) in part.pending.iter().enumerate() {
+                // Source offsets out of order would be a consumer bug; never commit a wrong map.
+                builder.push(p.source_offset, start + i as i64).map_err(|e| format!("offset map run rejected: {e}"))?;
+            }
+            progress.push(PartitionProgress {
+                topic: key.0.clone(),
+                partition: key.1,
+                next_source_offset: last.source_offset + 1,
+                source_leader_epoch: last.epoch.or(part.committed_epoch),
+                destination_end_offset: start + part.pending.len() as i64,
+                last_record_timestamp: last.timestamp,
+                records: part.pending.len() as u64,
+                bytes: part.pending.iter().map(|p| p.bytes).sum(),
+                runs: builder.finish(),
+            });
+        }
+        Ok(progress)
+    }
+
+    /// Compares where every record of the open transaction landed with where it was predicted
+    /// to land. Learns whether the destination writes commit markers (real Kafka always does).
+    fn check_landing(&mut self, results: &[Delivered]) -> Landing {
+        let mut foreign = Vec::new();
+        let mut no_markers = false;
+        let mut unknown = false;
+        for (key, part) in &self.parts {
+            if part.pending.is_empty() {
+                continue;
+            }
+            let landed = |i: usize| match results.get(part.pending[i].slot) {
+                Some(Some(Ok(d))) => Some(*d),
+                _ => None,
+            };
+            let Some(expected) = part.expected_next_destination else {
+                unknown = true;
+                continue;
+            };
+            let mismatch = (0..part.pending.len()).find(|&i| landed(i) != Some(expected + i as i64));
+            let Some(i) = mismatch else {
+                if part.after_commit && self.markers.is_none() {
+                    self.markers = Some(true);
+                }
+                continue;
+            };
+            // Right after our own commit, a cluster that writes no markers (librdkafka's mock)
+            // lands everything one earlier than predicted.
+            if part.after_commit
+                && self.markers.is_none()
+                && (0..part.pending.len()).all(|i| landed(i) == Some(expected - 1 + i as i64))
+            {
+                no_markers = true;
+                continue;
+            }
+            foreign.push((key.clone(), expected + i as i64, landed(i).unwrap_or(-1)));
+        }
+        if !foreign.is_empty() {
+            Landing::Foreign(foreign)
+        } else if unknown {
+            Landing::Unknown
+        } else if no_markers {
+            Landing::NoMarkers
+        } else {
+            Landing::AsPredicted
+        }
     }
 
     fn after_txn_error(&mut self, what: &str, e: RdError) -> TxnOutcome {
@@ -1011,6 +1123,9 @@ impl Pipe {
             match finish {
                 Finish::Commit => match self.commit() {
                     TxnOutcome::Committed => {}
+                    TxnOutcome::Again => {
+                        tracing::info!(mirror = %self.config.mirror, "commit before unassign aborted; the records are mirrored again")
+                    }
                     TxnOutcome::Retry(m) => {
                         tracing::info!(mirror = %self.config.mirror, "commit before unassign failed, aborted: {m}")
                     }
@@ -1127,6 +1242,16 @@ const FETCH_WAIT_MAX_MS: u32 = 500;
 
 /// How long the consumer may have nothing to give before an open transaction is committed early.
 const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
+
+/// At most this many bytes of a transaction's records may be on their way to the destination
+/// (queued in the producer or unacknowledged) while the pipe takes more from the consumer (see
+/// `Pipe::fill`): enough to keep the producer's five requests in flight to every broker full
+/// (librdkafka sends one partition's batch of up to 1 MB per request), small enough to flush in
+/// ~100 ms on a loaded 2-core machine.
+const MAX_UNACKED_BYTES: usize = 16 << 20;
+
+/// librdkafka's default `batch.size`: the most one produce request carries for one partition.
+const PRODUCER_BATCH_BYTES: usize = 1_000_000;
 
 /// The youngest transaction committed early because the mirror caught up: at most 20
 /// transactions per second at light load (under a backlog, `commit_interval` rules).
