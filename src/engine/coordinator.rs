@@ -1975,12 +1975,26 @@ impl Coordinator {
             let internal = self.internal_tx.clone();
             let mirror = name.clone();
             tokio::spawn(async move {
-                // A failed read prunes nothing this round; the next refresh tries again.
                 let starts = match dest.list_offsets(&q, IsolationLevel::ReadUncommitted).await {
                     Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
                     Err(e) => {
-                        tracing::debug!(%mirror, "offset-map prune: destination log starts: {e}");
-                        Vec::new()
+                        // One topic the destination no longer has (a stopped topic its users
+                        // deleted; its map stays for offset translation) fails the whole answer.
+                        // Topic by topic, the others are still pruned; a failed read prunes
+                        // nothing of its topic this round, and the next refresh tries again.
+                        tracing::debug!(%mirror, "offset-map prune: destination log starts: {e}; asking per topic");
+                        let mut by_topic: BTreeMap<&str, Vec<(String, i32, OffsetSpec)>> = BTreeMap::new();
+                        for r in &q {
+                            by_topic.entry(r.0.as_str()).or_default().push(r.clone());
+                        }
+                        let mut starts = Vec::new();
+                        for (topic, requests) in by_topic {
+                            match dest.list_offsets(&requests, IsolationLevel::ReadUncommitted).await {
+                                Ok(v) => starts.extend(v.into_iter().map(|o| ((o.topic, o.partition), o.offset))),
+                                Err(e) => tracing::debug!(%mirror, topic, "offset-map prune: destination log starts: {e}"),
+                            }
+                        }
+                        starts
                     }
                 };
                 let _ = internal.send(Internal::LogStarts { mirror, starts });

@@ -1129,6 +1129,45 @@ async fn source_truncation_below_the_position_fails_the_partition() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// A stopped topic whose destination copy was deleted keeps its offset map (for translation),
+/// and the destination no longer answers for it: the mirror's other topics are still pruned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_map_prune_goes_on_past_a_deleted_destination_topic() {
+    let _rig = shared().await;
+    let gone = TestTopic::create(Cluster::Source, "prune-gone", 1, &[]).await;
+    let kept = TestTopic::create(Cluster::Source, "prune-kept", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-prune-gone");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&gone.name, &kept.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    for round in 0..4 {
+        for t in [&gone, &kept] {
+            let (name, recs) = (t.name.clone(), keyed(10, 1, &format!("r{round}")));
+            tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs)).await.unwrap();
+            eng.wait_caught_up(&mirror, &t.name, 1).await;
+        }
+    }
+    eng.op_ok(&mirror, &[&gone.name], LifecycleOp::Stop).await;
+    Cluster::Destination.admin().delete_topic(&gone.name).await.unwrap();
+    assert!(eng.handle.offset_map_extent(&mirror, &gone.name, 0).is_some(), "a stopped topic keeps its map");
+
+    let extent = |eng: &TestEngine| eng.handle.offset_map_extent(&mirror, &kept.name, 0);
+    let before = extent(&eng).expect("an offset map");
+    assert!(before.runs >= 4, "one run per transaction expected: {before:?}");
+    let cut = before.destination_end / 2;
+    Cluster::Destination.admin().delete_records(&kept.name, &[(0, cut)]).await.unwrap();
+    eng.handle.refresh_now(&mirror).await.unwrap();
+    let pruned = eventually("the other topic's map pruned", Duration::from_secs(90), || async {
+        extent(&eng).filter(|e| e.first_destination_offset > 0)
+    })
+    .await;
+    assert!(pruned.runs < before.runs, "{pruned:?} vs {before:?}");
+    assert_eq!(pruned.destination_end, before.destination_end);
+    eng.op_ok(&mirror, &[&kept.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&kept.name).await;
+}
+
 /// Offset maps hold the destination's retention, not all history: batches below the destination
 /// log start are dropped in memory and their state records deleted (a restart does not bring them
 /// back); the last batch, which carries the committed position, is never dropped.
