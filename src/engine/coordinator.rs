@@ -1991,7 +1991,9 @@ impl Coordinator {
                         for (topic, requests) in by_topic {
                             match dest.list_offsets(&requests, IsolationLevel::ReadUncommitted).await {
                                 Ok(v) => starts.extend(v.into_iter().map(|o| ((o.topic, o.partition), o.offset))),
-                                Err(e) => tracing::debug!(%mirror, topic, "offset-map prune: destination log starts: {e}"),
+                                Err(e) => {
+                                    tracing::debug!(%mirror, topic, "offset-map prune: destination log starts: {e}")
+                                }
                             }
                         }
                         starts
