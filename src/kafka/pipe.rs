@@ -233,6 +233,13 @@ struct DeliveryLog {
     reported_bytes: AtomicUsize,
 }
 
+/// Key and value bytes of a record: what a transaction counts as sent when the pipe hands a
+/// record to the producer and as reported when its delivery report arrives, so the two counts
+/// (see `Pipe::unacked_bytes`) are always of the same thing.
+fn record_bytes(message: &impl Message) -> usize {
+    message.key().map_or(0, <[u8]>::len) + message.payload().map_or(0, <[u8]>::len)
+}
+
 struct PipeProducerContext {
     log: DeliveryLog,
 }
@@ -252,8 +259,7 @@ impl ProducerContext for PipeProducerContext {
             Ok(m) => (Ok(m.offset()), m),
             Err((e, m)) => (Err(e.to_string()), m),
         };
-        let bytes = message.key().map_or(0, <[u8]>::len) + message.payload().map_or(0, <[u8]>::len);
-        self.log.reported_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.log.reported_bytes.fetch_add(record_bytes(message), Ordering::Relaxed);
         let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
         if results.len() <= slot {
             results.resize(slot + 1, None);
@@ -677,7 +683,7 @@ impl Pipe {
                     }
                     let slot = self.next_slot;
                     self.next_slot += 1;
-                    let bytes = (msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len)) as u64;
+                    let bytes = record_bytes(&msg) as u64;
                     let timestamp = msg.timestamp().to_millis();
                     let epoch = message_leader_epoch(&msg);
                     let source_offset = msg.offset();
