@@ -208,6 +208,10 @@ struct Part {
     /// `expected_next_destination` assumes a commit marker after our last batch (true after our
     /// own commit; false when it was read from the broker).
     after_commit: bool,
+    /// `expected_next_destination` was read right after an abort. The coordinator writes the
+    /// abort marker after EndTxn has returned, so the read may have come before the marker:
+    /// the next record then lands one offset later. Both are ours; anything else is foreign.
+    after_abort: bool,
     /// Records of the open transaction: (source offset, leader epoch, timestamp, bytes, slot).
     pending: Vec<Pending>,
 }
@@ -435,8 +439,8 @@ impl Pipe {
                 }
                 retry_at = None;
             }
-            let caught_up = self.fill();
-            if self.in_txn && (caught_up || self.should_commit()) {
+            let end_now = self.fill();
+            if self.in_txn && (end_now || self.should_commit()) {
                 match self.commit() {
                     TxnOutcome::Committed => self.retry_attempt = 0,
                     TxnOutcome::Again => {}
@@ -552,6 +556,7 @@ impl Pipe {
                     committed_destination_end: s.destination_end_offset,
                     expected_next_destination: Some(s.destination_next_offset),
                     after_commit: false,
+                    after_abort: false,
                     pending: Vec::new(),
                 },
             );
@@ -617,7 +622,8 @@ impl Pipe {
     }
 
     /// Consumes and forwards records until it is time to commit. True when it stopped because
-    /// the consumer had nothing more for a moment (caught up).
+    /// the consumer had nothing more for a moment (caught up), or because the transaction
+    /// refuses more records: either way, end the transaction now.
     // rdkafka's `send` hands a refused record back by value (a large `Err`).
     #[allow(clippy::result_large_err)]
     fn fill(&mut self) -> bool {
@@ -688,6 +694,7 @@ impl Pipe {
                     let epoch = message_leader_epoch(&msg);
                     let source_offset = msg.offset();
                     let mut send_error = None;
+                    let mut txn_refuses = false;
                     let mut record: BaseRecord<'_, [u8], [u8], usize> =
                         BaseRecord::with_opaque_to(msg.topic(), slot).partition(msg.partition());
                     if let Some(k) = msg.key() {
@@ -703,12 +710,23 @@ impl Pipe {
                         record = record.headers(h.detach());
                     }
                     let producer = &self.producer;
-                    if let Err(e) =
-                        send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), record)
-                    {
-                        send_error = Some(format!("cannot send record at source offset {source_offset}: {e}"));
+                    match send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), record) {
+                        Ok(()) => {}
+                        // The transaction took an abortable error (a record of it was refused)
+                        // and takes no more records: not this record's fault.
+                        Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::State) => txn_refuses = true,
+                        Err(e) => {
+                            send_error = Some(format!("cannot send record at source offset {source_offset}: {e}"))
+                        }
                     }
                     drop(msg);
+                    if txn_refuses {
+                        // End the transaction now: the commit finds the refused record's failed
+                        // delivery, aborts and rewinds every partition, so this record is
+                        // consumed again.
+                        self.next_slot -= 1;
+                        return true;
+                    }
                     if let Some(message) = send_error {
                         // Unsendable record (too large for the producer, etc.): the partition
                         // cannot progress without an operator. Its slot was never sent: free it,
@@ -806,17 +824,37 @@ impl Pipe {
     fn commit(&mut self) -> TxnOutcome {
         let started = Instant::now();
         // A partition whose next destination offset is unknown (the broker did not answer after
-        // an abort) learns it from its first delivery before anything is predicted.
-        if self.parts.values().any(|p| !p.pending.is_empty() && p.expected_next_destination.is_none()) {
+        // an abort), or was read right after an abort, learns it from its first delivery before
+        // anything is predicted.
+        if self
+            .parts
+            .values()
+            .any(|p| !p.pending.is_empty() && (p.expected_next_destination.is_none() || p.after_abort))
+        {
             if let Err(e) = self.flush_sent() {
                 return self.after_txn_error("flush", e);
             }
             let results = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner());
-            for part in self.parts.values_mut().filter(|p| p.expected_next_destination.is_none()) {
-                if let Some(Some(Ok(first))) = part.pending.first().and_then(|p| results.get(p.slot)) {
-                    part.expected_next_destination = Some(*first);
-                    part.after_commit = false;
+            for (key, part) in self.parts.iter_mut().filter(|(_, p)| !p.pending.is_empty()) {
+                let Some(Some(Ok(first))) = part.pending.first().and_then(|p| results.get(p.slot)) else { continue };
+                match (part.expected_next_destination, part.after_abort) {
+                    (None, _) => part.expected_next_destination = Some(*first),
+                    (Some(read), true) => {
+                        if *first == read + 1 {
+                            tracing::debug!(
+                                mirror = %self.config.mirror, topic = %key.0, partition = key.1, read,
+                                "the abort marker landed after the destination end was read"
+                            );
+                        }
+                        // Otherwise the prediction stays and the landing check reports a foreign write.
+                        if landed_after_abort(read, *first) {
+                            part.expected_next_destination = Some(*first);
+                        }
+                    }
+                    (Some(_), false) => continue,
                 }
+                part.after_commit = false;
+                part.after_abort = false;
             }
         }
         let progress = match self.predicted_progress() {
@@ -826,7 +864,11 @@ impl Pipe {
                 return TxnOutcome::Retry(message);
             }
         };
-        for p in &progress {
+        // A state record the producer refuses (the transaction took an abortable error: one of
+        // its data records was refused) ends the sending, not the checks: where the data landed
+        // is still judged below, then the transaction aborts.
+        let mut state_refused = None;
+        'state: for p in &progress {
             for w in (self.encode)(p) {
                 let mut rec: BaseRecord<'_, [u8], [u8], usize> =
                     BaseRecord::with_opaque_to(&self.config.state_topic, usize::MAX)
@@ -837,8 +879,8 @@ impl Pipe {
                 }
                 let producer = &self.producer;
                 if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
-                    self.abort_and_rewind();
-                    return TxnOutcome::Retry(format!("cannot write state record: {e}"));
+                    state_refused = Some(format!("cannot write state record: {e}"));
+                    break 'state;
                 }
             }
         }
@@ -850,6 +892,21 @@ impl Pipe {
         let flushed = started.elapsed();
         let results: Vec<Delivered> =
             std::mem::take(&mut *self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()));
+        // Where the records landed first: a partition whose records all landed somewhere else
+        // than predicted has a foreign writer, whatever else went wrong in this transaction.
+        let landing = self.check_landing(&results);
+        if let Landing::Foreign(foreign) = &landing {
+            // Never commit records next to somebody else's: abort, then fail those partitions.
+            self.abort_and_rewind();
+            for ((topic, partition), expected, found) in foreign {
+                self.fail_partition(
+                    topic,
+                    *partition,
+                    PartitionFault::ForeignWrite { expected_offset: *expected, found_offset: *found },
+                );
+            }
+            return TxnOutcome::Retry("foreign write detected; transaction aborted".into());
+        }
         // Delivery failures: the transaction cannot commit.
         if let Some(Some(Err(message))) = results.iter().find(|r| matches!(r, Some(Err(_)))) {
             let message = message.clone();
@@ -862,8 +919,12 @@ impl Pipe {
             self.abort_and_rewind();
             return TxnOutcome::Retry("a delivery report is missing after flush".into());
         }
-        match self.check_landing(&results) {
-            Landing::AsPredicted => {}
+        if let Some(message) = state_refused {
+            self.abort_and_rewind();
+            return TxnOutcome::Retry(message);
+        }
+        match landing {
+            Landing::AsPredicted | Landing::Foreign(_) => {} // foreign: handled above
             Landing::NoMarkers => {
                 // librdkafka's mock cluster writes no commit markers: learned once, then
                 // predicted without them. The transaction's state records assumed a marker, so
@@ -875,18 +936,6 @@ impl Pipe {
             Landing::Unknown => {
                 self.abort_and_rewind();
                 return TxnOutcome::Retry("the destination offset of a partition is unknown".into());
-            }
-            Landing::Foreign(foreign) => {
-                // Never commit records next to somebody else's: abort, then fail those partitions.
-                self.abort_and_rewind();
-                for ((topic, partition), expected, found) in foreign {
-                    self.fail_partition(
-                        &topic,
-                        partition,
-                        PartitionFault::ForeignWrite { expected_offset: expected, found_offset: found },
-                    );
-                }
-                return TxnOutcome::Retry("foreign write detected; transaction aborted".into());
             }
         }
         match self.producer.commit_transaction(self.config.transaction_timeout) {
@@ -969,11 +1018,18 @@ impl Pipe {
                 Some(Some(Ok(d))) => Some(*d),
                 _ => None,
             };
+            // Judge the records that landed, up to the first one refused or unreported (the
+            // transaction then aborts anyway, and librdkafka fails the rest of it): a
+            // foreign writer shows there as well, and the partition fails at once.
+            let landed_count = (0..part.pending.len()).take_while(|&i| landed(i).is_some()).count();
+            if landed_count == 0 {
+                continue;
+            }
             let Some(expected) = part.expected_next_destination else {
                 unknown = true;
                 continue;
             };
-            let mismatch = (0..part.pending.len()).find(|&i| landed(i) != Some(expected + i as i64));
+            let mismatch = (0..landed_count).find(|&i| landed(i) != Some(expected + i as i64));
             let Some(i) = mismatch else {
                 if part.after_commit && self.markers.is_none() {
                     self.markers = Some(true);
@@ -984,6 +1040,7 @@ impl Pipe {
             // lands everything one earlier than predicted.
             if part.after_commit
                 && self.markers.is_none()
+                && landed_count == part.pending.len()
                 && (0..part.pending.len()).all(|i| landed(i) == Some(expected - 1 + i as i64))
             {
                 no_markers = true;
@@ -1098,6 +1155,7 @@ impl Pipe {
             part.pending.clear();
             part.expected_next_destination = ends.get(key).copied();
             part.after_commit = false;
+            part.after_abort = true;
             positions.push(PartitionPosition {
                 topic: key.0.clone(),
                 partition: key.1,
@@ -1266,6 +1324,12 @@ fn unacked_limit(assigned_partitions: usize, commit_max_bytes: usize) -> usize {
     MAX_UNACKED_BYTES.max(assigned_partitions.saturating_mul(PRODUCER_BATCH_BYTES)).min(commit_max_bytes)
 }
 
+/// Whether a partition's first record after an abort landed where ours can: at the end read
+/// after the abort, or one later when the abort marker was written after that read.
+fn landed_after_abort(read_end: i64, landed: i64) -> bool {
+    landed == read_end || landed == read_end + 1
+}
+
 /// The youngest transaction committed early because the mirror caught up: at most 20
 /// transactions per second at light load (under a backlog, `commit_interval` rules).
 const CAUGHT_UP_MIN_AGE: Duration = Duration::from_millis(50);
@@ -1312,6 +1376,14 @@ mod tests {
         assert_eq!(user.get("fetch.wait.max.ms"), Some("50"));
         assert_eq!(user.get("isolation.level"), Some("read_committed"));
         assert_eq!(user.get("enable.auto.commit"), Some("false"));
+    }
+
+    #[test]
+    fn after_an_abort_the_first_landing_may_follow_the_abort_marker_and_nothing_else() {
+        assert!(landed_after_abort(100, 100)); // the marker was already there when read
+        assert!(landed_after_abort(100, 101)); // the marker came after the read
+        assert!(!landed_after_abort(100, 102)); // somebody else's record in between
+        assert!(!landed_after_abort(100, 99)); // below the end: never ours
     }
 
     #[test]
