@@ -1,9 +1,11 @@
-//! Leader-epoch access for consumers, which rdkafka 0.39 does not expose safely.
+//! Leader-epoch and fetched-end access for consumers, which rdkafka 0.39 does not expose safely.
 //!
 //! kmirror tracks the source leader epoch of every mirrored record (for the Last Mirrored Epoch)
 //! and re-assigns source partitions at `(offset, leader epoch)` so librdkafka validates the
 //! position against the leader's epoch history (KIP-320) and detects source truncation.
 #![allow(unsafe_code)]
+
+use std::ffi::CString;
 
 use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -20,6 +22,26 @@ pub fn message_leader_epoch(msg: &BorrowedMessage<'_>) -> Option<i32> {
     // SAFETY: `msg.ptr()` is a live message for the borrow's lifetime; the accessor only reads it.
     let epoch = unsafe { rd::rd_kafka_message_leader_epoch(msg.ptr()) };
     (epoch >= 0).then_some(epoch)
+}
+
+/// Where the last fetch response said `topic`/`partition` ends — its last stable offset, for a
+/// `read_committed` consumer (librdkafka's fetcher takes the LSO as the end then) — from
+/// librdkafka's cache, without a request. `None` before the partition's first fetch.
+pub fn fetched_end(consumer: &BaseConsumer, topic: &str, partition: i32) -> Option<i64> {
+    let topic = CString::new(topic).ok()?;
+    let (mut low, mut high) = (-1_i64, -1_i64);
+    // SAFETY: the client pointer is live for the borrow of `consumer`; `topic` outlives the
+    // call; librdkafka only writes the two integers.
+    let err = unsafe {
+        rd::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &raw mut low,
+            &raw mut high,
+        )
+    };
+    (err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0).then_some(high)
 }
 
 /// Builds an rdkafka partition list at the given positions, with leader epochs set where known.
