@@ -148,10 +148,10 @@ def throughput(raw):
 
 def latency(raw):
     out = {}
-    keys = set(scenarios(raw, "lat-kmirror")) | set(scenarios(raw, "lat-mm2"))
+    keys = set(scenarios(raw, "lat-kmirror")) | set(scenarios(raw, "lat-mm2")) | set(scenarios(raw, "lat-mm2eos"))
     for k in sorted(keys, key=order):
         row = {}
-        for who in ("kmirror", "mm2"):
+        for who in ("kmirror", "mm2", "mm2eos"):
             rs = runs(raw, f"lat-{who}", k)
             if not rs:
                 continue
@@ -164,6 +164,9 @@ def latency(raw):
             row[f"{who}_achieved_records_s"] = stat([r["achieved_rate"] for r in rs])
         row["ratio_p99_kmirror_mm2"] = ratio(
             row.get("kmirror_source_ack_to_visible_p99_ms"), row.get("mm2_source_ack_to_visible_p99_ms")
+        )
+        row["ratio_p99_kmirror_mm2eos"] = ratio(
+            row.get("kmirror_source_ack_to_visible_p99_ms"), row.get("mm2eos_source_ack_to_visible_p99_ms")
         )
         out[k] = row
     return out
@@ -321,6 +324,26 @@ def markdown(meta, tp, lat, idl, fo, complete):
                 f"{r.get('kmirror_missing', '–')} / {r.get('mm2_missing', '–')} |"
             )
         L.append("")
+        eos = {k: r for k, r in lat.items() if r.get("mm2eos_source_ack_to_visible_p99_ms")}
+        if eos:
+            L.append(
+                "At the same guarantee: MM2 with exactly-once delivery (`exactly.once.source.support = enabled`, "
+                "transactional producer, a transaction every 250 ms per task, like kmirror), same rate and checker."
+            )
+            L.append("")
+            L.append("| scenario | kmirror p50 / p99 ms | MM2 exactly-once p50 / p99 ms | p99 ratio | MM2 exactly-once send→visible p50/p99 | missing / duplicates (MM2 EOS) |")
+            L.append("|---|---|---|---|---|---|")
+            for k, r in eos.items():
+                b = "source_ack_to_visible"
+                i = "intended_send_to_visible"
+                L.append(
+                    f"| {k} | {fmt(r.get(f'kmirror_{b}_p50_ms'))} / {fmt(r.get(f'kmirror_{b}_p99_ms'))} | "
+                    f"{fmt(r.get(f'mm2eos_{b}_p50_ms'))} / {fmt(r.get(f'mm2eos_{b}_p99_ms'))} | "
+                    f"{fr(r.get('ratio_p99_kmirror_mm2eos'))} {verdict(r.get('ratio_p99_kmirror_mm2eos'), 1.0, 0.5, True)} | "
+                    f"{fmt(r.get(f'mm2eos_{i}_p50_ms'))} / {fmt(r.get(f'mm2eos_{i}_p99_ms'))} | "
+                    f"{r.get('mm2eos_missing', '–')} / {r.get('mm2eos_duplicates', '–')} |"
+                )
+            L.append("")
     if idl:
         L.append("## Memory per idle partition")
         L.append("")
@@ -378,6 +401,12 @@ def markdown(meta, tp, lat, idl, fo, complete):
     L.append("```properties")
     L.append(s["mm2"]["properties"])
     L.append("```")
+    if s["mm2"].get("eos_extra_properties") and any(r.get("mm2eos_source_ack_to_visible_p99_ms") for r in (lat or {}).values()):
+        L.append("- MM2 exactly-once (latency only): the properties above plus")
+        L.append("")
+        L.append("```properties")
+        L.append(s["mm2"]["eos_extra_properties"])
+        L.append("```")
     L.append(f"- Brokers: {s['brokers']['config']}; JVM `{s['brokers']['jvm']}`")
     L.append(f"- Baselines: consumer: {s['baselines']['consumer']}; producer: {s['baselines']['producer']}")
     L.append(
