@@ -624,6 +624,10 @@ impl Pipe {
         self.txn_started.elapsed() >= self.config.commit_interval || self.txn_bytes >= self.config.commit_max_bytes
     }
 
+    fn early_end_age(&self) -> Duration {
+        early_end_age(self.config.commit_interval)
+    }
+
     /// Whether every partition with records in the open transaction is within one transaction's
     /// worth of the end its last fetch reported (see `near_fetched_end`).
     fn near_fetched_ends(&self) -> bool {
@@ -672,7 +676,7 @@ impl Pipe {
             // with 100 ms). Under a backlog the fetched end is far ahead and transactions still
             // grow to the interval, so throughput keeps its large transactions.
             if self.in_txn
-                && self.txn_started.elapsed() >= CAUGHT_UP_MIN_AGE
+                && self.txn_started.elapsed() >= self.early_end_age()
                 && self.last_end_check.elapsed() >= END_CHECK_EVERY
             {
                 self.last_end_check = now;
@@ -690,8 +694,8 @@ impl Pipe {
                 // Caught up, but the transaction is young: keep it open a little longer. Every
                 // transaction adds one offset-map run per partition it touched (the commit
                 // marker takes an offset), in memory and in the state topic, so the rate of
-                // transactions is bounded (at most 1 / CAUGHT_UP_MIN_AGE).
-                None if self.in_txn && self.txn_started.elapsed() < CAUGHT_UP_MIN_AGE => {}
+                // transactions is bounded (at most 1 / `early_end_age`).
+                None if self.in_txn && self.txn_started.elapsed() < self.early_end_age() => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
                 }
@@ -1372,11 +1376,15 @@ fn landed_after_abort(read_end: i64, landed: i64) -> bool {
     landed == read_end || landed == read_end + 1
 }
 
-/// The youngest transaction committed early because the mirror caught up: at most 20
-/// transactions per second at light load (under a backlog, `commit_interval` rules).
-const CAUGHT_UP_MIN_AGE: Duration = Duration::from_millis(50);
+/// The youngest transaction that ends early because the mirror keeps up: a fifth of the commit
+/// interval (50 ms, at most 20 transactions per second, at the default 250 ms; under a backlog
+/// the interval rules). Every transaction adds an offset-map run per partition it touched, so an
+/// operator who wants a smaller map raises `commit_interval_ms` and this follows.
+fn early_end_age(commit_interval: Duration) -> Duration {
+    commit_interval / 5
+}
 
-/// How often a transaction past `CAUGHT_UP_MIN_AGE` compares its partitions' read positions
+/// How often a transaction past `early_end_age` compares its partitions' read positions
 /// with their fetched ends (one cached lookup per partition with records in the transaction).
 const END_CHECK_EVERY: Duration = Duration::from_millis(5);
 
@@ -1422,6 +1430,12 @@ mod tests {
         assert_eq!(user.get("fetch.wait.max.ms"), Some("50"));
         assert_eq!(user.get("isolation.level"), Some("read_committed"));
         assert_eq!(user.get("enable.auto.commit"), Some("false"));
+    }
+
+    #[test]
+    fn transactions_end_early_at_a_fifth_of_the_commit_interval() {
+        assert_eq!(early_end_age(Duration::from_millis(250)), Duration::from_millis(50));
+        assert_eq!(early_end_age(Duration::from_secs(1)), Duration::from_millis(200));
     }
 
     #[test]
