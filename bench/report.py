@@ -146,6 +146,11 @@ def throughput(raw):
     return out
 
 
+def p50_p99(r, who, basis):
+    """A latency row's "p50 / p99" cell for one mirror and one basis."""
+    return f"{fmt(r.get(f'{who}_{basis}_p50_ms'))} / {fmt(r.get(f'{who}_{basis}_p99_ms'))}"
+
+
 def latency(raw):
     out = {}
     keys = set(scenarios(raw, "lat-kmirror")) | set(scenarios(raw, "lat-mm2")) | set(scenarios(raw, "lat-mm2eos"))
@@ -319,8 +324,7 @@ def markdown(meta, tp, lat, idl, fo, complete):
                 f"| {k} | {r.get('offered_records_s', 0):,.0f} | {fmt(r.get(f'kmirror_{b}_p50_ms'))} | "
                 f"{fmt(r.get(f'kmirror_{b}_p99_ms'))} | {fmt(r.get(f'mm2_{b}_p50_ms'))} | {fmt(r.get(f'mm2_{b}_p99_ms'))} | "
                 f"{fr(r.get('ratio_p99_kmirror_mm2'))} {verdict(r.get('ratio_p99_kmirror_mm2'), 1.0, 0.5, True)} | "
-                f"{fmt(r.get(f'kmirror_{i}_p50_ms'))} / {fmt(r.get(f'kmirror_{i}_p99_ms'))} | "
-                f"{fmt(r.get(f'mm2_{i}_p50_ms'))} / {fmt(r.get(f'mm2_{i}_p99_ms'))} | "
+                f"{p50_p99(r, 'kmirror', i)} | {p50_p99(r, 'mm2', i)} | "
                 f"{r.get('kmirror_missing', '–')} / {r.get('mm2_missing', '–')} |"
             )
         L.append("")
@@ -337,10 +341,9 @@ def markdown(meta, tp, lat, idl, fo, complete):
                 b = "source_ack_to_visible"
                 i = "intended_send_to_visible"
                 L.append(
-                    f"| {k} | {fmt(r.get(f'kmirror_{b}_p50_ms'))} / {fmt(r.get(f'kmirror_{b}_p99_ms'))} | "
-                    f"{fmt(r.get(f'mm2eos_{b}_p50_ms'))} / {fmt(r.get(f'mm2eos_{b}_p99_ms'))} | "
+                    f"| {k} | {p50_p99(r, 'kmirror', b)} | {p50_p99(r, 'mm2eos', b)} | "
                     f"{fr(r.get('ratio_p99_kmirror_mm2eos'))} {verdict(r.get('ratio_p99_kmirror_mm2eos'), 1.0, 0.5, True)} | "
-                    f"{fmt(r.get(f'mm2eos_{i}_p50_ms'))} / {fmt(r.get(f'mm2eos_{i}_p99_ms'))} | "
+                    f"{p50_p99(r, 'mm2eos', i)} | "
                     f"{r.get('mm2eos_missing', '–')} / {r.get('mm2eos_duplicates', '–')} |"
                 )
             L.append("")
