@@ -333,6 +333,9 @@ struct Pipe {
     last_position_report: Instant,
     /// When the open transaction last compared read positions with fetched ends.
     last_end_check: Instant,
+    /// When the previous transaction stopped taking records (its flush and commit began).
+    /// Early ends are spaced from this, not from the open transaction's start (see `may_end_early`).
+    last_fill_end: Instant,
     /// Whether the destination writes transaction markers (learned; real Kafka always does).
     markers: Option<bool>,
     /// The fetch position last reported per partition.
@@ -401,6 +404,7 @@ impl Pipe {
             fenced: false,
             last_position_report: Instant::now(),
             last_end_check: Instant::now(),
+            last_fill_end: Instant::now(),
             markers: None,
             reported_positions: HashMap::new(),
         })
@@ -624,8 +628,21 @@ impl Pipe {
         self.txn_started.elapsed() >= self.config.commit_interval || self.txn_bytes >= self.config.commit_max_bytes
     }
 
-    fn early_end_age(&self) -> Duration {
-        early_end_age(self.config.commit_interval)
+    /// Whether the open transaction may end before the commit interval because the mirror keeps
+    /// up: once the previous transaction stopped taking records at least `early_end_age` ago.
+    /// Spacing the ends (not the transactions' ages) keeps the bound of at most one transaction
+    /// per `early_end_age` (and so the offset map's growth), while the time the previous
+    /// transaction spent flushing and committing counts towards it: with the age rule every
+    /// record also waited out the previous flush and commit on top of a full 50 ms (none-8:
+    /// transactions ~50 ms filling + ~11 ms flushing + ~2 ms committing; none-64: + ~18 ms).
+    ///
+    /// The open transaction is at least half that old, though: when flushes slow down (a busy
+    /// destination) transactions must not shrink to one per flush, which would only add
+    /// per-transaction work (a produce request per partition, AddPartitionsToTxn, EndTxn and
+    /// markers) where there is least room for it.
+    fn may_end_early(&self) -> bool {
+        let spacing = early_end_age(self.config.commit_interval);
+        self.last_fill_end.elapsed() >= spacing && self.txn_started.elapsed() >= spacing / 2
     }
 
     /// Whether every partition with records in the open transaction is within one transaction's
@@ -667,7 +684,7 @@ impl Pipe {
                 std::thread::sleep(SERVE_STEP);
                 continue;
             }
-            // A transaction old enough to end early ends once every partition it holds records
+            // A transaction that may end early (see `may_end_early`) ends once every partition it holds records
             // of is within one transaction's worth of where the broker's last fetch response
             // said it ended: the mirror keeps up with the source. Under a steady load the
             // consumer is never empty for long (so the idle test below never fires), and a
@@ -675,10 +692,7 @@ impl Pipe {
             // of it (none-8 at 64k records/s: p50 192 ms with the 250 ms interval, 98-115 ms
             // with 100 ms). Under a backlog the fetched end is far ahead and transactions still
             // grow to the interval, so throughput keeps its large transactions.
-            if self.in_txn
-                && self.txn_started.elapsed() >= self.early_end_age()
-                && self.last_end_check.elapsed() >= END_CHECK_EVERY
-            {
+            if self.in_txn && self.may_end_early() && self.last_end_check.elapsed() >= END_CHECK_EVERY {
                 self.last_end_check = now;
                 if self.near_fetched_ends() {
                     return true;
@@ -691,11 +705,11 @@ impl Pipe {
             let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
             let wait = (deadline - now).min(idle);
             match self.consumer.poll(wait) {
-                // Caught up, but the transaction is young: keep it open a little longer. Every
+                // Caught up, but the previous transaction ended too recently: keep this one open a little longer. Every
                 // transaction adds one offset-map run per partition it touched (the commit
                 // marker takes an offset), in memory and in the state topic, so the rate of
                 // transactions is bounded (at most 1 / `early_end_age`).
-                None if self.in_txn && self.txn_started.elapsed() < self.early_end_age() => {}
+                None if self.in_txn && !self.may_end_early() => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
                 }
@@ -858,6 +872,7 @@ impl Pipe {
     #[allow(clippy::result_large_err)]
     fn commit(&mut self) -> TxnOutcome {
         let started = Instant::now();
+        self.last_fill_end = started;
         // A partition whose next destination offset is unknown (the broker did not answer after
         // an abort), or was read right after an abort, learns it from its first delivery before
         // anything is predicted.
@@ -1376,9 +1391,9 @@ fn landed_after_abort(read_end: i64, landed: i64) -> bool {
     landed == read_end || landed == read_end + 1
 }
 
-/// The youngest transaction that ends early because the mirror keeps up: a fifth of the commit
-/// interval (50 ms, at most 20 transactions per second, at the default 250 ms; under a backlog
-/// the interval rules). Every transaction adds an offset-map run per partition it touched, so an
+/// The shortest spacing of transactions that end early because the mirror keeps up: a fifth of
+/// the commit interval (50 ms, at most 20 transactions per second, at the default 250 ms; under
+/// a backlog the interval rules). Every transaction adds an offset-map run per partition it touched, so an
 /// operator who wants a smaller map raises `commit_interval_ms` and this follows.
 fn early_end_age(commit_interval: Duration) -> Duration {
     commit_interval / 5
