@@ -641,8 +641,11 @@ impl Pipe {
     /// per-transaction work (a produce request per partition, AddPartitionsToTxn, EndTxn and
     /// markers) where there is least room for it.
     fn may_end_early(&self) -> bool {
-        let spacing = early_end_age(self.config.commit_interval);
-        self.last_fill_end.elapsed() >= spacing && self.txn_started.elapsed() >= spacing / 2
+        early_end_allowed(
+            self.last_fill_end.elapsed(),
+            self.txn_started.elapsed(),
+            early_end_age(self.config.commit_interval),
+        )
     }
 
     /// Whether every partition with records in the open transaction is within one transaction's
@@ -684,9 +687,9 @@ impl Pipe {
                 std::thread::sleep(SERVE_STEP);
                 continue;
             }
-            // A transaction that may end early (see `may_end_early`) ends once every partition it holds records
-            // of is within one transaction's worth of where the broker's last fetch response
-            // said it ended: the mirror keeps up with the source. Under a steady load the
+            // A transaction that may end early (see `may_end_early`) ends once every partition it
+            // holds records of is within one transaction's worth of where the broker's last fetch
+            // response said it ended: the mirror keeps up with the source. Under a steady load the
             // consumer is never empty for long (so the idle test below never fires), and a
             // transaction that waited for the interval kept its first records invisible for all
             // of it (none-8 at 64k records/s: p50 192 ms with the 250 ms interval, 98-115 ms
@@ -705,10 +708,10 @@ impl Pipe {
             let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
             let wait = (deadline - now).min(idle);
             match self.consumer.poll(wait) {
-                // Caught up, but the previous transaction ended too recently: keep this one open a little longer. Every
-                // transaction adds one offset-map run per partition it touched (the commit
-                // marker takes an offset), in memory and in the state topic, so the rate of
-                // transactions is bounded (at most 1 / `early_end_age`).
+                // Caught up, but the previous transaction ended too recently: keep this one open a
+                // little longer. Every transaction adds one offset-map run per partition it touched
+                // (the commit marker takes an offset), in memory and in the state topic, so the
+                // rate of transactions is bounded (at most 1 / `early_end_age`).
                 None if self.in_txn && !self.may_end_early() => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
@@ -1393,10 +1396,16 @@ fn landed_after_abort(read_end: i64, landed: i64) -> bool {
 
 /// The shortest spacing of transactions that end early because the mirror keeps up: a fifth of
 /// the commit interval (50 ms, at most 20 transactions per second, at the default 250 ms; under
-/// a backlog the interval rules). Every transaction adds an offset-map run per partition it touched, so an
-/// operator who wants a smaller map raises `commit_interval_ms` and this follows.
+/// a backlog the interval rules). Every transaction adds an offset-map run per partition it
+/// touched, so an operator who wants a smaller map raises `commit_interval_ms` and this follows.
 fn early_end_age(commit_interval: Duration) -> Duration {
     commit_interval / 5
+}
+
+/// Whether a transaction may end early (see `Pipe::may_end_early`): the previous one stopped
+/// taking records at least `spacing` ago, and this one is at least half of `spacing` old.
+fn early_end_allowed(since_previous_fill_end: Duration, txn_age: Duration, spacing: Duration) -> bool {
+    since_previous_fill_end >= spacing && txn_age >= spacing / 2
 }
 
 /// How often a transaction past `early_end_age` compares its partitions' read positions
@@ -1451,6 +1460,17 @@ mod tests {
     fn transactions_end_early_at_a_fifth_of_the_commit_interval() {
         assert_eq!(early_end_age(Duration::from_millis(250)), Duration::from_millis(50));
         assert_eq!(early_end_age(Duration::from_secs(1)), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn early_ends_are_spaced_from_the_previous_fill_end_and_never_younger_than_half_the_spacing() {
+        let ms = Duration::from_millis;
+        // The previous transaction's flush and commit (here 20 ms) count towards the 50 ms.
+        assert!(early_end_allowed(ms(50), ms(30), ms(50)));
+        assert!(!early_end_allowed(ms(49), ms(30), ms(50)));
+        // After a slow flush (80 ms) the open transaction still fills for 25 ms.
+        assert!(!early_end_allowed(ms(90), ms(10), ms(50)));
+        assert!(early_end_allowed(ms(105), ms(25), ms(50)));
     }
 
     #[test]
