@@ -640,10 +640,10 @@ impl Pipe {
     /// destination) transactions must not shrink to one per flush, which would only add
     /// per-transaction work (a produce request per partition, AddPartitionsToTxn, EndTxn and
     /// markers) where there is least room for it.
-    fn may_end_early(&self) -> bool {
+    fn may_end_early(&self, now: Instant) -> bool {
         early_end_allowed(
-            self.last_fill_end.elapsed(),
-            self.txn_started.elapsed(),
+            now.saturating_duration_since(self.last_fill_end),
+            now.saturating_duration_since(self.txn_started),
             early_end_age(self.config.commit_interval),
         )
     }
@@ -695,7 +695,11 @@ impl Pipe {
             // of it (none-8 at 64k records/s: p50 192 ms with the 250 ms interval, 98-115 ms
             // with 100 ms). Under a backlog the fetched end is far ahead and transactions still
             // grow to the interval, so throughput keeps its large transactions.
-            if self.in_txn && self.may_end_early() && self.last_end_check.elapsed() >= END_CHECK_EVERY {
+            // Cheapest test first, all against the loop's `now`: this runs once per record.
+            if self.in_txn
+                && now.saturating_duration_since(self.last_end_check) >= END_CHECK_EVERY
+                && self.may_end_early(now)
+            {
                 self.last_end_check = now;
                 if self.near_fetched_ends() {
                     return true;
@@ -712,7 +716,7 @@ impl Pipe {
                 // little longer. Every transaction adds one offset-map run per partition it touched
                 // (the commit marker takes an offset), in memory and in the state topic, so the
                 // rate of transactions is bounded (at most 1 / `early_end_age`).
-                None if self.in_txn && !self.may_end_early() => {}
+                None if self.in_txn && !self.may_end_early(Instant::now()) => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
                 }
@@ -1408,8 +1412,8 @@ fn early_end_allowed(since_previous_fill_end: Duration, txn_age: Duration, spaci
     since_previous_fill_end >= spacing && txn_age >= spacing / 2
 }
 
-/// How often a transaction past `early_end_age` compares its partitions' read positions
-/// with their fetched ends (one cached lookup per partition with records in the transaction).
+/// How often a transaction that may end early (`Pipe::may_end_early`) compares its partitions'
+/// read positions with their fetched ends (one cached lookup per partition with records in it).
 const END_CHECK_EVERY: Duration = Duration::from_millis(5);
 
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
