@@ -317,9 +317,9 @@ def markdown(meta, tp, lat, idl, fo, complete):
         L.append("")
         L.append("| scenario | records/s | kmirror p50 ms | kmirror p99 ms | MM2 p50 ms | MM2 p99 ms | p99 ratio | kmirror send→visible p50/p99 | MM2 send→visible p50/p99 | missing (k/MM2) |")
         L.append("|---|---|---|---|---|---|---|---|---|---|")
+        b = "source_ack_to_visible"
+        i = "intended_send_to_visible"
         for k, r in lat.items():
-            b = "source_ack_to_visible"
-            i = "intended_send_to_visible"
             L.append(
                 f"| {k} | {r.get('offered_records_s', 0):,.0f} | {fmt(r.get(f'kmirror_{b}_p50_ms'))} | "
                 f"{fmt(r.get(f'kmirror_{b}_p99_ms'))} | {fmt(r.get(f'mm2_{b}_p50_ms'))} | {fmt(r.get(f'mm2_{b}_p99_ms'))} | "
@@ -338,8 +338,6 @@ def markdown(meta, tp, lat, idl, fo, complete):
             L.append("| scenario | kmirror p50 / p99 ms | MM2 exactly-once p50 / p99 ms | p99 ratio | MM2 exactly-once send→visible p50/p99 | missing / duplicates (MM2 EOS) |")
             L.append("|---|---|---|---|---|---|")
             for k, r in eos.items():
-                b = "source_ack_to_visible"
-                i = "intended_send_to_visible"
                 L.append(
                     f"| {k} | {p50_p99(r, 'kmirror', b)} | {p50_p99(r, 'mm2eos', b)} | "
                     f"{fr(r.get('ratio_p99_kmirror_mm2eos'))} {verdict(r.get('ratio_p99_kmirror_mm2eos'), 1.0, 0.5, True)} | "
@@ -437,9 +435,6 @@ def main():
     fo = failover(raw)
     summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo,
                "raw_dir": os.path.basename(raw)}
-    with open(out + ".json", "w") as f:
-        json.dump(summary, f, indent=2)
-        f.write("\n")
     complete = os.path.exists(os.path.join(raw, "complete"))
     summary["complete"] = complete
     with open(out + ".json", "w") as f:
