@@ -43,6 +43,17 @@ pub struct FileConfig {
     pub destination: Option<DestinationFile>,
     pub auth: Option<AuthFile>,
     pub engine: Option<EngineFile>,
+    pub secrets: Option<SecretsFile>,
+}
+
+/// Which references (`${env:NAME}`, `${file:/path}`) in client properties kmirror resolves.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsFile {
+    /// Directories whose files `${file:...}` may name (default `/run/secrets`).
+    pub file_dirs: Option<Vec<String>>,
+    /// Refuse plaintext values of secret properties (default false).
+    pub require_references: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,7 +120,8 @@ pub struct EngineFile {
 }
 
 /// Values from the environment and the command line (clap merges both; flags win over env).
-#[derive(Debug, Default, Clone)]
+/// `Debug` leaves out the tokens.
+#[derive(Default, Clone)]
 pub struct Overrides {
     pub listen: Option<String>,
     pub log_format: Option<String>,
@@ -121,7 +133,21 @@ pub struct Overrides {
     pub metadata_refresh_interval_ms: Option<u64>,
     /// `name:role:token` specs.
     pub tokens: Vec<String>,
+    /// `KMIRROR_ADMIN_TOKEN`: one admin token for bootstrap (ignored when empty).
+    pub admin_token: Option<String>,
     pub no_auth: bool,
+}
+
+impl std::fmt::Debug for Overrides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Overrides")
+            .field("listen", &self.listen)
+            .field("destination_bootstrap", &self.destination_bootstrap)
+            .field("tokens", &self.tokens.len())
+            .field("admin_token", &self.admin_token.is_some())
+            .field("no_auth", &self.no_auth)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The effective, validated configuration.
@@ -133,6 +159,8 @@ pub struct ServeConfig {
     pub tokens: Vec<TokenEntry>,
     pub no_auth: bool,
     pub engine: EngineConfig,
+    /// Which secret references client properties may use (`[secrets]`).
+    pub secret_references: crate::domain::secrets::ReferencePolicy,
 }
 
 impl std::fmt::Debug for ServeConfig {
@@ -144,6 +172,7 @@ impl std::fmt::Debug for ServeConfig {
             .field("tokens", &self.tokens)
             .field("no_auth", &self.no_auth)
             .field("engine", &self.engine)
+            .field("secret_references", &self.secret_references)
             .finish()
     }
 }
@@ -173,14 +202,13 @@ fn parse_token_spec(spec: &str) -> Result<TokenEntry, ConfigError> {
     Ok(TokenEntry { name: name.to_string(), role, token: token.to_string() })
 }
 
+/// A token needs a name and at least [`crate::auth::MIN_TOKEN_LEN`] characters; the error names
+/// the token, never shows it.
 fn check_token(field: &str, name: &str, token: &str) -> Result<(), ConfigError> {
     if name.trim().is_empty() {
         return Err(err(field, "a token needs a name"));
     }
-    if token.len() < 8 {
-        return Err(err(field, format!("the token of {name:?} is shorter than 8 characters")));
-    }
-    Ok(())
+    crate::auth::check_token_strength(name, token).map_err(|e| err(field, e))
 }
 
 fn positive_ms(field: &str, v: u64) -> Result<Duration, ConfigError> {
@@ -211,6 +239,21 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
         .ok_or_else(|| err("destination.bootstrap_servers", "is required (or --destination-bootstrap)"))?;
     let mut engine = EngineConfig::new(bootstrap);
     engine.destination_properties = dest.map(|d| d.properties).unwrap_or_default();
+    let secrets_file = file.secrets.unwrap_or_default();
+    let mut secret_references = crate::domain::secrets::ReferencePolicy::default();
+    if let Some(dirs) = secrets_file.file_dirs {
+        for d in &dirs {
+            if !d.starts_with('/') || d.split('/').any(|c| c == ".." || c == ".") {
+                return Err(err("secrets.file_dirs", format!("{d:?} must be an absolute path without . or ..")));
+            }
+        }
+        secret_references.file_dirs = dirs;
+    }
+    secret_references.require_references = secrets_file.require_references.unwrap_or(false);
+    // The same allow list and reference policy as a mirror's source properties; the error names
+    // the property, never its value.
+    crate::domain::secrets::validate(&engine.destination_properties, &secret_references)
+        .map_err(|e| err("destination.properties", e.to_string()))?;
     let ef = file.engine.unwrap_or_default();
     if let Some(t) = o.state_topic.clone().or(ef.state_topic) {
         crate::engine::validate_topic_name(&t).map_err(|e| err("engine.state_topic", e.to_string()))?;
@@ -262,6 +305,11 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     for spec in &o.tokens {
         tokens.push(parse_token_spec(spec)?);
     }
+    if let Some(token) = o.admin_token.as_ref().filter(|t| !t.trim().is_empty()) {
+        let name = "admin (KMIRROR_ADMIN_TOKEN)";
+        check_token("KMIRROR_ADMIN_TOKEN", name, token)?;
+        tokens.push(TokenEntry { name: name.to_string(), role: Role::Admin, token: token.clone() });
+    }
     let no_auth = o.no_auth || auth.no_auth;
     if no_auth && !listen.ip().is_loopback() {
         return Err(err("auth.no_auth", format!("is only accepted with a loopback listen address, not {listen}")));
@@ -277,7 +325,7 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
             Some((t.cert, t.key))
         }
     };
-    Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine })
+    Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine, secret_references })
 }
 
 #[cfg(test)]
@@ -298,7 +346,7 @@ bootstrap_servers = "kafka-dr:9092"
 [[auth.tokens]]
 name = "ci"
 role = "operator"
-token = "0123456789abcdef"
+token = "0123456789abcdef0123456789abcdef"
 [engine]
 state_topic = "__mirror_state"
 commit_interval_ms = 250
@@ -314,6 +362,43 @@ metadata_refresh_interval_ms = 10000
         assert_eq!(c.tokens[0].role, Role::Operator);
         let shown = format!("{c:?}");
         assert!(!shown.contains("hunter2") && !shown.contains("0123456789abcdef"), "{shown}");
+    }
+
+    #[test]
+    fn short_tokens_are_refused_naming_the_token_not_its_value() {
+        let base = "[destination]\nbootstrap_servers = \"a:1\"\n";
+        let e = resolve(
+            Some(
+                parse_file(&format!(
+                    "{base}[[auth.tokens]]\nname = \"ci\"\nrole = \"viewer\"\ntoken = \"tiny-secret\"\n"
+                ))
+                .unwrap(),
+            ),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "auth.tokens[0]");
+        assert!(
+            e.message.contains("\"ci\"") && e.message.contains("32") && !e.to_string().contains("tiny-secret"),
+            "{e}"
+        );
+        let o = Overrides { tokens: vec!["cli:admin:tiny-secret".into()], ..Default::default() };
+        let e = resolve(Some(parse_file(base).unwrap()), &o).unwrap_err();
+        assert!(e.to_string().contains("\"cli\"") && !e.to_string().contains("tiny-secret"), "{e}");
+        let o = Overrides { admin_token: Some("x".into()), ..Default::default() };
+        let e = resolve(Some(parse_file(base).unwrap()), &o).unwrap_err();
+        assert_eq!(e.field, "KMIRROR_ADMIN_TOKEN", "{e}");
+        let long = "k".repeat(32);
+        let o = Overrides {
+            admin_token: Some(long.clone()),
+            tokens: vec![format!("cli:viewer:{long}")],
+            ..Default::default()
+        };
+        let c = resolve(Some(parse_file(base).unwrap()), &o).unwrap();
+        assert_eq!(c.tokens.len(), 2);
+        assert_eq!(c.tokens[1].role, Role::Admin);
+        let o = Overrides { admin_token: Some("  ".into()), ..Default::default() };
+        assert!(resolve(Some(parse_file(base).unwrap()), &o).unwrap().tokens.is_empty(), "empty means unset");
     }
 
     #[test]

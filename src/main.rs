@@ -31,7 +31,7 @@ struct DemoArgs {
     /// Records per second produced to the demo source.
     #[arg(long, default_value_t = 50)]
     rate: u32,
-    /// The demo's bearer token (random when not given).
+    /// The demo's bearer token, at least 32 characters (random when not given).
     #[arg(long, env = "KMIRROR_DEMO_TOKEN")]
     token: Option<String>,
 }
@@ -69,11 +69,13 @@ struct ServeArgs {
     /// Address the API and dashboard listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "KMIRROR_LISTEN")]
     listen: Option<String>,
-    /// A bearer token, as `name:role:token` (role: viewer, operator or admin). Repeatable.
-    /// `KMIRROR_ADMIN_TOKEN` adds one admin token for bootstrap.
+    /// A bearer token, as `name:role:token` (role: viewer, operator or admin; the token at least
+    /// 32 characters, e.g. `openssl rand -hex 32`). Repeatable. `KMIRROR_ADMIN_TOKEN` adds one
+    /// admin token for bootstrap.
     #[arg(long = "token", value_name = "NAME:ROLE:TOKEN")]
     tokens: Vec<String>,
-    /// Turn authentication off. Accepted only when listening on a loopback address.
+    /// Turn authentication off. Accepted only when listening on a loopback address; requests
+    /// must then be addressed to a loopback `Host` (and come from no other `Origin`).
     #[arg(long)]
     no_auth: bool,
 }
@@ -100,6 +102,7 @@ fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror
         commit_interval_ms: args.commit_interval_ms,
         metadata_refresh_interval_ms: args.metadata_refresh_interval_ms,
         tokens: args.tokens.clone(),
+        admin_token: std::env::var("KMIRROR_ADMIN_TOKEN").ok(),
         no_auth: args.no_auth,
     };
     kmirror::config::resolve(file, &overrides)
@@ -117,11 +120,13 @@ fn init_logging(format: &str) {
 }
 
 async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
+    // Before any Kafka client is built: which `${env:..}` / `${file:..}` references resolve.
+    kmirror::kafka::client::set_reference_policy(config.secret_references.clone());
     let auth = if config.no_auth {
         tracing::warn!("AUTHENTICATION IS OFF (--no-auth): every caller on this machine is an admin");
         kmirror::auth::TokenStore::disabled()
     } else {
-        let store = kmirror::auth::TokenStore::new(config.tokens.clone()).with_env_admin();
+        let store = kmirror::auth::TokenStore::new(config.tokens.clone());
         if store.is_empty() {
             tracing::warn!("no tokens configured: every API call will be refused (add --token or KMIRROR_ADMIN_TOKEN)");
         }
@@ -210,6 +215,10 @@ fn main() -> ExitCode {
             runtime.block_on(serve(config))
         }
         Command::Demo(args) => {
+            if let Some(Err(e)) = args.token.as_deref().map(|t| kmirror::auth::check_token_strength("demo", t)) {
+                eprintln!("kmirror: invalid configuration: token: {e}");
+                return ExitCode::from(2);
+            }
             init_logging("text");
             let options =
                 kmirror::demo::DemoOptions { listen: args.listen, rate_per_sec: args.rate, token: args.token };

@@ -53,6 +53,10 @@ problem_table! {
     InvalidName => ("invalid-name", BAD_REQUEST, "Invalid name"),
     /// A topic pattern is not a valid regular expression.
     InvalidPattern => ("invalid-pattern", BAD_REQUEST, "Invalid topic pattern"),
+    /// A source or destination client property is refused: not on the allow list, loads code,
+    /// is set by kmirror itself, or a reference the policy does not allow. Names the property,
+    /// never its value.
+    InvalidProperty => ("invalid-property", UNPROCESSABLE_ENTITY, "Invalid client property"),
     MirrorNotFound => ("mirror-not-found", NOT_FOUND, "Mirror not found"),
     MirrorExists => ("mirror-exists", CONFLICT, "Mirror already exists"),
     /// The topic does not exist on the source cluster.
@@ -73,6 +77,9 @@ problem_table! {
     Fenced => ("fenced", CONFLICT, "This instance is fenced"),
     ShuttingDown => ("shutting-down", SERVICE_UNAVAILABLE, "Shutting down"),
     Internal => ("internal", INTERNAL_SERVER_ERROR, "Internal error"),
+    /// A lifecycle call names or matches more than `MAX_TOPICS_PER_CALL` (1,000) topics, or a
+    /// mirror lists more than 100 group patterns; nothing was changed.
+    TooManyTopics => ("too-many-topics", BAD_REQUEST, "Too many topics in one call"),
     // ----- API problems -----
     /// No credentials, or credentials that match no identity.
     Unauthorized => ("unauthorized", UNAUTHORIZED, "Authentication required"),
@@ -93,6 +100,14 @@ problem_table! {
     InvalidPageToken => ("invalid-page-token", BAD_REQUEST, "Invalid page token"),
     /// The body is not `application/json`.
     UnsupportedMediaType => ("unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
+    /// Too many failed authentications from this client address; `Retry-After` says when to
+    /// try again.
+    TooManyRequests => ("too-many-requests", TOO_MANY_REQUESTS, "Too many failed authentications"),
+    /// With `--no-auth`, a request whose `Host` is not a loopback name or address (DNS
+    /// rebinding).
+    MisdirectedRequest => ("misdirected-request", MISDIRECTED_REQUEST, "Host not served"),
+    /// With `--no-auth`, a request from a page whose `Origin` is not a loopback one.
+    CrossOrigin => ("cross-origin", FORBIDDEN, "Cross-origin request refused"),
 }
 
 impl ProblemType {
@@ -101,6 +116,7 @@ impl ProblemType {
         match kind {
             ProblemKind::InvalidName => ProblemType::InvalidName,
             ProblemKind::InvalidPattern => ProblemType::InvalidPattern,
+            ProblemKind::InvalidProperty => ProblemType::InvalidProperty,
             ProblemKind::MirrorNotFound => ProblemType::MirrorNotFound,
             ProblemKind::MirrorExists => ProblemType::MirrorExists,
             ProblemKind::TopicNotFound => ProblemType::TopicNotFound,
@@ -115,6 +131,7 @@ impl ProblemType {
             ProblemKind::Fenced => ProblemType::Fenced,
             ProblemKind::ShuttingDown => ProblemType::ShuttingDown,
             ProblemKind::Internal => ProblemType::Internal,
+            ProblemKind::TooManyTopics => ProblemType::TooManyTopics,
         }
     }
 }
@@ -122,13 +139,14 @@ impl ProblemType {
 /// An RFC 9457 problem (`application/problem+json`).
 ///
 /// `type` is a stable slug; clients branch on it. Slugs and statuses: invalid-name 400,
-/// invalid-pattern 400, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
+/// invalid-pattern 400, invalid-property 422, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
 /// topic-not-in-mirror 404, illegal-transition 409, destination-diverged 409,
 /// destination-topic-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
 /// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,
-/// internal 500, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
+/// internal 500, too-many-topics 400, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
 /// method-not-allowed 405, payload-too-large 413, invalid-body 400, invalid-query 400,
-/// invalid-page-token 400, unsupported-media-type 415.
+/// invalid-page-token 400, unsupported-media-type 415, too-many-requests 429,
+/// misdirected-request 421, cross-origin 403.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({
     "type": "mirror-not-found",
@@ -156,11 +174,13 @@ pub struct ApiError {
     pub detail: String,
     /// For 401: the `WWW-Authenticate` challenge's `error` parameter (RFC 6750).
     bearer_error: Option<&'static str>,
+    /// For 429: the `Retry-After` header, in seconds.
+    retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(problem: ProblemType, detail: impl Into<String>) -> ApiError {
-        ApiError { problem, detail: detail.into(), bearer_error: None }
+        ApiError { problem, detail: detail.into(), bearer_error: None, retry_after_secs: None }
     }
 
     pub fn unauthorized(detail: impl Into<String>, invalid_token: bool) -> ApiError {
@@ -168,6 +188,19 @@ impl ApiError {
             problem: ProblemType::Unauthorized,
             detail: detail.into(),
             bearer_error: invalid_token.then_some("invalid_token"),
+            retry_after_secs: None,
+        }
+    }
+
+    /// `too-many-requests` with a `Retry-After` of `retry_after` (whole seconds, at least 1).
+    pub fn too_many_failures(retry_after: std::time::Duration) -> ApiError {
+        let secs = retry_after.as_secs().max(1);
+        ApiError {
+            retry_after_secs: Some(secs),
+            ..ApiError::new(
+                ProblemType::TooManyRequests,
+                format!("too many failed authentications from this address; try again in {secs} s"),
+            )
         }
     }
 
@@ -238,6 +271,9 @@ impl IntoResponse for ApiError {
                 res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
             }
         }
+        if let Some(secs) = self.retry_after_secs {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         res
     }
 }
@@ -276,6 +312,7 @@ mod tests {
             Fenced,
             ShuttingDown,
             Internal,
+            TooManyTopics,
         ] {
             assert_eq!(ProblemType::from_kind(kind).slug(), kind.slug());
         }
@@ -295,6 +332,14 @@ mod tests {
         let res = ApiError::unauthorized("no token", false).into_response();
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(res.headers()[header::WWW_AUTHENTICATE], "Bearer realm=\"kmirror\"");
+        assert_eq!(res.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+    }
+
+    #[test]
+    fn throttling_says_when_to_retry() {
+        let res = ApiError::too_many_failures(std::time::Duration::from_secs(3)).into_response();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "3");
         assert_eq!(res.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
     }
 }

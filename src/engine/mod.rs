@@ -9,7 +9,10 @@
 //!   messages to one coordinator task, which applies them one at a time, so two operators
 //!   clicking at once never interleave half-transitions. Each lifecycle call returns per-topic
 //!   outcomes ([`OpResult`]): partial success is explicit, and repeating a call is harmless
-//!   (a partition already in the requested state counts as success).
+//!   (a partition already in the requested state counts as success). Stops and pauses travel
+//!   on a lane of their own that the coordinator serves first, also between two topics of a
+//!   long call; slow source calls (a create's connection check, a start's describes) run off
+//!   the coordinator task, so neither a big start nor an unreachable source holds up a failover.
 //! - **Reads** ([`EngineHandle::snapshot`]) never wait on Kafka or on the coordinator: they
 //!   return the latest immutable [`Snapshot`], which the coordinator republishes after every
 //!   change and every lag refresh (about once a second). `Snapshot::taken_at` says how old it is.
@@ -189,6 +192,8 @@ impl LifecycleOp {
 pub enum ProblemKind {
     InvalidName,
     InvalidPattern,
+    /// A client property is not accepted (allow list, reference policy or librdkafka's check).
+    InvalidProperty,
     MirrorNotFound,
     MirrorExists,
     TopicNotFound,
@@ -203,6 +208,9 @@ pub enum ProblemKind {
     Fenced,
     ShuttingDown,
     Internal,
+    /// A call names (or its pattern matches) more topics than [`MAX_TOPICS_PER_CALL`], or a
+    /// mirror lists more group patterns than [`MAX_GROUP_PATTERNS`].
+    TooManyTopics,
 }
 
 impl ProblemKind {
@@ -210,6 +218,7 @@ impl ProblemKind {
         match self {
             ProblemKind::InvalidName => "invalid-name",
             ProblemKind::InvalidPattern => "invalid-pattern",
+            ProblemKind::InvalidProperty => "invalid-property",
             ProblemKind::MirrorNotFound => "mirror-not-found",
             ProblemKind::MirrorExists => "mirror-exists",
             ProblemKind::TopicNotFound => "topic-not-found",
@@ -224,6 +233,7 @@ impl ProblemKind {
             ProblemKind::Fenced => "fenced",
             ProblemKind::ShuttingDown => "shutting-down",
             ProblemKind::Internal => "internal",
+            ProblemKind::TooManyTopics => "too-many-topics",
         }
     }
 }
@@ -299,6 +309,56 @@ impl EngineError {
     }
 }
 
+/// Checks client properties before they are stored: the allow list, the reference policy, and
+/// librdkafka's own check of each value. The error names a property, never a value.
+pub fn check_client_properties(properties: &BTreeMap<String, String>) -> Result<(), EngineError> {
+    crate::kafka::client::check_properties(properties)
+        .map_err(|e| EngineError::rejected(ProblemKind::InvalidProperty, e))
+}
+
+/// The most topics one lifecycle call may name, or its pattern may match. The coordinator applies
+/// one call's topics one after another (a start of 300 new topics takes seconds), so an unbounded
+/// list (20,000 names ran for 17 minutes) would hold every other start, create and refresh for
+/// that long. Stops and pauses do not wait for it (they go first, between two topics), but the
+/// rest does: split larger changes into several calls.
+pub const MAX_TOPICS_PER_CALL: usize = 1_000;
+
+/// The most group patterns a mirror's `sync.group_include` or `sync.group_exclude` may hold: each
+/// is matched against every consumer group of the source on every metadata refresh.
+pub const MAX_GROUP_PATTERNS: usize = 100;
+
+/// Checks a call's topic count against [`MAX_TOPICS_PER_CALL`].
+pub fn check_topic_count(count: usize) -> Result<(), EngineError> {
+    if count > MAX_TOPICS_PER_CALL {
+        return Err(EngineError::rejected(
+            ProblemKind::TooManyTopics,
+            format!(
+                "the call is about {count} topics; at most {MAX_TOPICS_PER_CALL} are allowed per call: split it into several calls"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a mirror's group patterns before anything is stored or any Kafka call is made: each
+/// list within [`MAX_GROUP_PATTERNS`], each a valid regex.
+pub fn check_group_patterns(sync: &SyncSpec) -> Result<(), EngineError> {
+    for (field, list) in [("group_include", &sync.group_include), ("group_exclude", &sync.group_exclude)] {
+        if list.len() > MAX_GROUP_PATTERNS {
+            return Err(EngineError::rejected(
+                ProblemKind::TooManyTopics,
+                format!("sync.{field} has {} patterns; at most {MAX_GROUP_PATTERNS} are allowed", list.len()),
+            ));
+        }
+    }
+    for re in sync.group_include.iter().chain(&sync.group_exclude) {
+        regex::Regex::new(re).map_err(|e| {
+            EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
 /// Validates a mirror name: `[a-zA-Z0-9._-]{1,249}`.
 pub fn validate_mirror_name(name: &str) -> Result<(), EngineError> {
     if name.is_empty()
@@ -332,6 +392,29 @@ pub fn validate_topic_name(name: &str) -> Result<(), EngineError> {
         return bad("use only [a-zA-Z0-9._-]");
     }
     Ok(())
+}
+
+/// Whether `name` is an internal topic that no mirror may start: Kafka's and kmirror's own
+/// (names starting with `__`: `__consumer_offsets`, `__transaction_state`, `__mirror_state`)
+/// and the configured state topic, whatever its name.
+pub fn is_internal_topic(name: &str, state_topic: &str) -> bool {
+    name.starts_with("__") || name == state_topic
+}
+
+/// Refuses to start an internal topic ([`is_internal_topic`]), with the reason.
+pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineError> {
+    if !is_internal_topic(name, state_topic) {
+        return Ok(());
+    }
+    let what = if name == state_topic {
+        "it is kmirror's state topic".to_string()
+    } else {
+        "it is an internal topic (the name starts with \"__\")".to_string()
+    };
+    Err(EngineError::rejected(
+        ProblemKind::InvalidName,
+        format!("topic {name:?} cannot be mirrored: {what}; internal topics are never mirrored"),
+    ))
 }
 
 pub(crate) enum Request {
@@ -383,6 +466,9 @@ pub struct OffsetMapExtent {
 #[derive(Clone)]
 pub struct EngineHandle {
     tx: mpsc::Sender<Request>,
+    /// Stops (failover) and pauses: the coordinator serves this lane first, also between two
+    /// topics of a long call on the other one, so they never wait behind a slow start.
+    priority_tx: mpsc::Sender<Request>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     offset_maps: persist::OffsetMaps,
     operations: persist::Operations,
@@ -399,19 +485,40 @@ impl EngineHandle {
         &self,
         make: impl FnOnce(oneshot::Sender<Result<T, EngineError>>) -> Request,
     ) -> Result<T, EngineError> {
+        self.call_on(&self.tx, make).await
+    }
+
+    async fn call_on<T>(
+        &self,
+        lane: &mpsc::Sender<Request>,
+        make: impl FnOnce(oneshot::Sender<Result<T, EngineError>>) -> Request,
+    ) -> Result<T, EngineError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| EngineError::ShuttingDown)?;
+        lane.send(make(reply)).await.map_err(|_| EngineError::ShuttingDown)?;
         rx.await.map_err(|_| EngineError::ShuttingDown)?
     }
 
     /// Creates a mirror. Checks that the source answers and records its cluster ID when no
     /// expected one is given.
     pub async fn create_mirror(&self, spec: MirrorSpec, actor: Actor) -> Result<(), EngineError> {
+        // Before anything is stored or any client is built: a refused property (code loading, a
+        // typo, a reference the policy does not allow) must never reach librdkafka or the state.
+        check_client_properties(&spec.source.properties)?;
         self.call(|reply| Request::CreateMirror { spec, actor, reply }).await
     }
 
     /// Changes a mirror's source connection or expected cluster ID.
     pub async fn update_mirror(&self, name: &str, update: MirrorUpdate, actor: Actor) -> Result<(), EngineError> {
+        if let Some(source) = &update.source {
+            // `[redacted]` keeps the stored secret (merged by the coordinator): check the rest.
+            let given: BTreeMap<String, String> = source
+                .properties
+                .iter()
+                .filter(|(_, v)| v.as_str() != crate::domain::secrets::REDACTED)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            check_client_properties(&given)?;
+        }
         let name = name.to_string();
         self.call(|reply| Request::UpdateMirror { name, update, actor, reply }).await
     }
@@ -422,7 +529,9 @@ impl EngineHandle {
         self.call(|reply| Request::DeleteMirror { name, actor, reply }).await
     }
 
-    /// Starts, pauses, resumes or stops topics of a mirror.
+    /// Starts, pauses, resumes or stops topics of a mirror: at most [`MAX_TOPICS_PER_CALL`]
+    /// (named or matched). Stops and pauses are served before other commands and between the
+    /// topics of a long one.
     pub async fn lifecycle(
         &self,
         mirror: &str,
@@ -431,8 +540,18 @@ impl EngineHandle {
         validate_only: bool,
         actor: Actor,
     ) -> Result<OpResult, EngineError> {
+        // Refused before it queues anywhere: nothing here needs Kafka.
+        if let TopicSelector::Names(names) = &selector {
+            check_topic_count(names.len())?;
+        }
         let mirror = mirror.to_string();
-        self.call(|reply| Request::Lifecycle { mirror, selector, op, validate_only, actor, reply }).await
+        // A stop is a failover and a pause often comes just before one: neither may wait behind a
+        // long start or a create whose source does not answer.
+        let lane = match op {
+            LifecycleOp::Stop | LifecycleOp::Pause => &self.priority_tx,
+            LifecycleOp::Start { .. } | LifecycleOp::Resume => &self.tx,
+        };
+        self.call_on(lane, |reply| Request::Lifecycle { mirror, selector, op, validate_only, actor, reply }).await
     }
 
     /// Re-checks a mirror's source metadata now instead of at the next refresh.

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::ClientConfig;
 use rdkafka::admin::{
     AdminClient, AdminOptions, NewPartitions, NewTopic, OwnedResourceSpecifier, ResourceSpecifier, TopicReplication,
 };
@@ -47,20 +46,6 @@ impl std::fmt::Debug for KafkaAdmin {
         // Client properties may hold secrets: show only the bootstrap servers.
         f.debug_struct("KafkaAdmin").field("bootstrap", &self.inner.bootstrap).finish()
     }
-}
-
-/// Builds an rdkafka client config from bootstrap servers and librdkafka client properties.
-pub(crate) fn client_config(bootstrap: &str, properties: &BTreeMap<String, String>) -> ClientConfig {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", bootstrap);
-    // librdkafka leaves Nagle's algorithm on (the Java client does not): small requests such as
-    // EndTxn and AddPartitionsToTxn then wait ~40 ms for delayed ACKs, once per transaction.
-    // A user property may still turn it back on.
-    cfg.set("socket.nagle.disable", "true");
-    for (k, v) in properties {
-        cfg.set(k, v);
-    }
-    cfg
 }
 
 fn code_of(c: RDKafkaErrorCode) -> KafkaCode {
@@ -313,8 +298,8 @@ impl KafkaAdmin {
         properties: &BTreeMap<String, String>,
         timeout: Duration,
     ) -> KafkaResult<KafkaAdmin> {
-        let client: AdminClient<DefaultClientContext> =
-            client_config(bootstrap, properties).create().map_err(|e| KafkaError::Client(e.to_string()))?;
+        let cfg = super::client::client_config(bootstrap, properties, &[])?;
+        let client: AdminClient<DefaultClientContext> = super::client::create(&cfg, "admin client")?;
         Ok(KafkaAdmin {
             inner: Arc::new(Inner {
                 client,

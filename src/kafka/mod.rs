@@ -5,6 +5,7 @@
 //! rdkafka 0.39 does not wrap are called; every unsafe block there carries a SAFETY comment.
 
 pub mod admin;
+pub mod client;
 pub mod consumer;
 pub mod error;
 mod ffi;

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -26,8 +26,9 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
 use super::KafkaAdmin;
-use super::admin::client_config;
+use super::client::{client_config, create, create_with_context};
 use super::consumer::{fetched_end, message_leader_epoch, position_list};
+use super::error::KafkaResult;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
 use crate::domain::offset_map::{Run, RunBuilder};
@@ -235,6 +236,9 @@ struct DeliveryLog {
     /// Key and value bytes of the open transaction's data records whose report has arrived
     /// (acknowledged or failed): with the bytes sent, what is still on its way.
     reported_bytes: AtomicUsize,
+    /// A record of the open transaction failed because a request timed out (see
+    /// [`needs_new_producer`]): the producer is replaced before the next transaction.
+    timed_out: AtomicBool,
 }
 
 /// Key and value bytes of a record: what a transaction counts as sent when the pipe hands a
@@ -261,7 +265,12 @@ impl ProducerContext for PipeProducerContext {
         }
         let (value, message) = match result {
             Ok(m) => (Ok(m.offset()), m),
-            Err((e, m)) => (Err(e.to_string()), m),
+            Err((e, m)) => {
+                if needs_new_producer(e.rdkafka_error_code()) {
+                    self.log.timed_out.store(true, Ordering::Relaxed);
+                }
+                (Err(e.to_string()), m)
+            }
         };
         self.log.reported_bytes.fetch_add(record_bytes(message), Ordering::Relaxed);
         let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
@@ -340,6 +349,21 @@ struct Pipe {
     markers: Option<bool>,
     /// The fetch position last reported per partition.
     reported_positions: HashMap<Key, i64>,
+    /// Set when a transactional request of the producer timed out: the producer is replaced
+    /// (and the transaction's outcome learned) before anything else is mirrored.
+    broken: Option<Broken>,
+}
+
+/// A producer that must be replaced before the next transaction (see [`needs_new_producer`]).
+struct Broken {
+    /// What timed out, for the log and the `Retrying` events.
+    why: String,
+    /// The progress of a transaction whose commit was sent but not confirmed: it may have
+    /// committed. Empty when the transaction cannot have committed (a produce or an abort timed
+    /// out, or the commit was never sent).
+    in_doubt: Vec<PartitionProgress>,
+    /// The replacement producer is initialised (only the outcome check is left).
+    replaced: bool,
 }
 
 enum TxnOutcome {
@@ -369,11 +393,12 @@ impl Pipe {
         events: mpsc::UnboundedSender<PipeEvent>,
         runtime: tokio::runtime::Handle,
     ) -> Result<Pipe, String> {
-        let consumer: BaseConsumer =
-            consumer_config(&config).create().map_err(|e| format!("cannot create source consumer: {e}"))?;
+        let consumer: BaseConsumer = consumer_config(&config)
+            .and_then(|cfg| create(&cfg, "source consumer"))
+            .map_err(|e| format!("cannot create source consumer: {e}"))?;
 
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&config)
-            .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
+            .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
             .map_err(|e| format!("cannot create destination producer: {e}"))?;
         // Fences any earlier writer with the same transactional id (and aborts its open
         // transaction) before this one writes anything.
@@ -407,6 +432,7 @@ impl Pipe {
             last_fill_end: Instant::now(),
             markers: None,
             reported_positions: HashMap::new(),
+            broken: None,
         })
     }
 
@@ -436,7 +462,7 @@ impl Pipe {
                 // Stay alive only to answer commands with a clear refusal.
                 continue;
             }
-            if self.parts.is_empty() {
+            if self.parts.is_empty() && self.broken.is_none() {
                 continue;
             }
             if let Some(at) = retry_at {
@@ -445,6 +471,19 @@ impl Pipe {
                     continue;
                 }
                 retry_at = None;
+            }
+            if self.broken.is_some() {
+                // The destination may still be unreachable: try again after a backoff, answering
+                // commands in between.
+                if let Err(message) = self.recover() {
+                    self.retry_attempt += 1;
+                    self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
+                    retry_at = Some(Instant::now() + backoff(self.retry_attempt));
+                    continue;
+                }
+                if self.parts.is_empty() {
+                    continue;
+                }
             }
             let end_now = self.fill();
             if self.in_txn && (end_now || self.should_commit()) {
@@ -513,6 +552,11 @@ impl Pipe {
             }
             PipeCommand::Unassign { partitions, finish, fence, reply } => {
                 let started = Instant::now();
+                // Final positions must not predate a commit whose outcome is still unknown.
+                if let Err(e) = self.recover() {
+                    let _ = reply.send(Err(e));
+                    return false;
+                }
                 let mut r = self.unassign(&partitions, finish);
                 let unassigned = started.elapsed();
                 if fence && r.is_ok() {
@@ -529,7 +573,7 @@ impl Pipe {
                 false
             }
             PipeCommand::Fence { reply } => {
-                let r = self.fence_checked();
+                let r = self.recover().and_then(|()| self.fence_checked());
                 let _ = reply.send(r);
                 false
             }
@@ -742,6 +786,7 @@ impl Pipe {
                         self.next_slot = 0;
                         self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clear();
                         self.producer.context().log.reported_bytes.store(0, Ordering::Relaxed);
+                        self.producer.context().log.timed_out.store(false, Ordering::Relaxed);
                     }
                     let slot = self.next_slot;
                     self.next_slot += 1;
@@ -889,7 +934,7 @@ impl Pipe {
             .any(|p| !p.pending.is_empty() && (p.expected_next_destination.is_none() || p.after_abort))
         {
             if let Err(e) = self.flush_sent() {
-                return self.after_txn_error("flush", e);
+                return self.after_txn_error("flush", e, Vec::new());
             }
             let results = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner());
             for (key, part) in self.parts.iter_mut().filter(|(_, p)| !p.pending.is_empty()) {
@@ -944,7 +989,7 @@ impl Pipe {
         // Data and state records together; the flush inside rdkafka's commit_transaction then
         // finds nothing to wait for.
         if let Err(e) = self.flush_sent() {
-            return self.after_txn_error("flush", e);
+            return self.after_txn_error("flush", e, Vec::new());
         }
         let flushed = started.elapsed();
         let results: Vec<Delivered> =
@@ -966,9 +1011,15 @@ impl Pipe {
         }
         // Delivery failures: the transaction cannot commit.
         if let Some(Some(Err(message))) = results.iter().find(|r| matches!(r, Some(Err(_)))) {
-            let message = message.clone();
-            self.abort_and_rewind();
-            return TxnOutcome::Retry(format!("delivery failed: {message}"));
+            let message = format!("delivery failed: {message}");
+            if self.producer.context().log.timed_out.load(Ordering::Relaxed) {
+                // A produce request timed out: it may still reach the broker (see
+                // `needs_new_producer`). Nothing was committed, so nothing is in doubt.
+                self.break_producer(message.clone(), Vec::new());
+            } else {
+                self.abort_and_rewind();
+            }
+            return TxnOutcome::Retry(message);
         }
         // After a successful flush every record has its report; one missing would leave a hole
         // in the offset map, so never commit then.
@@ -997,7 +1048,8 @@ impl Pipe {
         }
         match self.producer.commit_transaction(self.config.transaction_timeout) {
             Ok(()) => {}
-            Err(e) => return self.after_txn_error("commit", e),
+            // The commit was sent: if it timed out, it may still have committed.
+            Err(e) => return self.after_txn_error("commit", e, progress),
         }
         self.in_txn = false;
         // Where a transaction's time goes: filling (consume + send), flushing data and state, and
@@ -1116,33 +1168,147 @@ impl Pipe {
         }
     }
 
-    fn after_txn_error(&mut self, what: &str, e: RdError) -> TxnOutcome {
+    /// Handles a failed flush, commit or other transactional call. `in_doubt` is the progress of a
+    /// transaction whose commit was sent (empty otherwise).
+    fn after_txn_error(&mut self, what: &str, e: RdError, in_doubt: Vec<PartitionProgress>) -> TxnOutcome {
         let message = format!("{what}: {e}");
-        // A fatal producer error ends this pipe. It usually means another writer with the same
-        // transactional id took over; re-initialising here would fence that writer back and the
-        // two would take turns duplicating data. The engine decides: it restarts the pipe only
-        // when its own state writer proves it is still the owner.
-        let fatal = matches!(&e, RdError::Transaction(te) if te.is_fatal())
-            || matches!(
-                e.rdkafka_error_code(),
-                Some(
-                    RDKafkaErrorCode::ProducerFenced
-                        | RDKafkaErrorCode::InvalidProducerEpoch
-                        | RDKafkaErrorCode::Fenced
-                )
-            );
-        if fatal {
-            return TxnOutcome::Fenced(message);
+        let fatal = matches!(&e, RdError::Transaction(te) if te.is_fatal());
+        match txn_error_action(fatal, e.rdkafka_error_code()) {
+            // A fatal producer error ends this pipe. It usually means another writer with the
+            // same transactional id took over; re-initialising here would fence that writer back
+            // and the two would take turns duplicating data. The engine decides: it restarts the
+            // pipe only when its own state writer proves it is still the owner.
+            TxnErrorAction::Fenced => TxnOutcome::Fenced(message),
+            TxnErrorAction::NewProducer => {
+                self.break_producer(message.clone(), in_doubt);
+                TxnOutcome::Retry(message)
+            }
+            TxnErrorAction::AbortAndRetry => {
+                self.abort_and_rewind();
+                TxnOutcome::Retry(message)
+            }
         }
-        self.abort_and_rewind();
-        TxnOutcome::Retry(message)
+    }
+
+    /// Gives up on the producer after a transactional request of it timed out (see
+    /// [`needs_new_producer`]): no abort, no further transaction on it. `recover` replaces it
+    /// before anything else is mirrored; until then the consumer stays where it is (the rewind
+    /// needs the destination ends after the old transaction is resolved).
+    fn break_producer(&mut self, why: String, in_doubt: Vec<PartitionProgress>) {
+        tracing::warn!(
+            mirror = %self.config.mirror,
+            error = %why,
+            commit_in_doubt = !in_doubt.is_empty(),
+            "transactional request timed out: the producer is re-created (epoch bump) before the next transaction"
+        );
+        // Forget locally what the old producer still holds; its requests already on their way
+        // are fenced by the replacement's init.
+        self.producer.purge(PurgeConfig::default().queue().inflight());
+        self.in_txn = false;
+        match &mut self.broken {
+            // A second timeout while recovering: a doubt, if any, stays.
+            Some(b) => {
+                b.why = why;
+                b.replaced = false;
+                if b.in_doubt.is_empty() {
+                    b.in_doubt = in_doubt;
+                }
+            }
+            None => self.broken = Some(Broken { why, in_doubt, replaced: false }),
+        }
+    }
+
+    /// Replaces a broken producer (see `break_producer`): a new producer with the same
+    /// transactional id, whose init bumps the epoch (every request of the old one still on its
+    /// way is refused from then on) and completes the old transaction. Then learns whether a
+    /// commit in doubt happened, reports it if so, and rewinds every partition to its committed
+    /// position. An error leaves the pipe broken, to be retried.
+    fn recover(&mut self) -> Result<(), String> {
+        let Some(broken) = &self.broken else { return Ok(()) };
+        if self.fenced {
+            // Another writer took over: re-initialising would fence it back.
+            self.broken = None;
+            return Ok(());
+        }
+        let why = broken.why.clone();
+        if !broken.replaced {
+            self.recreate_producer().map_err(|e| format!("after a timeout ({why}): {e}"))?;
+            if let Some(b) = &mut self.broken {
+                b.replaced = true;
+            }
+        }
+        let in_doubt = self.broken.as_ref().map(|b| b.in_doubt.clone()).unwrap_or_default();
+        let committed = if in_doubt.is_empty() {
+            false
+        } else {
+            self.txn_committed(&in_doubt).map_err(|e| format!("after a timeout ({why}): {e}"))?
+        };
+        tracing::warn!(
+            mirror = %self.config.mirror,
+            after = %why,
+            outcome = if in_doubt.is_empty() {
+                "aborted"
+            } else if committed {
+                "committed (commit in doubt)"
+            } else {
+                "aborted (commit in doubt)"
+            },
+            "producer re-created after a timed-out transactional request; resuming from the committed positions"
+        );
+        self.broken = None;
+        if committed {
+            let mut progress = Vec::with_capacity(in_doubt.len());
+            for p in in_doubt {
+                // Partitions leave the pipe only after `handle` recovered, so all are still here.
+                let Some(part) = self.parts.get_mut(&(p.topic.clone(), p.partition)) else { continue };
+                part.committed_next_source = Some(p.next_source_offset);
+                part.committed_epoch = p.source_leader_epoch;
+                part.committed_destination_end = p.destination_end_offset;
+                progress.push(p);
+            }
+            if !progress.is_empty() {
+                self.emit(PipeEvent::Committed(progress));
+            }
+        }
+        self.rewind_all();
+        Ok(())
+    }
+
+    /// Whether the transaction of `in_doubt` committed, once the replacement producer's init has
+    /// completed it: the first record it wrote to one of its partitions is visible to a
+    /// `read_committed` reader, or skipped (aborted). A transaction is atomic, so one partition
+    /// tells.
+    fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, String> {
+        let Some(p) = in_doubt.iter().find(|p| p.records > 0) else { return Ok(false) };
+        let first = p.destination_end_offset - p.records as i64;
+        let consumer: BaseConsumer = outcome_consumer_config(&self.config)
+            .and_then(|cfg| create(&cfg, "destination outcome reader"))
+            .map_err(|e| format!("cannot create the outcome reader: {e}"))?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&p.topic, p.partition, Offset::Offset(first)).map_err(|e| e.to_string())?;
+        consumer.assign(&tpl).map_err(|e| format!("cannot read the destination: {e}"))?;
+        let deadline = Instant::now() + self.config.transaction_timeout;
+        while Instant::now() < deadline {
+            match consumer.poll(Duration::from_millis(200)) {
+                // Committed: the record is visible where it landed. Aborted: skipped, and the
+                // next visible record (if any) is a later one.
+                Some(Ok(m)) if m.topic() == p.topic && m.partition() == p.partition => {
+                    return Ok(m.offset() == first);
+                }
+                Some(Ok(_)) | None => {}
+                Some(Err(RdError::PartitionEOF(_))) => return Ok(false),
+                Some(Err(e)) => tracing::debug!(mirror = %self.config.mirror, error = %e, "outcome reader"),
+            }
+        }
+        Err(format!("cannot learn the outcome of the commit in doubt (reading {}-{} at {first})", p.topic, p.partition))
     }
 
     /// A new producer with the same transactional id; its init bumps the producer epoch and aborts
-    /// whatever the old one left open. Used only for the deliberate fence of a stop.
+    /// whatever the old one left open. Used for the deliberate fence of a stop and to replace a
+    /// producer whose transactional request timed out (`recover`).
     fn recreate_producer(&mut self) -> Result<(), String> {
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&self.config)
-            .create_with_context(PipeProducerContext { log: DeliveryLog::default() })
+            .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
             .map_err(|e| format!("cannot re-create producer: {e}"))?;
         producer
             .init_transactions(self.config.transaction_timeout)
@@ -1178,6 +1344,12 @@ impl Pipe {
         if self.in_txn {
             self.drain_before_abort();
             if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
+                if needs_new_producer(e.rdkafka_error_code()) {
+                    // The abort may still be on its way: a new producer completes it (nothing of
+                    // this transaction was committed) and rewinds when it is in place.
+                    self.break_producer(format!("abort: {e}"), Vec::new());
+                    return;
+                }
                 // The transaction's outcome is now unknown to this producer: stop and let the
                 // engine restart the data path from the committed state.
                 self.on_fenced(format!("abort failed: {e}"));
@@ -1305,52 +1477,63 @@ impl Pipe {
 ///
 /// Tuning defaults come first so a user's destination property overrides them (e.g.
 /// `compression.type=lz4`, a longer `linger.ms`); what exactly-once needs comes last and cannot be
-/// overridden.
-fn producer_config(config: &PipeConfig) -> ClientConfig {
-    let mut pcfg = ClientConfig::new();
-    pcfg.set("linger.ms", "5")
-        .set("message.max.bytes", "16777216")
-        .set("transaction.timeout.ms", "60000")
-        // Transactional requests retried after CONCURRENT_TRANSACTIONS and the like: the default
-        // 100 ms shows up directly in end-to-end latency.
-        .set("retry.backoff.ms", "10")
-        .set("retry.backoff.max.ms", "500")
-        .set("client.id", format!("kmirror-{}-destination", config.mirror));
-    for (k, v) in client_config(&config.destination_bootstrap, &config.destination_properties).config_map() {
-        pcfg.set(k, v);
-    }
+/// overridden. The user's properties are applied from their own map (`client::client_config`):
+/// rdkafka's `config_map()` masks secrets, and a copy made through it authenticated with the mask.
+fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
+    let client_id = format!("kmirror-{}-destination", config.mirror);
+    let mut pcfg = client_config(
+        &config.destination_bootstrap,
+        &config.destination_properties,
+        &[
+            ("linger.ms", "5"),
+            ("message.max.bytes", "16777216"),
+            ("transaction.timeout.ms", "60000"),
+            // Transactional requests retried after CONCURRENT_TRANSACTIONS and the like: the
+            // default 100 ms shows up directly in end-to-end latency.
+            ("retry.backoff.ms", "10"),
+            ("retry.backoff.max.ms", "500"),
+            ("client.id", &client_id),
+        ],
+    )?;
     pcfg.set("transactional.id", &config.transactional_id).set("enable.idempotence", "true");
-    pcfg
+    Ok(pcfg)
 }
 
 /// The source consumer's settings, built like the producer's: tuning defaults first, the user's
 /// `[source.properties]` over them, then what the data path's correctness depends on.
-fn consumer_config(config: &PipeConfig) -> ClientConfig {
-    let mut ccfg = ClientConfig::new();
-    // librdkafka receives a fetch response into one buffer of its size. At the 50 MiB default
-    // (reached from 50 partitions on, at 1 MiB each) glibc serves every such buffer with a
-    // fresh mmap, and the process spent ~10 % of its CPU faulting in and zeroing those pages.
-    // Responses of at most 16 MiB stay in malloc's heap once glibc has raised its mmap threshold.
-    ccfg.set("fetch.max.bytes", FETCH_MAX_BYTES.to_string())
-        // librdkafka has no incremental fetch sessions (KIP-227): every fetch lists every assigned
-        // partition, so at 10,000 idle partitions each one costs both sides real CPU. The broker
-        // answers as soon as any partition has data (fetch.min.bytes 1), so a longer wait costs
-        // no latency; it only spaces out the fetches of an idle mirror.
-        .set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string());
-    for (k, v) in client_config(&config.source_bootstrap, &config.source_properties).config_map() {
-        ccfg.set(k, v);
-    }
+fn consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
+    let fetch_max_bytes = FETCH_MAX_BYTES.to_string();
+    let fetch_wait_max_ms = FETCH_WAIT_MAX_MS.to_string();
+    let mut ccfg = client_config(
+        &config.source_bootstrap,
+        &config.source_properties,
+        &[
+            // librdkafka receives a fetch response into one buffer of its size. At the 50 MiB
+            // default (reached from 50 partitions on, at 1 MiB each) glibc serves every such
+            // buffer with a fresh mmap, and the process spent ~10 % of its CPU faulting in and
+            // zeroing those pages. Responses of at most 16 MiB stay in malloc's heap once glibc
+            // has raised its mmap threshold.
+            ("fetch.max.bytes", &fetch_max_bytes),
+            // librdkafka has no incremental fetch sessions (KIP-227): every fetch lists every
+            // assigned partition, so at 10,000 idle partitions each one costs both sides real
+            // CPU. The broker answers as soon as any partition has data (fetch.min.bytes 1), so
+            // a longer wait costs no latency; it only spaces out the fetches of an idle mirror.
+            ("fetch.wait.max.ms", &fetch_wait_max_ms),
+        ],
+    )?;
     ccfg.set("group.id", format!("kmirror-{}", config.mirror))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("isolation.level", "read_committed")
         // A position the source no longer has is an error, never a silent jump.
         .set("auto.offset.reset", "error")
+        // Fetching a topic must never create it on the source (a mistyped or deleted name).
+        .set("allow.auto.create.topics", "false")
         .set("enable.partition.eof", "false")
         .set("fetch.queue.backoff.ms", "10")
         .set("queued.max.messages.kbytes", "65536")
         .set("client.id", format!("kmirror-{}-source", config.mirror));
-    ccfg
+    Ok(ccfg)
 }
 
 /// The consumer's `fetch.max.bytes` default (librdkafka's is 50 MiB): see `consumer_config`.
@@ -1416,6 +1599,67 @@ fn early_end_allowed(since_previous_fill_end: Duration, txn_age: Duration, spaci
 /// read positions with their fetched ends (one cached lookup per partition with records in it).
 const END_CHECK_EVERY: Duration = Duration::from_millis(5);
 
+/// Whether an error of a transactional request (a produce, EndTxn, the flush before a commit)
+/// means the producer must be replaced before the next transaction: the request timed out, so
+/// it may still be on its way to the broker. librdkafka lacks Kafka's transactions v2 (KIP-890,
+/// librdkafka issue #5423): a produce of an aborted transaction arriving late would join the
+/// next transaction of the same producer epoch, and a late EndTxn could end the wrong one. A new
+/// producer with the same transactional id bumps the epoch in its init, and the broker then
+/// refuses every request of the old epoch.
+fn needs_new_producer(code: Option<RDKafkaErrorCode>) -> bool {
+    matches!(
+        code,
+        Some(
+            RDKafkaErrorCode::OperationTimedOut
+                | RDKafkaErrorCode::MessageTimedOut
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::TimedOutQueue
+        )
+    )
+}
+
+/// What the pipe does after a transactional call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnErrorAction {
+    /// Stop: another writer with the same transactional id probably took over.
+    Fenced,
+    /// Replace the producer (epoch bump), learn the transaction's outcome, rewind, go on.
+    NewProducer,
+    /// Abort the transaction, rewind, retry after a backoff.
+    AbortAndRetry,
+}
+
+/// Decides [`TxnErrorAction`] from whether librdkafka called the error fatal and its code.
+fn txn_error_action(fatal: bool, code: Option<RDKafkaErrorCode>) -> TxnErrorAction {
+    let fenced = matches!(
+        code,
+        Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch | RDKafkaErrorCode::Fenced)
+    );
+    if fatal || fenced {
+        TxnErrorAction::Fenced
+    } else if needs_new_producer(code) {
+        TxnErrorAction::NewProducer
+    } else {
+        TxnErrorAction::AbortAndRetry
+    }
+}
+
+/// The settings of the short-lived destination reader that learns a commit's outcome after a
+/// timeout (`Pipe::txn_committed`): the destination's connection settings, `read_committed`,
+/// and an end-of-partition event (aborted records are skipped up to the end).
+fn outcome_consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
+    let mut cfg = client_config(&config.destination_bootstrap, &config.destination_properties, &[])?;
+    cfg.set("group.id", format!("kmirror-{}-outcome", config.mirror))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", "read_committed")
+        .set("auto.offset.reset", "error")
+        .set("allow.auto.create.topics", "false")
+        .set("enable.partition.eof", "true")
+        .set("client.id", format!("kmirror-{}-outcome", config.mirror));
+    Ok(cfg)
+}
+
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
 fn backoff(attempt: u32) -> Duration {
     let base = 200u64.saturating_mul(1u64 << attempt.min(8)).min(30_000);
@@ -1428,6 +1672,49 @@ fn backoff(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timed_out_transactional_request_replaces_the_producer() {
+        use RDKafkaErrorCode as C;
+        // Timeouts: the request may still reach the broker, so only an epoch bump makes it harmless.
+        for code in [C::OperationTimedOut, C::MessageTimedOut, C::RequestTimedOut, C::TimedOutQueue] {
+            assert!(needs_new_producer(Some(code)), "{code:?}");
+            assert_eq!(txn_error_action(false, Some(code)), TxnErrorAction::NewProducer, "{code:?}");
+        }
+        // Fencing wins, timed out or not: re-initialising would fence the new owner back.
+        assert_eq!(txn_error_action(true, Some(C::OperationTimedOut)), TxnErrorAction::Fenced);
+        for code in [C::ProducerFenced, C::InvalidProducerEpoch, C::Fenced] {
+            assert!(!needs_new_producer(Some(code)), "{code:?}");
+            assert_eq!(txn_error_action(false, Some(code)), TxnErrorAction::Fenced, "{code:?}");
+        }
+        // Anything else (an abortable error, a refused record, a lost connection): abort and retry.
+        for code in [Some(C::State), Some(C::NotEnoughReplicas), Some(C::BrokerTransportFailure), None] {
+            assert!(!needs_new_producer(code), "{code:?}");
+            assert_eq!(txn_error_action(false, code), TxnErrorAction::AbortAndRetry, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn the_outcome_reader_sees_only_committed_records_and_the_end() {
+        let config = PipeConfig {
+            mirror: "m".into(),
+            source_bootstrap: "src:9092".into(),
+            source_properties: BTreeMap::new(),
+            destination_bootstrap: "dst:9092".into(),
+            destination_properties: BTreeMap::from([("security.protocol".to_string(), "SASL_SSL".to_string())]),
+            transactional_id: "t".into(),
+            commit_interval: Duration::from_millis(250),
+            commit_max_bytes: 1 << 20,
+            state_topic: "__mirror_state".into(),
+            transaction_timeout: Duration::from_secs(10),
+        };
+        let cfg = outcome_consumer_config(&config).unwrap();
+        assert_eq!(cfg.get("bootstrap.servers"), Some("dst:9092"));
+        assert_eq!(cfg.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(cfg.get("isolation.level"), Some("read_committed"));
+        assert_eq!(cfg.get("enable.partition.eof"), Some("true"));
+        assert_eq!(cfg.get("enable.auto.commit"), Some("false"));
+    }
 
     #[test]
     fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() {
@@ -1443,21 +1730,33 @@ mod tests {
             state_topic: "__mirror_state".into(),
             transaction_timeout: Duration::from_secs(10),
         };
-        let defaults = consumer_config(&config(&[]));
+        let defaults = consumer_config(&config(&[])).unwrap();
         assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
         assert_eq!(defaults.get("fetch.wait.max.ms"), Some("500"));
         assert_eq!(defaults.get("socket.nagle.disable"), Some("true"));
         assert_eq!(defaults.get("bootstrap.servers"), Some("src:9092"));
+        assert_eq!(defaults.get("isolation.level"), Some("read_committed"));
+        assert_eq!(defaults.get("allow.auto.create.topics"), Some("false"));
         let user = consumer_config(&config(&[
             ("fetch.max.bytes", "1048576"),
             ("fetch.wait.max.ms", "50"),
-            ("isolation.level", "read_uncommitted"),
-            ("enable.auto.commit", "true"),
-        ]));
+            ("sasl.password", "hunter2-consumer"),
+        ]))
+        .unwrap();
         assert_eq!(user.get("fetch.max.bytes"), Some("1048576"));
         assert_eq!(user.get("fetch.wait.max.ms"), Some("50"));
-        assert_eq!(user.get("isolation.level"), Some("read_committed"));
-        assert_eq!(user.get("enable.auto.commit"), Some("false"));
+        // The secret itself, not rdkafka's config_map() placeholder.
+        assert_eq!(user.get("sasl.password"), Some("hunter2-consumer"));
+        // What correctness depends on cannot be set by the user at all.
+        for fixed in ["isolation.level", "enable.auto.commit", "plugin.library.paths"] {
+            let e = consumer_config(&config(&[(fixed, "x")])).unwrap_err().to_string();
+            assert!(e.contains(fixed), "{e}");
+        }
+        let mut pc = config(&[]);
+        pc.destination_properties = BTreeMap::from([("ssl.key.password".to_string(), "hunter2-producer".to_string())]);
+        let producer = producer_config(&pc).unwrap();
+        assert_eq!(producer.get("ssl.key.password"), Some("hunter2-producer"));
+        assert_eq!(producer.get("transactional.id"), Some("t"));
     }
 
     #[test]

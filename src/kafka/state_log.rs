@@ -12,7 +12,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::admin::client_config;
+use super::client::{client_config, create};
 use super::pipe::StateWrite;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec};
@@ -104,14 +104,14 @@ fn read_blocking(
     timeout: Duration,
 ) -> KafkaResult<Vec<LogRecord>> {
     const OP: &str = "read state";
-    let mut cfg = client_config(bootstrap, properties);
+    let mut cfg = client_config(bootstrap, properties, &[])?;
     cfg.set("group.id", "kmirror-state-reader")
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "earliest")
         .set("fetch.queue.backoff.ms", "10");
-    let consumer: BaseConsumer = cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
+    let consumer: BaseConsumer = create(&cfg, "state reader")?;
     let mut tpl = TopicPartitionList::new();
     for p in remaining.keys() {
         tpl.add_partition_offset(topic, *p, Offset::Beginning)
@@ -181,10 +181,9 @@ impl StateWriter {
         topic: &str,
         timeout: Duration,
     ) -> KafkaResult<StateWriter> {
-        let mut cfg = client_config(bootstrap, properties);
+        let mut cfg = client_config(bootstrap, properties, &[])?;
         cfg.set("transactional.id", transactional_id).set("enable.idempotence", "true").set("linger.ms", "0");
-        let producer: ThreadedProducer<DefaultProducerContext> =
-            cfg.create().map_err(|e| KafkaError::Client(e.to_string()))?;
+        let producer: ThreadedProducer<DefaultProducerContext> = create(&cfg, "state writer")?;
         producer.init_transactions(timeout).map_err(|e| KafkaError::Client(format!("init transactions: {e}")))?;
         Ok(StateWriter { producer, topic: topic.to_string(), timeout })
     }

@@ -44,6 +44,20 @@ use serde::{Deserialize, Serialize};
 
 use super::partitioning::{mirror_partition, state_partition};
 
+/// The most partitions of one topic a record may name: a MirrorTopic record's `partition_count`,
+/// and the partition index of every partition-level record and LastMirrorEpochs entry, must be
+/// below it. Loading creates a partition for each of `0..partition_count`, so a hostile count
+/// (2^31) would drive that loop; a record above the cap is reported and skipped. A start refuses
+/// a source topic with more partitions, so kmirror never writes such a record.
+pub const MAX_PARTITION_COUNT: i32 = 100_000;
+
+/// The most elements of any one list or map in a record (offset-map runs, LastMirrorEpochs
+/// topics, operation topics and results, client properties, ACLs, group patterns). Far above what
+/// kmirror writes (a state record is at most the state topic's maximum message size, 1 MiB by
+/// default, and an element takes at least 3 bytes of it); a record above it is reported and
+/// skipped rather than kept in memory and acted on.
+pub const MAX_RECORD_LIST_LEN: usize = 1_000_000;
+
 /// The kinds of `__mirror_state` records, named in the `"type"` member of keys and values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RecordKind {
@@ -227,8 +241,9 @@ pub struct AclBindingValue {
 /// The source cluster connection of a mirror.
 ///
 /// `properties` are librdkafka client properties. The state topic is readable by whoever may read
-/// `__mirror_state`, so secrets (passwords, keys, tokens) belong in kmirror's configuration, not
-/// here; `Debug` redacts properties whose name looks secret all the same.
+/// `__mirror_state`, so secrets belong outside it: a secret property's value should be a
+/// reference (`${env:NAME}`, `${file:/path}`, resolved when a client is built). `Debug` redacts
+/// secret values all the same (`crate::domain::secrets`, the program's one rule).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceClusterValue {
     /// `bootstrap.servers` of the source cluster.
@@ -242,19 +257,17 @@ impl fmt::Debug for SourceClusterValue {
         let properties: BTreeMap<&str, &str> = self
             .properties
             .iter()
-            .map(|(name, value)| (name.as_str(), if is_secret(name) { "<redacted>" } else { value.as_str() }))
+            .map(|(name, value)| {
+                let secret = crate::domain::secrets::is_secret_property(name)
+                    && crate::domain::secrets::Reference::parse(value).is_none();
+                (name.as_str(), if secret { "<redacted>" } else { value.as_str() })
+            })
             .collect();
         f.debug_struct("SourceClusterValue")
             .field("bootstrap_servers", &self.bootstrap_servers)
             .field("properties", &properties)
             .finish()
     }
-}
-
-/// Whether a client property name looks like it holds a secret.
-fn is_secret(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["password", "secret", "jaas", "token", "key"].iter().any(|marker| name.contains(marker))
 }
 
 /// Metadata sync settings of a mirror (a placeholder that will grow: fields are added as
@@ -805,6 +818,19 @@ pub enum DecodeError {
         /// What differs.
         detail: String,
     },
+    /// A count or index outside the format's bounds ([`MAX_PARTITION_COUNT`],
+    /// [`MAX_RECORD_LIST_LEN`]): a malformed or hostile record.
+    #[error("invalid {kind} record: {field} is {value}, outside 0..={max}")]
+    OutOfBounds {
+        /// The kind.
+        kind: RecordKind,
+        /// The field (a list's name for its length).
+        field: &'static str,
+        /// The value found.
+        value: i64,
+        /// The largest value allowed.
+        max: i64,
+    },
     /// Well-formed JSON that breaks a rule of the format.
     #[error("invalid {kind} record: {detail}")]
     Invalid {
@@ -849,6 +875,22 @@ fn read_body<T: DeserializeOwned>(bytes: &[u8], part: Part, kind: RecordKind) ->
     serde_json::from_slice(bytes).map_err(|e| malformed(part, Some(kind), &e))
 }
 
+/// Checks that `value` is within `0..=max`.
+fn bounded(kind: RecordKind, field: &'static str, value: i64, max: i64) -> Result<(), DecodeError> {
+    if (0..=max).contains(&value) { Ok(()) } else { Err(DecodeError::OutOfBounds { kind, field, value, max }) }
+}
+
+/// Checks a partition index (below [`MAX_PARTITION_COUNT`]).
+fn partition_index(kind: RecordKind, field: &'static str, partition: i32) -> Result<(), DecodeError> {
+    bounded(kind, field, i64::from(partition), i64::from(MAX_PARTITION_COUNT) - 1)
+}
+
+/// Checks a list's length (at most [`MAX_RECORD_LIST_LEN`]).
+fn list_len(kind: RecordKind, field: &'static str, len: usize) -> Result<(), DecodeError> {
+    let len = i64::try_from(len).unwrap_or(i64::MAX);
+    bounded(kind, field, len, MAX_RECORD_LIST_LEN as i64)
+}
+
 /// A value that knows which key it belongs to.
 trait ValueOf<K>: DeserializeOwned {
     /// Checks the identifying fields against the key and the format's rules.
@@ -874,6 +916,11 @@ macro_rules! same {
 impl ValueOf<MirrorKey> for MirrorValue {
     fn check(&self, key: &MirrorKey) -> Result<(), DecodeError> {
         same!(RecordKind::Mirror, "mirror": key.mirror => self.name);
+        let kind = RecordKind::Mirror;
+        list_len(kind, "source.properties", self.source.properties.len())?;
+        list_len(kind, "sync.group_include", self.sync.group_include.len())?;
+        list_len(kind, "sync.group_exclude", self.sync.group_exclude.len())?;
+        list_len(kind, "created_acls", self.created_acls.len())?;
         Ok(())
     }
 }
@@ -881,7 +928,7 @@ impl ValueOf<MirrorKey> for MirrorValue {
 impl ValueOf<MirrorTopicKey> for MirrorTopicValue {
     fn check(&self, key: &MirrorTopicKey) -> Result<(), DecodeError> {
         same!(RecordKind::MirrorTopic, "mirror": key.mirror => self.mirror, "topic": key.topic => self.topic);
-        Ok(())
+        bounded(RecordKind::MirrorTopic, "partition_count", self.partition_count.into(), MAX_PARTITION_COUNT.into())
     }
 }
 
@@ -891,12 +938,25 @@ impl ValueOf<PartitionKey> for PartitionStateValue {
             "mirror": key.mirror => self.mirror,
             "topic_id": key.topic_id => self.topic_id,
             "partition": key.partition => self.partition);
-        Ok(())
+        partition_index(RecordKind::MirrorPartitionState, "partition", self.partition)
     }
 }
 
 impl ValueOf<MirrorKey> for LastMirrorEpochsValue {
     fn check(&self, _key: &MirrorKey) -> Result<(), DecodeError> {
+        let kind = RecordKind::LastMirrorEpochs;
+        list_len(kind, "topics", self.topics.len())?;
+        for topic in &self.topics {
+            bounded(
+                kind,
+                "partitions",
+                i64::try_from(topic.partitions.len()).unwrap_or(i64::MAX),
+                MAX_PARTITION_COUNT.into(),
+            )?;
+            for p in &topic.partitions {
+                partition_index(kind, "partition_index", p.partition_index)?;
+            }
+        }
         Ok(())
     }
 }
@@ -904,7 +964,8 @@ impl ValueOf<MirrorKey> for LastMirrorEpochsValue {
 impl ValueOf<OperationKey> for OperationValue {
     fn check(&self, key: &OperationKey) -> Result<(), DecodeError> {
         same!(RecordKind::Operation, "mirror": key.mirror => self.mirror, "id": key.id => self.id);
-        Ok(())
+        list_len(RecordKind::Operation, "topics", self.topics.len())?;
+        list_len(RecordKind::Operation, "results", self.results.len())
     }
 }
 
@@ -918,7 +979,8 @@ impl ValueOf<OffsetRunsKey> for OffsetRunsValue {
             "topic_id": key.topic_id => self.topic_id,
             "partition": key.partition => self.partition,
             "first_destination_offset": key.first_destination_offset => first.destination_start());
-        Ok(())
+        partition_index(RecordKind::OffsetRuns, "partition", self.partition)?;
+        list_len(RecordKind::OffsetRuns, "runs", self.runs.len())
     }
 }
 
@@ -1290,6 +1352,95 @@ mod tests {
             .collect()
     }
 
+    /// Encodes a value as written (encoding does not check bounds) and decodes it back.
+    fn reread(record: &StateRecord) -> Result<StateRecord, DecodeError> {
+        let e = record.encode(n16());
+        decode(Some(&e.key), e.value.as_deref())
+    }
+
+    fn out_of_bounds(record: &StateRecord) -> (&'static str, i64, i64) {
+        match reread(record) {
+            Err(DecodeError::OutOfBounds { field, value, max, .. }) => (field, value, max),
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+    }
+
+    fn topic_with(partition_count: i32) -> StateRecord {
+        let value = MirrorTopicValue {
+            mirror: "m".to_owned(),
+            topic: "orders".to_owned(),
+            source_topic_id: "T1".to_owned(),
+            destination_topic_id: None,
+            desired_state: DesiredStateValue::Mirroring,
+            truncation: TruncationValue::None,
+            partition_count,
+            created_at: 1,
+            updated_at: 1,
+        };
+        StateRecord::MirrorTopic(Entry::put(value.key(), value))
+    }
+
+    #[test]
+    fn a_hostile_partition_count_or_index_is_reported_not_acted_on() {
+        let max = i64::from(MAX_PARTITION_COUNT);
+        // Loading creates a partition for each of 0..partition_count: 2^31 - 1 must never get there.
+        assert_eq!(out_of_bounds(&topic_with(i32::MAX)), ("partition_count", i64::from(i32::MAX), max));
+        assert_eq!(out_of_bounds(&topic_with(-1)), ("partition_count", -1, max));
+        assert_eq!(
+            reread(&topic_with(i32::MAX)).unwrap_err().to_string(),
+            format!("invalid MirrorTopic record: partition_count is 2147483647, outside 0..={max}")
+        );
+        assert!(reread(&topic_with(MAX_PARTITION_COUNT)).is_ok(), "the cap itself is allowed");
+
+        let mut state = partition_state();
+        state.partition = MAX_PARTITION_COUNT;
+        let record = StateRecord::PartitionState(Entry::put(state.key(), state));
+        assert_eq!(out_of_bounds(&record), ("partition", max, max - 1));
+        let mut runs = offset_runs();
+        runs.partition = -3;
+        let record = StateRecord::OffsetRuns(Entry::put(runs.key().unwrap(), runs));
+        assert_eq!(out_of_bounds(&record), ("partition", -3, max - 1));
+
+        let lme = |partition_index| {
+            let value = LastMirrorEpochsValue {
+                topics: vec![LmeTopicValue {
+                    name: "orders".to_owned(),
+                    partitions: vec![LmePartitionValue { partition_index, last_mirrored_epoch: 1 }],
+                }],
+            };
+            StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: "m".to_owned() }, value))
+        };
+        assert_eq!(out_of_bounds(&lme(i32::MIN)), ("partition_index", i64::from(i32::MIN), max - 1));
+        assert!(reread(&lme(MAX_PARTITION_COUNT - 1)).is_ok());
+    }
+
+    #[test]
+    fn lists_above_the_cap_are_reported_not_kept() {
+        let max = MAX_RECORD_LIST_LEN as i64;
+        let mut runs = offset_runs();
+        runs.runs = (0..=MAX_RECORD_LIST_LEN as i64).map(|i| RunValue(2 * i, 41 + i, 1)).collect();
+        let record = StateRecord::OffsetRuns(Entry::put(runs.key().unwrap(), runs));
+        assert_eq!(out_of_bounds(&record), ("runs", max + 1, max));
+
+        // One entry per partition: a LastMirrorEpochs topic longer than a topic can be.
+        let partitions = (0..=MAX_PARTITION_COUNT)
+            .map(|p| LmePartitionValue { partition_index: p.min(MAX_PARTITION_COUNT - 1), last_mirrored_epoch: 0 })
+            .collect();
+        let value = LastMirrorEpochsValue { topics: vec![LmeTopicValue { name: "orders".to_owned(), partitions }] };
+        let record = StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: "m".to_owned() }, value));
+        let max_partitions = i64::from(MAX_PARTITION_COUNT);
+        assert_eq!(out_of_bounds(&record), ("partitions", max_partitions + 1, max_partitions));
+
+        let Some(StateRecord::Operation(Entry { value: Some(mut operation), .. })) =
+            samples().into_iter().find(|r| matches!(r, StateRecord::Operation(Entry { value: Some(_), .. })))
+        else {
+            panic!("an operation sample")
+        };
+        operation.topics = vec![String::new(); MAX_RECORD_LIST_LEN + 1];
+        let record = StateRecord::Operation(Entry::put(operation.key(), operation));
+        assert_eq!(out_of_bounds(&record), ("topics", max + 1, max));
+    }
+
     proptest! {
         #[test]
         fn decode_never_panics_on_random_bytes(
@@ -1325,7 +1476,7 @@ mod tests {
         fn partition_states_round_trip(
             mirror in ".{0,20}",
             topic_id in "[A-Za-z0-9_-]{0,22}",
-            partition in any::<i32>(),
+            partition in 0..MAX_PARTITION_COUNT,
             state_epoch in any::<u64>(),
             next in any::<i64>(),
             message in proptest::option::of(".{0,40}"),

@@ -59,7 +59,9 @@ impl UiError {
             ProblemKind::MirrorNotFound | ProblemKind::TopicNotFound | ProblemKind::TopicNotInMirror => {
                 StatusCode::NOT_FOUND
             }
-            ProblemKind::InvalidName | ProblemKind::InvalidPattern => StatusCode::UNPROCESSABLE_ENTITY,
+            ProblemKind::InvalidName | ProblemKind::InvalidPattern | ProblemKind::InvalidProperty => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ProblemKind::MirrorExists
             | ProblemKind::IllegalTransition
             | ProblemKind::DestinationDiverged
@@ -70,6 +72,7 @@ impl UiError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ProblemKind::TooManyTopics => StatusCode::UNPROCESSABLE_ENTITY,
         };
         UiError::new(status, problem_title(kind), e.to_string())
     }

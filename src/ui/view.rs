@@ -1473,6 +1473,7 @@ pub fn problem_title(k: ProblemKind) -> &'static str {
     match k {
         ProblemKind::InvalidName => "Invalid name",
         ProblemKind::InvalidPattern => "Invalid pattern",
+        ProblemKind::InvalidProperty => "A client property is not accepted",
         ProblemKind::MirrorNotFound => "No such mirror",
         ProblemKind::MirrorExists => "A mirror with this name exists",
         ProblemKind::TopicNotFound => "No such topic on the source",
@@ -1487,6 +1488,7 @@ pub fn problem_title(k: ProblemKind) -> &'static str {
         ProblemKind::Fenced => "This kmirror instance was fenced by another one",
         ProblemKind::ShuttingDown => "kmirror is shutting down",
         ProblemKind::Internal => "Internal error",
+        ProblemKind::TooManyTopics => "Too many topics in one call",
     }
 }
 

@@ -6,5 +6,6 @@ mod cli;
 mod engine;
 mod kafka_admin;
 mod metadata;
+mod secured;
 mod support;
 mod ui;

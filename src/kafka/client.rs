@@ -1,0 +1,192 @@
+//! Every rdkafka client kmirror builds (admin clients, the data path's consumer and producer, the
+//! state reader and writer) gets its settings here, from the user's own property map.
+//!
+//! Why one place: the data path once copied settings with rdkafka's `ClientConfig::config_map()`,
+//! which shows secrets (`sasl.password`, `ssl.key.password`, ...) as a placeholder, so the pipe
+//! authenticated with the placeholder while the admin client (built from the map) worked. Here
+//! the map is applied directly, references (`${env:NAME}`, `${file:/path}`) are resolved at the
+//! last moment, and every error names a property, never its value (rdkafka's own config errors end
+//! with `<key> <value>`).
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use rdkafka::ClientConfig;
+use rdkafka::config::FromClientConfig;
+
+use super::error::{KafkaError, KafkaResult};
+use crate::domain::secrets::{self, PropertyClass, Reference, ReferencePolicy};
+
+static POLICY: RwLock<Option<ReferencePolicy>> = RwLock::new(None);
+
+/// Sets which references this process resolves (from kmirror's configuration `[secrets]`), before
+/// any client is built. Until it is called (tests, `demo`) [`ReferencePolicy::default`] applies.
+pub fn set_reference_policy(policy: ReferencePolicy) {
+    *POLICY.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(policy);
+}
+
+/// The policy in force.
+pub fn reference_policy() -> ReferencePolicy {
+    POLICY.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone().unwrap_or_default()
+}
+
+/// Builds a client config: bootstrap servers, kmirror's connection defaults, the caller's tuning
+/// `defaults`, then the user's `properties` (resolved) over them. The caller sets what its
+/// correctness depends on afterwards, so the user cannot override that.
+///
+/// Properties the allow list refuses (`plugin.library.paths`, ...) are never passed to librdkafka,
+/// even when they come from a stored record written before the list existed or by hand: they are
+/// an error here.
+pub(crate) fn client_config(
+    bootstrap: &str,
+    properties: &BTreeMap<String, String>,
+    defaults: &[(&str, &str)],
+) -> KafkaResult<ClientConfig> {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", bootstrap);
+    // librdkafka leaves Nagle's algorithm on (the Java client does not): small requests such as
+    // EndTxn and AddPartitionsToTxn then wait ~40 ms for delayed ACKs, once per transaction.
+    // A user property may still turn it back on.
+    cfg.set("socket.nagle.disable", "true");
+    for (k, v) in defaults {
+        cfg.set(*k, *v);
+    }
+    for (name, value) in properties {
+        match secrets::classify(name) {
+            PropertyClass::Public | PropertyClass::Secret => {}
+            // Not from the allow list: refuse rather than hand it to librdkafka.
+            _ => {
+                return Err(KafkaError::Client(
+                    secrets::validate(&one(name), &reference_policy()).unwrap_err().to_string(),
+                ));
+            }
+        }
+        cfg.set(name, resolve(name, value)?);
+    }
+    Ok(cfg)
+}
+
+fn one(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(name.to_string(), String::new())])
+}
+
+/// The value a property stands for: the value itself, or what its reference names.
+fn resolve(name: &str, value: &str) -> KafkaResult<String> {
+    let Some(reference) = Reference::parse(value) else { return Ok(value.to_string()) };
+    secrets::check_reference(name, &reference, &reference_policy()).map_err(|e| KafkaError::Client(e.to_string()))?;
+    match reference {
+        Reference::Env(var) => std::env::var(var).map_err(|_| {
+            KafkaError::Client(format!("property {name:?}: environment variable {var} is not set (or not UTF-8)"))
+        }),
+        Reference::File(path) => match std::fs::read_to_string(path) {
+            // Secret files usually end with a newline that is not part of the secret.
+            Ok(s) => Ok(s.strip_suffix('\n').map(|s| s.strip_suffix('\r').unwrap_or(s)).unwrap_or(&s).to_string()),
+            Err(e) => Err(KafkaError::Client(format!("property {name:?}: cannot read {path}: {}", e.kind()))),
+        },
+    }
+}
+
+/// Creates a client from `cfg`. rdkafka's errors quote property values; this one names the
+/// property only, and scrubs any secret value librdkafka put into its own message.
+pub(crate) fn create<T: FromClientConfig>(cfg: &ClientConfig, what: &str) -> KafkaResult<T> {
+    cfg.create().map_err(|e| KafkaError::Client(format!("{what}: {}", describe(cfg, &e))))
+}
+
+/// Creates a client with a context; errors as in [`create`].
+pub(crate) fn create_with_context<C, T>(cfg: &ClientConfig, context: C, what: &str) -> KafkaResult<T>
+where
+    C: rdkafka::ClientContext,
+    T: rdkafka::config::FromClientConfigAndContext<C>,
+{
+    cfg.create_with_context(context).map_err(|e| KafkaError::Client(format!("{what}: {}", describe(cfg, &e))))
+}
+
+/// An rdkafka client-creation error as text fit for logs, pages and API answers.
+fn describe(cfg: &ClientConfig, e: &rdkafka::error::KafkaError) -> String {
+    use rdkafka::error::KafkaError as K;
+    match e {
+        K::ClientConfig(_, desc, key, value) => {
+            if secrets::is_secret_property(key) {
+                format!("invalid value for property {key:?}")
+            } else {
+                // A public value may be quoted; still never let a secret slip in.
+                format!("invalid value for property {key:?}: {}", scrub(cfg, &desc.replace(value.as_str(), "<value>")))
+            }
+        }
+        other => scrub(cfg, &other.to_string()),
+    }
+}
+
+/// `text` with every secret value of `cfg` replaced by the placeholder.
+fn scrub(cfg: &ClientConfig, text: &str) -> String {
+    let mut out = text.to_string();
+    for key in cfg.config_map().keys() {
+        // Secrets, and anything not on the public list. kmirror's own fixed settings (bootstrap
+        // servers, isolation level) stay readable. Values this short would garble the text
+        // without hiding anything.
+        let hide =
+            matches!(secrets::classify(key), PropertyClass::Secret | PropertyClass::Unknown | PropertyClass::Forbidden);
+        if let Some(real) = cfg.get(key).filter(|v| hide && v.len() >= 4) {
+            out = out.replace(real, secrets::REDACTED);
+        }
+    }
+    out
+}
+
+/// Checks client properties before they are stored: the allow list and reference policy
+/// ([`secrets::validate`]), that every reference resolves on this host, and that librdkafka
+/// accepts every value (without creating a client or connecting).
+pub fn check_properties(properties: &BTreeMap<String, String>) -> Result<(), String> {
+    secrets::validate(properties, &reference_policy()).map_err(|e| e.to_string())?;
+    let cfg = client_config("localhost:9092", properties, &[]).map_err(|e| match e {
+        KafkaError::Client(m) => m,
+        other => other.to_string(),
+    })?;
+    cfg.create_native_config().map(drop).map_err(|e| describe(&cfg, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn secrets_reach_the_client_config_unmasked() {
+        // The bug this module exists for: config_map() masks these, the config itself must not.
+        let p = props(&[("sasl.password", "hunter2-real"), ("ssl.key.password", "key-pass-real")]);
+        let cfg = client_config("h:1", &p, &[("linger.ms", "5")]).unwrap();
+        assert_eq!(cfg.get("sasl.password"), Some("hunter2-real"));
+        assert_eq!(cfg.get("ssl.key.password"), Some("key-pass-real"));
+        assert_eq!(cfg.get("linger.ms"), Some("5"));
+        let over = client_config("h:1", &props(&[("linger.ms", "50")]), &[("linger.ms", "5")]).unwrap();
+        assert_eq!(over.get("linger.ms"), Some("50"), "the user's property wins over a tuning default");
+    }
+
+    #[test]
+    fn config_errors_name_the_property_never_the_value() {
+        let e = check_properties(&props(&[("security.protocol", "SASL_HUNTER2")])).unwrap_err();
+        assert!(e.contains("security.protocol"), "{e}");
+        assert!(!e.contains("HUNTER2"), "{e}");
+        let e = check_properties(&props(&[("plugin.library.paths", "/tmp/evil.so")])).unwrap_err();
+        assert!(e.contains("plugin.library.paths") && !e.contains("evil"), "{e}");
+        check_properties(&props(&[("security.protocol", "SASL_SSL"), ("sasl.password", "x")])).unwrap();
+    }
+
+    #[test]
+    fn references_resolve_at_build_time() {
+        // std::env::set_var is unsafe in edition 2024 (threads): use a variable that is set.
+        let path = std::env::var("PATH").unwrap();
+        let cfg = client_config("h:1", &props(&[("sasl.password", "${env:PATH}")]), &[]).unwrap();
+        assert_eq!(cfg.get("sasl.password"), Some(path.as_str()));
+        let e = client_config("h:1", &props(&[("sasl.password", "${env:KMIRROR_NO_SUCH_VAR_XYZ}")]), &[]).unwrap_err();
+        assert!(e.to_string().contains("KMIRROR_"), "{e}");
+        let e = client_config("h:1", &props(&[("sasl.password", "${env:NO_SUCH_VAR_XYZ_123}")]), &[]).unwrap_err();
+        assert!(e.to_string().contains("NO_SUCH_VAR_XYZ_123 is not set"), "{e}");
+        let e =
+            client_config("h:1", &props(&[("sasl.password", "${file:/run/secrets/kmirror-none}")]), &[]).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+}

@@ -1,0 +1,275 @@
+//! Secured clusters: credentials must reach every client kmirror builds, the data path's consumer
+//! and transactional producer included (they once got rdkafka's `config_map()` placeholder instead
+//! of the secret, while the admin client worked).
+//!
+//! The rig serves SASL_PLAINTEXT (SCRAM-SHA-512) and SSL (mutual TLS, encrypted client key) on
+//! both clusters; `scripts/kafka-rig env` says where and with which credentials.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kmirror::domain::PartitionState;
+use kmirror::domain::secrets::ReferencePolicy;
+use kmirror::engine::{Actor, EngineConfig, LifecycleOp, MirrorSpec, ProblemKind, SourceSpec};
+
+use crate::engine::TestEngine;
+use crate::support::*;
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| {
+        panic!("{key} is not set: run the tests through scripts/test (eval \"$(scripts/kafka-rig env)\")")
+    })
+}
+
+fn props(pairs: &[(&str, String)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+/// SCRAM-SHA-512 client properties for the rig's SASL listeners.
+fn sasl(password: &str) -> BTreeMap<String, String> {
+    props(&[
+        ("security.protocol", "SASL_PLAINTEXT".into()),
+        ("sasl.mechanism", env("KMIRROR_TEST_SASL_MECHANISM")),
+        ("sasl.username", env("KMIRROR_TEST_SASL_USERNAME")),
+        ("sasl.password", password.to_string()),
+    ])
+}
+
+/// Mutual-TLS client properties for the rig's SSL listeners. The key is an encrypted PEM; its
+/// password is given as a `${file:...}` reference, resolved when each client is built.
+fn mtls() -> BTreeMap<String, String> {
+    props(&[
+        ("security.protocol", "SSL".into()),
+        ("ssl.ca.location", env("KMIRROR_TEST_SSL_CA")),
+        ("ssl.certificate.location", env("KMIRROR_TEST_SSL_CERT")),
+        ("ssl.key.location", env("KMIRROR_TEST_SSL_KEY")),
+        ("ssl.key.password", format!("${{file:{}}}", env("KMIRROR_TEST_SSL_KEY_PASSWORD_FILE"))),
+    ])
+}
+
+/// Lets `${file:...}` name the rig's TLS directory (kmirror's `[secrets] file_dirs`).
+fn allow_rig_secret_files() {
+    let file = env("KMIRROR_TEST_SSL_KEY_PASSWORD_FILE");
+    let dir = std::path::Path::new(&file).parent().expect("a directory").to_string_lossy().to_string();
+    let mut policy = ReferencePolicy::default();
+    policy.file_dirs.push(dir);
+    kmirror::kafka::client::set_reference_policy(policy);
+}
+
+fn actor() -> Actor {
+    Actor { identity: "test".into(), address: None }
+}
+
+/// Source over SCRAM, destination (state topic, admin, transactional producer) over mutual TLS;
+/// then the other way round. Records must flow end to end both times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
+    let _rig = shared().await;
+    allow_rig_secret_files();
+    let password = env("KMIRROR_TEST_SASL_PASSWORD");
+    for (source, destination, source_props, destination_props) in [
+        (
+            env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"),
+            env("KMIRROR_TEST_DESTINATION_SSL_BOOTSTRAP"),
+            sasl(&password),
+            mtls(),
+        ),
+        (
+            env("KMIRROR_TEST_SOURCE_SSL_BOOTSTRAP"),
+            env("KMIRROR_TEST_DESTINATION_SASL_BOOTSTRAP"),
+            mtls(),
+            sasl(&password),
+        ),
+    ] {
+        let topic = TestTopic::create(Cluster::Source, "secured", 2, &[]).await;
+        let records: Vec<Rec> = (0..200)
+            .map(|i| Rec {
+                partition: i % 2,
+                key: Some(format!("k{i}").into_bytes()),
+                value: Some(format!("v{i}").into_bytes()),
+                headers: vec![],
+                timestamp: None,
+            })
+            .collect();
+        produce(Cluster::Source, &topic.name, &records);
+
+        let id = unique("sec");
+        let mut config = EngineConfig::new(destination.clone());
+        config.destination_properties = destination_props;
+        config.state_topic = format!("__mirror_state-{id}");
+        config.state_partitions = 2;
+        config.instance_id = format!("kmirror-{id}");
+        config.metadata_refresh_interval = Duration::from_secs(3600);
+        let engine = TestEngine::with_config(config).await;
+        let mirror = unique("sec-m");
+        engine
+            .handle
+            .create_mirror(
+                MirrorSpec {
+                    name: mirror.clone(),
+                    source: SourceSpec { bootstrap_servers: source.clone(), properties: source_props },
+                    expected_source_cluster_id: None,
+                    sync: Default::default(),
+                },
+                actor(),
+            )
+            .await
+            .expect("create mirror over a secured source");
+        engine.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Default::default() }).await;
+        engine.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+        engine.wait_caught_up(&mirror, &topic.name, 2).await;
+        let copied = read_topic(Cluster::Destination, &topic.name, 2, 200);
+        let mut values: Vec<String> =
+            copied.iter().map(|c| String::from_utf8_lossy(c.value.as_deref().unwrap()).to_string()).collect();
+        values.sort();
+        let mut want: Vec<String> = (0..200).map(|i| format!("v{i}")).collect();
+        want.sort();
+        assert_eq!(values, want);
+        engine.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+        engine.stop().await;
+        let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+    }
+}
+
+/// A wrong password is refused with an error that names no secret, and a refused property
+/// (code loading, a typo) never reaches librdkafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_credentials_and_refused_properties_never_echo_values() {
+    let _rig = shared().await;
+    let engine = TestEngine::start().await;
+    let wrong = "wrong-password-4f1c9e";
+    let e = engine
+        .handle
+        .create_mirror(
+            MirrorSpec {
+                name: unique("sec-bad"),
+                source: SourceSpec {
+                    bootstrap_servers: env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"),
+                    properties: sasl(wrong),
+                },
+                expected_source_cluster_id: None,
+                sync: Default::default(),
+            },
+            actor(),
+        )
+        .await
+        .expect_err("a wrong SASL password must not create a mirror");
+    assert!(!e.to_string().contains(wrong), "{e}");
+
+    for (name, value, kind) in [
+        ("plugin.library.paths", "/tmp/evil-plugin.so", ProblemKind::InvalidProperty),
+        ("sasl.passwrd", "typo-secret-value", ProblemKind::InvalidProperty),
+        ("security.protocol", "SASL_HUNTER2", ProblemKind::InvalidProperty),
+        ("sasl.password", "${env:KMIRROR_ADMIN_TOKEN}", ProblemKind::InvalidProperty),
+    ] {
+        let mirror = unique("sec-refused");
+        let e = engine
+            .handle
+            .create_mirror(
+                MirrorSpec {
+                    name: mirror.clone(),
+                    source: SourceSpec {
+                        bootstrap_servers: Cluster::Source.bootstrap(),
+                        properties: props(&[(name, value.to_string())]),
+                    },
+                    expected_source_cluster_id: None,
+                    sync: Default::default(),
+                },
+                actor(),
+            )
+            .await
+            .expect_err("refused property");
+        assert_eq!(e.kind(), kind, "{name}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(name), "{name}: {text}");
+        for part in ["evil-plugin", "typo-secret", "HUNTER2"] {
+            assert!(!text.contains(part), "{name}: the value leaked: {text}");
+        }
+        assert!(engine.handle.snapshot().mirror(&mirror).is_none(), "nothing stored for {name}");
+    }
+    engine.stop().await;
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("{}-{name}", unique("kmirror-secured")));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `kmirror serve` attached to a SCRAM destination whose password is an `${env:...}` reference:
+/// it starts (creates its state topic through the SASL listener), and neither the password nor the
+/// reference's value appears in its log. A code-loading property in the file stops it with exit
+/// code 2 and an error that names the property only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_resolves_an_env_reference_for_the_destination_and_never_logs_it() {
+    use std::process::{Command, Stdio};
+    let _rig = shared().await;
+    let id = unique("sec-cli");
+    let state_topic = format!("__mirror_state-{id}");
+    let config = temp_file(
+        "dest.toml",
+        &format!(
+            "[destination]\nbootstrap_servers = {:?}\n[destination.properties]\n\"security.protocol\" = \"SASL_PLAINTEXT\"\n\
+             \"sasl.mechanism\" = {:?}\n\"sasl.username\" = {:?}\n\"sasl.password\" = \"${{env:RIG_DEST_SASL_PASSWORD}}\"\n",
+            env("KMIRROR_TEST_DESTINATION_SASL_BOOTSTRAP"),
+            env("KMIRROR_TEST_SASL_MECHANISM"),
+            env("KMIRROR_TEST_SASL_USERNAME"),
+        ),
+    );
+    let password = env("KMIRROR_TEST_SASL_PASSWORD");
+    let log = temp_file("serve.log", "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kmirror"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--state-topic", &state_topic])
+        .args([
+            "--instance-id",
+            &format!("kmirror-{id}"),
+            "--state-partitions",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+        ])
+        .env("RIG_DEST_SASL_PASSWORD", &password)
+        .env("RUST_LOG", "debug,rdkafka=debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let admin = Cluster::Destination.admin();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while admin.describe_topic(&state_topic).await.is_err() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("kmirror exited early ({status}): {}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kmirror did not create its state topic through the SASL listener"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // SAFETY: sends a signal to the child process we spawned.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.is_empty(), "the debug log was written");
+    assert!(!text.contains(&password), "the SASL password appeared in the log");
+    let _ = admin.delete_topic(&state_topic).await;
+
+    let bad = temp_file(
+        "bad.toml",
+        "[destination]\nbootstrap_servers = \"a:1\"\n[destination.properties]\n\"plugin.library.paths\" = \"/tmp/evil-lib.so\"\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kmirror"))
+        .args(["serve", "--config", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("plugin.library.paths") && !stderr.contains("evil-lib"), "{stderr}");
+    for f in [config, log, bad] {
+        let _ = std::fs::remove_file(f);
+    }
+}
