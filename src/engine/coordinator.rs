@@ -827,7 +827,12 @@ impl Coordinator {
             let outcome = if let Some(stop) = stops.as_mut().and_then(Iterator::next) {
                 stop
             } else {
-                match validate_topic_name(&topic) {
+                // Internal topics are never started, whether named or matched by a pattern.
+                let checked = validate_topic_name(&topic).and_then(|()| match op {
+                    LifecycleOp::Start { .. } => check_not_internal(&topic, &self.config.state_topic),
+                    _ => Ok(()),
+                });
+                match checked {
                     Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
                     Ok(()) if validate_only => self.validate(mirror, &topic, op).await,
                     Ok(()) => match op {
@@ -885,7 +890,8 @@ impl Coordinator {
                     let listed = m.source_admin.list_topics().await.map_err(|e| {
                         EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
                     })?;
-                    names.extend(listed.into_iter().filter(|t| re.is_match(t)));
+                    let state_topic = &self.config.state_topic;
+                    names.extend(listed.into_iter().filter(|t| re.is_match(t) && !is_internal_topic(t, state_topic)));
                 }
                 Ok(names.into_iter().collect())
             }
@@ -977,6 +983,22 @@ impl Coordinator {
                 });
             }
         }
+        // One destination topic has one mirror: a resync would delete another mirror's records, a
+        // plain start would interleave two mirrors' records.
+        if let Some((other, t)) = self
+            .mirrors
+            .iter()
+            .filter(|(name, _)| name.as_str() != mirror)
+            .find_map(|(name, o)| Some((name, o.topics.get(topic)?)))
+        {
+            let state = roll_up(t.partitions.values().map(|p| p.record.state));
+            return Err(Problem {
+                kind: ProblemKind::DestinationTopicConflict,
+                detail: format!(
+                    "destination topic {topic:?} belongs to mirror {other:?} (its partitions are {state}); a destination topic belongs to one mirror only: delete mirror {other:?} to release it"
+                ),
+            });
+        }
         // PREPARING checks (DESIGN.md section 3): source cluster ID, topic IDs, destination topic.
         let source = m.source_admin.clone();
         let cluster = source.describe_cluster().await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
@@ -999,6 +1021,16 @@ impl Coordinator {
         })?;
         let source_topic_id = src.topic_id.to_string();
         let partitions = src.partitions.len() as i32;
+        if partitions > crate::store::MAX_PARTITION_COUNT {
+            // Loading skips a topic record above the cap (a hostile count must not drive memory).
+            return Err(Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!(
+                    "cannot start topic {topic:?}: it has {partitions} partitions, more than kmirror mirrors per topic ({})",
+                    crate::store::MAX_PARTITION_COUNT
+                ),
+            });
+        }
         let existing = m.topics.get(topic).cloned();
         if let Some(t) = &existing
             && t.source_topic_id != source_topic_id
@@ -1145,17 +1177,24 @@ impl Coordinator {
             }
         }
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
-        self.prepare(mirror, topic, &preparing, truncation.is_resync(), Some(&dest_ends)).await
+        self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await
     }
 
     /// Finishes PREPARING for `partitions`: decides start positions, moves them to MIRRORING and
     /// hands them to the data path.
+    ///
+    /// Each partition's persisted truncation mode decides, on every call (a start, a retry after
+    /// FAILED, a PREPARING partition restored after a restart): with `resync` its destination
+    /// records are deleted first, again, until the resync completes (entering MIRRORING clears
+    /// the mode); a failed deletion leaves it FAILED with nothing written. Without it, the checks
+    /// of a start hold here too: a partition never mirrored must find its destination partition
+    /// empty, and one restarted from a stop point must find no local writes past it; otherwise it
+    /// goes FAILED with `DESTINATION_DIVERGED` instead of mirroring over those records.
     async fn prepare(
         &mut self,
         mirror: &str,
         topic: &str,
         partitions: &[i32],
-        resync: bool,
         dest_ends: Option<&BTreeMap<i32, i64>>,
     ) -> Result<(), Problem> {
         if partitions.is_empty() {
@@ -1178,48 +1217,94 @@ impl Coordinator {
                 }
             }
         };
-        if resync {
-            let dels: Vec<(i32, i64)> = partitions.iter().map(|p| (*p, -1)).collect();
-            if let Err(e) = dest.delete_records(topic, &dels).await {
-                for p in partitions {
-                    self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, format!("resync: {e}"));
-                }
-                return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
-            }
-            // DeleteRecords keeps the high watermark; the end offsets above stay valid. The old
-            // runs point at deleted records: the next batch starts a new lineage. Their state
-            // records go too, or a restart before that batch commits would load the old lineage
-            // and reject the new one (it starts over at the source's log start).
-            let m = &self.mirrors[mirror];
-            let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
-            let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
-            let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
-            for p in partitions {
-                lineage.insert((topic.to_string(), *p));
-                let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
-                if let (Some(old), Some(topic_id)) = (old, &topic_id) {
-                    self.pending_writes.extend(old.stretch_starts().map(|first| {
-                        persist::offset_runs_tombstone(mirror, topic_id, *p, first, self.state_partitions)
-                    }));
-                }
+        let mut problem = None;
+        let (resync, plain): (Vec<i32>, Vec<i32>) = partitions
+            .iter()
+            .partition(|p| self.mirrors[mirror].topics[topic].partitions[*p].record.truncation.is_resync());
+        let mut go = Vec::with_capacity(partitions.len());
+        let mut diverged = Vec::new();
+        for p in plain {
+            let record = &self.mirrors[mirror].topics[topic].partitions[&p].record;
+            let hwm = ends.get(&p).copied().unwrap_or(0);
+            match (record.position, record.stop_point) {
+                (_, Some(stop)) if hwm > stop.destination_stop_offset => diverged.push((
+                    p,
+                    format!(
+                        "partition {p}: {} local record offset(s) in [{}, {hwm}) after the stop point",
+                        hwm - stop.destination_stop_offset,
+                        stop.destination_stop_offset
+                    ),
+                )),
+                (None, None) if hwm > 0 => diverged.push((
+                    p,
+                    format!("partition {p}: the destination already holds records (it ends at offset {hwm})"),
+                )),
+                _ => go.push(p),
             }
         }
-        let req: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
+        if !diverged.is_empty() {
+            let hint = "stop the topic, then start it with truncation \"resync\" to delete them and mirror the source";
+            for (p, why) in &diverged {
+                self.fail(mirror, topic, *p, ErrorCode::DestinationDiverged, format!("{why}; {hint}"));
+            }
+            let list: Vec<&str> = diverged.iter().map(|(_, why)| why.as_str()).collect();
+            problem = Some(Problem {
+                kind: ProblemKind::DestinationDiverged,
+                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}; {hint}", list.join("; ")),
+            });
+        }
+        if !resync.is_empty() {
+            let dels: Vec<(i32, i64)> = resync.iter().map(|p| (*p, -1)).collect();
+            if let Err(e) = dest.delete_records(topic, &dels).await {
+                let detail = format!(
+                    "resync of {topic:?}: cannot delete the destination's records ({e}); nothing was mirrored, and the retry deletes them again first"
+                );
+                for p in &resync {
+                    self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, detail.clone());
+                }
+                problem = Some(Problem { kind: ProblemKind::DestinationUnavailable, detail });
+            } else {
+                // DeleteRecords keeps the high watermark; the end offsets above stay valid. The old
+                // runs point at deleted records: the next batch starts a new lineage. Their state
+                // records go too, or a restart before that batch commits would load the old lineage
+                // and reject the new one (it starts over at the source's log start).
+                let m = &self.mirrors[mirror];
+                let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
+                let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
+                let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+                for p in &resync {
+                    lineage.insert((topic.to_string(), *p));
+                    let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
+                    if let (Some(old), Some(topic_id)) = (old, &topic_id) {
+                        self.pending_writes.extend(old.stretch_starts().map(|first| {
+                            persist::offset_runs_tombstone(mirror, topic_id, *p, first, self.state_partitions)
+                        }));
+                    }
+                }
+                go.extend(&resync);
+            }
+        }
+        if go.is_empty() {
+            return Err(
+                problem.unwrap_or_else(|| Problem { kind: ProblemKind::Internal, detail: "nothing to prepare".into() })
+            );
+        }
+        let req: Vec<_> = go.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
         let starts: BTreeMap<i32, i64> = match source.list_offsets(&req, IsolationLevel::ReadCommitted).await {
             Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
             Err(e) => {
-                for p in partitions {
+                for p in &go {
                     self.fail(mirror, topic, *p, ErrorCode::SourceUnreachable, e.to_string());
                 }
                 return Err(kafka_problem(ProblemKind::SourceUnreachable, &e));
             }
         };
         let mut specs = Vec::new();
-        for &p in partitions {
+        for &p in &go {
             let rt = &self.mirrors[mirror].topics[topic].partitions[&p];
             let hwm = ends.remove(&p).unwrap_or(0);
             let start = match rt.record.position {
-                Some(pos) if !resync => MirrorPosition {
+                Some(pos) if !rt.record.truncation.is_resync() => MirrorPosition {
                     next_source_offset: pos.next_source_offset,
                     source_leader_epoch: pos.source_leader_epoch,
                     destination_end_offset: pos.destination_end_offset.max(hwm),
@@ -1252,7 +1337,7 @@ impl Coordinator {
         }
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
         self.assign(mirror, specs);
-        Ok(())
+        problem.map_or(Ok(()), Err)
     }
 
     fn assign(&mut self, mirror: &str, specs: Vec<AssignSpec>) {
@@ -1429,7 +1514,7 @@ impl Coordinator {
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
         self.assign(mirror, specs);
         if !reprepare.is_empty() {
-            self.prepare(mirror, topic, &reprepare, false, None).await?;
+            self.prepare(mirror, topic, &reprepare, None).await?;
         }
         Ok(())
     }
@@ -1595,7 +1680,7 @@ impl Coordinator {
                     return;
                 }
                 if !prepare.is_empty()
-                    && let Err(p) = self.prepare(&mirror, &topic, &prepare, false, None).await
+                    && let Err(p) = self.prepare(&mirror, &topic, &prepare, None).await
                 {
                     tracing::warn!(%mirror, %topic, "restore: prepare failed: {}", p.detail);
                 }
@@ -1873,7 +1958,7 @@ impl Coordinator {
                 }
             }
             if !prepare.is_empty() {
-                let _ = self.prepare(&m, &tn, &prepare, false, None).await;
+                let _ = self.prepare(&m, &tn, &prepare, None).await;
             }
             if !stopping.is_empty() {
                 let _ = self.finish_stop(&m, &tn, &stopping).await;
@@ -2255,7 +2340,7 @@ impl Coordinator {
             let _ = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None });
         }
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
-        self.prepare(mirror, topic, &new, false, None).await
+        self.prepare(mirror, topic, &new, None).await
     }
 
     // ----- snapshot ----------------------------------------------------------------------

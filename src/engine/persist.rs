@@ -483,3 +483,102 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
 
 /// Offset maps shared between the coordinator (writer) and handle readers.
 pub(crate) type OffsetMaps = Arc<RwLock<HashMap<(String, String, i32), OffsetMap>>>;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::domain::PartitionState;
+    use crate::store::MAX_PARTITION_COUNT;
+
+    fn log(records: &[StateWrite]) -> Vec<LogRecord> {
+        records
+            .iter()
+            .enumerate()
+            .map(|(i, w)| LogRecord {
+                partition: w.partition,
+                offset: i as i64,
+                key: Some(w.key.clone()),
+                value: w.value.clone(),
+            })
+            .collect()
+    }
+
+    fn mirror_record() -> StateWrite {
+        let value = MirrorValue {
+            name: "m".into(),
+            source: SourceClusterValue { bootstrap_servers: "src:9092".into(), properties: BTreeMap::new() },
+            expected_source_cluster_id: None,
+            created_at: 1,
+            updated_at: 1,
+            sync: SyncSettingsValue::default(),
+            created_acls: Vec::new(),
+        };
+        write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: "m".into() }, value)), 4)
+    }
+
+    fn topic_record(name: &str, topic_id: &str, partition_count: i32) -> StateWrite {
+        let value = MirrorTopicValue {
+            mirror: "m".into(),
+            topic: name.into(),
+            source_topic_id: topic_id.into(),
+            destination_topic_id: Some(format!("D-{topic_id}")),
+            desired_state: DesiredStateValue::Mirroring,
+            truncation: TruncationValue::None,
+            partition_count,
+            created_at: 1,
+            updated_at: 1,
+        };
+        write(StateRecord::MirrorTopic(Entry::put(value.key(), value)), 4)
+    }
+
+    /// A hostile partition count (2^31 - 1) in a MirrorTopic record: loading reports and skips it
+    /// at once, without a partition loop of that length, and keeps everything else.
+    #[test]
+    fn a_hostile_partition_count_is_reported_and_skipped() {
+        let records = log(&[
+            mirror_record(),
+            topic_record("hostile", "T-hostile", i32::MAX),
+            topic_record("negative", "T-negative", -7),
+            topic_record("orders", "T-orders", 2),
+        ]);
+        let started = std::time::Instant::now();
+        let (loaded, warnings) = load(&records);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "loading took {:?}", started.elapsed());
+        let topics: Vec<(&str, usize)> =
+            loaded.mirrors[0].topics.iter().map(|t| (t.name.as_str(), t.partitions.len())).collect();
+        assert_eq!(topics, [("orders", 2)]);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("partition_count is 2147483647"), "{}", warnings[0]);
+        assert!(warnings[0].contains(&format!("outside 0..={MAX_PARTITION_COUNT}")), "{}", warnings[0]);
+        assert!(warnings[1].contains("partition_count is -7"), "{}", warnings[1]);
+    }
+
+    /// The truncation mode of a resync that failed in PREPARING survives the store, so the retry
+    /// after a restart redoes the resync (DeleteRecords) instead of mirroring over the records.
+    #[test]
+    fn a_failed_resync_keeps_its_truncation_mode_across_a_reload() {
+        let now = Timestamp::from_millis(10);
+        let mut record = PartitionRecord::new(now);
+        record.state = PartitionState::Failed;
+        record.state_epoch = 3;
+        record.previous_state = Some(PartitionState::Preparing);
+        record.truncation = Truncation::Resync { quarantine: false };
+        record.error = Some(PartitionError {
+            code: ErrorCode::DestinationUnavailable,
+            message: "resync: DeleteRecords refused".into(),
+            since: now,
+        });
+        record.next_retry_at = Some(Timestamp::from_millis(20));
+        assert_eq!(record.validate(), Ok(()));
+        let records = log(&[
+            mirror_record(),
+            topic_record("orders", "T-orders", 1),
+            partition_state("m", "orders", "T-orders", 0, &record, 4),
+        ]);
+        let (loaded, warnings) = load(&records);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(loaded.mirrors[0].topics[0].partitions, [(0, record)]);
+    }
+}

@@ -1301,3 +1301,145 @@ async fn a_transaction_refused_part_way_is_retried_without_false_foreign_writes(
         let _ = destination.delete_topic(t).await;
     }
 }
+
+/// A resync whose DeleteRecords fails (the destination copy is compacted, which Kafka refuses
+/// with POLICY_VIOLATION) leaves the partitions FAILED with nothing written; every retry, also
+/// after an engine restart, redoes the deletion instead of mirroring over the local records; once
+/// the deletion succeeds the destination equals the source, without duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_resync_writes_nothing_and_every_retry_redoes_the_deletion() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "resync-fail", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(200, 2, "first"))).await.unwrap();
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-resync-fail");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    // After the failover: local writes on the destination, new records on the source.
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Destination, &name, &keyed(20, 2, "local"));
+        produce(Cluster::Source, &name, &keyed(100, 2, "second"));
+    })
+    .await
+    .unwrap();
+    let destination = Cluster::Destination.admin();
+    let policy = |p: &str| [("cleanup.policy".to_string(), kmirror::kafka::ConfigOp::Set(p.into()))];
+    destination.alter_topic_configs(&topic.name, &policy("compact")).await.expect("compact the destination copy");
+    let before = dest_ends(&topic.name, 2).await;
+
+    let r = eng
+        .op(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } })
+        .await;
+    let e = r.results[0].error.as_ref().expect("the resync cannot delete");
+    assert!(e.detail.contains("cannot delete the destination's records"), "{}", e.detail);
+
+    // FAILED, retried, never MIRRORING, the destination unchanged: until `retries` retries failed.
+    let failing = |eng: &TestEngine, retries: u32| {
+        let (mirror, topic, before) = (mirror.clone(), topic.name.clone(), before.clone());
+        let handle = eng.handle.clone();
+        async move {
+            eventually(&format!("{retries} failed resync retries"), Duration::from_secs(90), || async {
+                assert_eq!(dest_ends(&topic, 2).await, before, "the destination was written to");
+                let snap = handle.snapshot();
+                let t = snap.mirror(&mirror)?.topic(&topic)?;
+                for p in &t.partitions {
+                    assert_ne!(p.state, PartitionState::Mirroring, "mirrors over the records to delete: {p:?}");
+                }
+                let done = t.partitions.iter().all(|p| {
+                    p.state == PartitionState::Failed
+                        && p.retry_count >= retries
+                        && p.error.as_ref().is_some_and(|e| e.retryable && e.message.contains("resync"))
+                });
+                done.then_some(())
+            })
+            .await;
+        }
+    };
+    failing(&eng, 2).await;
+    // The truncation mode is persisted: a restarted engine's retries redo the deletion too.
+    let config = eng.config.clone();
+    eng.stop().await;
+    let eng = TestEngine::with_config(config).await;
+    failing(&eng, 3).await;
+
+    // The deletion can succeed again: the next retry completes the resync.
+    let delete = [("cleanup.policy".to_string(), kmirror::kafka::ConfigOp::Delete)];
+    destination.alter_topic_configs(&topic.name, &delete).await.expect("restore the policy");
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 300);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = destination.delete_topic(&topic.name).await;
+}
+
+/// A destination topic has one mirror: another mirror's start, resync or not, is refused and
+/// leaves the owner's records alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_of_another_mirror_is_refused_even_with_resync() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "owned", 1, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(50, 1, "a"))).await.unwrap();
+    let eng = TestEngine::start().await;
+    let (owner, other) = (unique("m-owner"), unique("m-other"));
+    eng.create_mirror(&owner).await;
+    eng.create_mirror(&other).await;
+    eng.op_ok(&owner, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&owner, &topic.name, 1).await;
+    let before = dest_ends(&topic.name, 1).await;
+    for truncation in [Truncation::Resync { quarantine: false }, Truncation::None] {
+        let r = eng.op(&other, &[&topic.name], LifecycleOp::Start { truncation }).await;
+        let e = r.results[0].error.as_ref().expect("refused");
+        assert_eq!(e.kind, ProblemKind::DestinationTopicConflict, "{r:?}");
+        assert!(e.detail.contains(&format!("belongs to mirror {owner:?}")), "{}", e.detail);
+        assert!(eng.states(&other, &topic.name).is_empty(), "the refusal changes nothing");
+    }
+    assert_eq!(dest_ends(&topic.name, 1).await, before, "the owner's records stay");
+    assert_eq!(assert_same_content(&topic.name, 1).await, 50);
+    assert!(eng.states(&owner, &topic.name).iter().all(|s| *s == PartitionState::Mirroring));
+    eng.op_ok(&owner, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// Internal topics (`__` names, the state topic) are refused by name with a per-topic error; the
+/// other topics of the same call start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_topics_are_refused_by_name() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "not-internal", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-internal");
+    eng.create_mirror(&mirror).await;
+    let start = LifecycleOp::Start { truncation: Truncation::None };
+    // Checked as a dry run first: without the check these would be mirrored for real.
+    for t in ["__consumer_offsets", "__transaction_state"] {
+        let r = eng
+            .handle
+            .lifecycle(&mirror, TopicSelector::Names(vec![t.to_string()]), start, true, actor())
+            .await
+            .expect("lifecycle call");
+        let e = r.results[0].error.as_ref().expect("refused");
+        assert_eq!(e.kind, ProblemKind::InvalidName, "{r:?}");
+        assert!(e.detail.contains("internal topic"), "{}", e.detail);
+    }
+    let state_topic = eng.config.state_topic.clone();
+    let r = eng.op(&mirror, &[&state_topic, "__mirror_state", &topic.name], start).await;
+    let outcome = |t: &str| r.results.iter().find(|o| o.topic == t).expect("an outcome per topic");
+    let e = outcome(&state_topic).error.as_ref().expect("the state topic is refused");
+    assert_eq!(e.kind, ProblemKind::InvalidName);
+    assert!(e.detail.contains("kmirror's state topic"), "{}", e.detail);
+    assert_eq!(outcome("__mirror_state").error.as_ref().map(|e| e.kind), Some(ProblemKind::InvalidName));
+    assert!(outcome(&topic.name).ok, "{r:?}");
+    let snap = eng.handle.snapshot();
+    let names: Vec<&str> = snap.mirror(&mirror).unwrap().topics.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, [topic.name.as_str()]);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
