@@ -262,7 +262,11 @@ fn produce(a: ProduceArgs) -> Value {
                     }
                 }
             }
-            if abort { p.abort_transaction(Duration::from_secs(30)) } else { p.commit_transaction(Duration::from_secs(30)) }
+            if abort {
+                p.abort_transaction(Duration::from_secs(30))
+            } else {
+                p.commit_transaction(Duration::from_secs(30))
+            }
         })();
         match result {
             Ok(()) if abort => {
@@ -324,7 +328,8 @@ fn read_all(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Vec<Rec>> {
         .set("auto.offset.reset", "earliest")
         .set("fetch.queue.backoff.ms", "10");
     let consumer: BaseConsumer = c.create().unwrap_or_else(|e| die(format!("consumer: {e}")));
-    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(30)).unwrap_or_else(|e| die(format!("metadata: {e}")));
+    let md =
+        consumer.fetch_metadata(Some(topic), Duration::from_secs(30)).unwrap_or_else(|e| die(format!("metadata: {e}")));
     let t = md.topics().iter().find(|t| t.name() == topic).unwrap_or_else(|| die(format!("no topic {topic}")));
     let n = t.partitions().len();
     if n == 0 {
