@@ -621,10 +621,12 @@ pub enum TruncationMode {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
-    /// Source topic names.
+    /// Source topic names: each once, at most 1,000 (`too-many-topics` otherwise).
     #[serde(default)]
+    #[schema(max_items = 1000)]
     pub topics: Option<Vec<String>>,
-    /// A regex matched against whole topic names (source topics and the mirror's topics).
+    /// A regex matched against whole topic names (source topics and the mirror's topics); a
+    /// pattern matching more than 1,000 topics is refused (`too-many-topics`).
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only check whether the call would be accepted; change nothing.
@@ -641,10 +643,12 @@ pub struct StartRequest {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LifecycleRequest {
-    /// Topic names of the mirror.
+    /// Topic names of the mirror: each once, at most 1,000 (`too-many-topics` otherwise).
     #[serde(default)]
+    #[schema(max_items = 1000)]
     pub topics: Option<Vec<String>>,
-    /// A regex matched against whole topic names of the mirror.
+    /// A regex matched against whole topic names of the mirror; a pattern matching more than
+    /// 1,000 topics is refused (`too-many-topics`).
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only check whether the call would be accepted; change nothing.

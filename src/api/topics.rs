@@ -11,7 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::domain::{PartitionState, Truncation};
 use crate::engine::{
-    LifecycleOp, MirrorSnapshot, PartitionSnapshot, TopicSelector, validate_mirror_name, validate_topic_name,
+    LifecycleOp, MirrorSnapshot, PartitionSnapshot, TopicSelector, check_topic_count, validate_mirror_name,
+    validate_topic_name,
 };
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
@@ -92,16 +93,25 @@ pub async fn topic_get(
     }))
 }
 
-/// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names) and
-/// `pattern` (a valid regex).
+/// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names, each once,
+/// at most [`crate::engine::MAX_TOPICS_PER_CALL`]) and `pattern` (a valid regex). Everything here needs no
+/// Kafka, so a bad call is refused before the engine makes any Kafka call.
 fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<TopicSelector, ApiError> {
     match (topics, pattern) {
         (Some(topics), None) => {
             if topics.is_empty() {
                 return Err(ApiError::new(ProblemType::InvalidBody, "`topics` must name at least one topic"));
             }
+            check_topic_count(topics.len())?;
+            let mut seen = std::collections::HashSet::with_capacity(topics.len());
             for t in &topics {
                 validate_topic_name(t)?;
+                if !seen.insert(t.as_str()) {
+                    return Err(ApiError::new(
+                        ProblemType::InvalidBody,
+                        format!("`topics` names {t:?} more than once; name each topic once"),
+                    ));
+                }
             }
             Ok(TopicSelector::Names(topics))
         }
@@ -149,7 +159,7 @@ async fn run_lifecycle(
     request_body = StartRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-        (status = 400, description = "Invalid body, name or pattern", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
@@ -196,7 +206,7 @@ macro_rules! lifecycle_handler {
             request_body = LifecycleRequest,
             responses(
                 (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-                (status = 400, description = "Invalid body, name or pattern", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),

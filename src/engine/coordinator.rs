@@ -30,6 +30,12 @@ use super::persist::{self, Loaded, StoredMirror};
 use super::snapshot::*;
 use super::*;
 
+// Keeping the coordinator free for stops and pauses: slow source calls off the task, the
+// priority lane (see the module's documentation).
+mod off_loop;
+// Replacing a mirror's data path when its source connection changes.
+mod source_change;
+
 fn now() -> Timestamp {
     let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     Timestamp::from_millis(ms)
@@ -126,9 +132,21 @@ struct MirrorRt {
 /// Messages from spawned helpers back to the coordinator.
 enum Internal {
     Pipe(String, PipeEvent),
-    Lag { mirror: String, offsets: Vec<((String, i32), Offsets)>, error: Option<String> },
-    Metadata { mirror: String, report: Box<metadata::RefreshReport> },
-    LogStarts { mirror: String, starts: Vec<((String, i32), i64)> },
+    Lag {
+        mirror: String,
+        offsets: Vec<((String, i32), Offsets)>,
+        error: Option<String>,
+    },
+    Metadata {
+        mirror: String,
+        report: Box<metadata::RefreshReport>,
+    },
+    LogStarts {
+        mirror: String,
+        starts: Vec<((String, i32), i64)>,
+    },
+    /// A create's source check or a start's source reads, done off the coordinator task.
+    OffLoop(off_loop::Done),
 }
 
 pub(super) struct Coordinator {
@@ -149,6 +167,10 @@ pub(super) struct Coordinator {
     offset_maps: persist::OffsetMaps,
     operations: persist::Operations,
     runtime: tokio::runtime::Handle,
+    /// Stops and pauses ([`EngineHandle::lifecycle`] sends them here): served first.
+    priority_rx: mpsc::Receiver<Request>,
+    /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
+    off_loop: off_loop::OffLoop,
 }
 
 fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
@@ -192,6 +214,7 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
 
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+    let (priority_tx, priority_rx) = mpsc::channel(64);
     let mut coord = Coordinator {
         config: config.clone(),
         destination_admin,
@@ -213,6 +236,8 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
         offset_maps: Arc::new(RwLock::new(HashMap::new())),
         operations: Arc::new(RwLock::new(std::collections::VecDeque::new())),
         runtime: tokio::runtime::Handle::current(),
+        priority_rx,
+        off_loop: off_loop::OffLoop::default(),
     };
 
     // Start every mirror's data path first: each one fences its predecessor's producer (and
@@ -234,6 +259,7 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
     let (tx, rx) = mpsc::channel(64);
     let handle = EngineHandle {
         tx,
+        priority_tx,
         snapshot: snapshot_rx,
         offset_maps: Arc::clone(&coord.offset_maps),
         operations: Arc::clone(&coord.operations),
@@ -279,7 +305,10 @@ impl Coordinator {
         let mut dirty = false;
         let mut last_publish = std::time::Instant::now();
         loop {
+            // Stops and pauses that queued while the last step ran go before anything else.
+            self.serve_priority().await;
             tokio::select! {
+                Some(req) = self.priority_rx.recv() => self.handle_priority(req).await,
                 req = rx.recv() => {
                     let Some(req) = req else { break };
                     if let Request::Shutdown { reply } = req {
@@ -334,14 +363,8 @@ impl Coordinator {
 
     async fn handle(&mut self, req: Request) {
         match req {
-            Request::CreateMirror { spec, actor, reply } => {
-                let name = spec.name.clone();
-                let r = self.create_mirror(spec, &actor).await;
-                self.record_mirror_change(&name, "create_mirror", &actor, &r).await;
-                // Readers see the outcome as soon as the caller does.
-                self.publish();
-                let _ = reply.send(r);
-            }
+            // Checked here, then the source is asked off the loop; `off_loop_done` finishes it.
+            Request::CreateMirror { spec, actor, reply } => self.begin_create(spec, actor, reply).await,
             Request::UpdateMirror { name, update, actor, reply } => {
                 let r = self.update_mirror(&name, update, &actor).await;
                 self.record_mirror_change(&name, "update_mirror", &actor, &r).await;
@@ -355,6 +378,17 @@ impl Coordinator {
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
+            }
+            // Checked here, then the source is read off the loop; `off_loop_done` applies it.
+            Request::Lifecycle {
+                mirror,
+                selector,
+                op: op @ LifecycleOp::Start { .. },
+                validate_only,
+                actor,
+                reply,
+            } => {
+                self.begin_start(mirror, selector, op, validate_only, actor, reply);
             }
             Request::Lifecycle { mirror, selector, op, validate_only, actor, reply } => {
                 let r = self.lifecycle(&mirror, selector, op, validate_only, &actor).await;
@@ -589,26 +623,32 @@ impl Coordinator {
         }
     }
 
-    async fn create_mirror(&mut self, mut spec: MirrorSpec, actor: &Actor) -> Result<(), EngineError> {
+    /// The checks of a create that need no Kafka: run before the source is asked, and again when
+    /// its answer is in (another create may have taken the name meanwhile).
+    fn check_create(&self, spec: &MirrorSpec) -> Result<(), EngineError> {
         self.check_writable()?;
         validate_mirror_name(&spec.name)?;
         if spec.source.bootstrap_servers.trim().is_empty() {
             return Err(EngineError::rejected(ProblemKind::InvalidName, "source.bootstrap_servers must not be empty"));
         }
-        if self.mirrors.contains_key(&spec.name) {
+        if self.mirrors.contains_key(&spec.name) || self.off_loop.is_creating(&spec.name) {
             return Err(EngineError::rejected(
                 ProblemKind::MirrorExists,
                 format!("mirror {:?} already exists", spec.name),
             ));
         }
-        let admin =
-            KafkaAdmin::connect(&spec.source.bootstrap_servers, &spec.source.properties, Duration::from_secs(10))
-                .map_err(|e| {
-                    EngineError::rejected(ProblemKind::InvalidName, format!("invalid source client properties: {e}"))
-                })?;
-        let cluster = admin.describe_cluster().await.map_err(|e| {
-            EngineError::rejected(ProblemKind::SourceUnreachable, format!("the source cluster does not answer: {e}"))
-        })?;
+        check_group_patterns(&spec.sync)
+    }
+
+    /// Creates a mirror whose source answered with `cluster` (asked off the loop: see
+    /// `off_loop::create_probe`). Returns a receiver that resolves when its data path is ready.
+    async fn create_mirror(
+        &mut self,
+        mut spec: MirrorSpec,
+        cluster: crate::kafka::ClusterDescription,
+        actor: &Actor,
+    ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, EngineError> {
+        self.check_create(&spec)?;
         match &spec.expected_source_cluster_id {
             Some(expected) if *expected != cluster.cluster_id => {
                 return Err(EngineError::rejected(
@@ -625,33 +665,24 @@ impl Coordinator {
                 "the source is the destination cluster itself (a mirror loop)",
             ));
         }
-        for re in spec.sync.group_include.iter().chain(&spec.sync.group_exclude) {
-            regex::Regex::new(re).map_err(|e| {
-                EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
-            })?;
-        }
         let stored = StoredMirror { spec, created_at: now(), updated_at: now(), created_acls: Vec::new() };
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
         self.flush().await?;
         let name = stored.spec.name.clone();
         let ready = self.add_mirror(stored);
-        if let Some(rx) = ready {
-            self.wait_ready(vec![rx]).await;
-        }
         if let Some(m) = self.mirrors.get_mut(&name) {
             m.observed_cluster_id = Some(cluster.cluster_id);
             m.cluster_id_status = ClusterIdStatus::Ok;
             m.cluster_id_checked_at = Some(now());
         }
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror created");
-        Ok(())
+        Ok(ready)
     }
 
     async fn update_mirror(&mut self, name: &str, update: MirrorUpdate, actor: &Actor) -> Result<(), EngineError> {
         self.check_writable()?;
         let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
         let mut stored = m.stored.clone();
-        let source_changed = update.source.is_some();
         if let Some(mut source) = update.source {
             // Secrets are write-only: a redacted value sent back means "keep the stored one".
             for (k, v) in source.properties.iter_mut() {
@@ -667,13 +698,12 @@ impl Coordinator {
             stored.spec.expected_source_cluster_id = Some(id);
         }
         if let Some(sync) = update.sync {
-            for re in sync.group_include.iter().chain(&sync.group_exclude) {
-                regex::Regex::new(re).map_err(|e| {
-                    EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
-                })?;
-            }
+            check_group_patterns(&sync)?;
             stored.spec.sync = sync;
         }
+        // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
+        // for an unchanged secret, does not).
+        let source_changed = stored.spec.source != m.stored.spec.source;
         stored.updated_at = now();
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
         self.flush().await?;
@@ -688,6 +718,9 @@ impl Coordinator {
                 Ok(a) => m.source_admin = a,
                 Err(e) => m.cluster_id_error = Some(e.to_string()),
             }
+            // The data path's source consumer still runs with the old settings (a rotated
+            // password would never reach it): replace it, resuming from committed positions.
+            self.restart_data_path(name).await;
         }
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror updated");
         self.spawn_metadata_refresh(Some(name));
@@ -824,6 +857,9 @@ impl Coordinator {
             None
         };
         for topic in topics {
+            // A stop or pause that arrived meanwhile goes first. Between two topics none is
+            // half-done, so it sees consistent state (as if it had come before the next topic).
+            self.serve_priority().await;
             let outcome = if let Some(stop) = stops.as_mut().and_then(Iterator::next) {
                 stop
             } else {
@@ -878,6 +914,7 @@ impl Coordinator {
                 if names.is_empty() {
                     return Err(EngineError::rejected(ProblemKind::InvalidName, "no topics given"));
                 }
+                check_topic_count(names.len())?;
                 let mut seen = BTreeSet::new();
                 Ok(names.iter().filter(|n| seen.insert(n.as_str())).cloned().collect())
             }
@@ -887,12 +924,13 @@ impl Coordinator {
                 })?;
                 let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
                 if matches!(op, LifecycleOp::Start { .. }) {
-                    let listed = m.source_admin.list_topics().await.map_err(|e| {
+                    let listed = self.source_listing(&m.source_admin).await.map_err(|e| {
                         EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
                     })?;
                     let state_topic = &self.config.state_topic;
                     names.extend(listed.into_iter().filter(|t| re.is_match(t) && !is_internal_topic(t, state_topic)));
                 }
+                check_topic_count(names.len())?;
                 Ok(names.into_iter().collect())
             }
         }
@@ -908,7 +946,7 @@ impl Coordinator {
             LifecycleOp::Stop => crate::domain::EventKind::Stop,
         };
         match m.topics.get(topic) {
-            None if matches!(op, LifecycleOp::Start { .. }) => match m.source_admin.describe_topic(topic).await {
+            None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&m.source_admin, topic).await {
                 Ok(_) => Ok(()),
                 Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
                     kind: ProblemKind::TopicNotFound,
@@ -1001,7 +1039,9 @@ impl Coordinator {
         }
         // PREPARING checks (DESIGN.md section 3): source cluster ID, topic IDs, destination topic.
         let source = m.source_admin.clone();
-        let cluster = source.describe_cluster().await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
+        // Both read by the start's survey, off the loop, when there is one.
+        let cluster =
+            self.source_cluster(&source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
         if let Some(expected) = &m.stored.spec.expected_source_cluster_id
             && *expected != cluster.cluster_id
         {
@@ -1009,7 +1049,7 @@ impl Coordinator {
             self.cluster_id_mismatch(mirror, &cluster.cluster_id, &detail);
             return Err(Problem { kind: ProblemKind::SourceClusterIdMismatch, detail });
         }
-        let src = source.describe_topic(topic).await.map_err(|e| {
+        let src = self.source_topic(&source, topic).await.map_err(|e| {
             if e.is("UNKNOWN_TOPIC_OR_PART") {
                 Problem {
                     kind: ProblemKind::TopicNotFound,
@@ -1726,6 +1766,7 @@ impl Coordinator {
                 }
             }
             Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
+            Internal::OffLoop(done) => self.off_loop_done(done).await,
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results

@@ -1443,3 +1443,269 @@ async fn internal_topics_are_refused_by_name() {
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+// ----- issue 15 item 6: one request must not stall a failover ---------------------------------
+
+/// Polls `fut` once, so its request is queued on the engine before whatever the caller sends
+/// next, and panics if it already finished.
+async fn queue_first<T: std::fmt::Debug>(fut: &mut std::pin::Pin<Box<impl std::future::Future<Output = T>>>) {
+    tokio::select! {
+        biased;
+        r = fut.as_mut() => panic!("the call answered at once instead of waiting: {r:?}"),
+        () = std::future::ready(()) => {}
+    }
+}
+
+/// Whether `fut` has finished (polls it once).
+async fn finished<T>(fut: &mut std::pin::Pin<Box<impl std::future::Future<Output = T>>>) -> bool {
+    tokio::select! {
+        biased;
+        _ = fut.as_mut() => true,
+        () = std::future::ready(()) => false,
+    }
+}
+
+/// A mirror with one MIRRORING topic, for the stops below.
+async fn running_topic(eng: &TestEngine, prefix: &str) -> (String, TestTopic) {
+    let mirror = unique(&format!("m-{prefix}"));
+    eng.create_mirror(&mirror).await;
+    let topic = TestTopic::create(Cluster::Source, prefix, 1, &[]).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    (mirror, topic)
+}
+
+/// The issue's bound: a failover answers within a second whatever else runs.
+const STOP_BOUND: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let (mirror, topic) = running_topic(&eng, "busy-create").await;
+
+    // A create whose source is a closed port: it waits ~10 s for the source to answer.
+    let dead = MirrorSpec {
+        name: unique("m-dead"),
+        source: SourceSpec { bootstrap_servers: "127.0.0.1:1".into(), properties: BTreeMap::new() },
+        expected_source_cluster_id: None,
+        sync: Default::default(),
+    };
+    let handle = eng.handle.clone();
+    let mut create = Box::pin(async move { handle.create_mirror(dead, actor()).await });
+    queue_first(&mut create).await;
+
+    let started = std::time::Instant::now();
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let took = started.elapsed();
+    assert!(r.results.iter().all(|t| t.ok), "{r:?}");
+    eprintln!("stop while a create waits for an unreachable source: {took:?}");
+    assert!(took < STOP_BOUND, "the stop took {took:?} while a create waited for an unreachable source");
+    assert!(!finished(&mut create).await, "the create was still waiting for its source");
+    assert_eq!(eng.states(&mirror, &topic.name), [PartitionState::Stopped]);
+    // A pause (the other priority call) and reads do not wait either.
+    let started = std::time::Instant::now();
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+    assert!(started.elapsed() < STOP_BOUND, "the pause took {:?}", started.elapsed());
+    assert_eq!(r.results[0].error.as_ref().map(|e| e.kind), Some(ProblemKind::IllegalTransition), "{r:?}");
+
+    let err = create.await.unwrap_err();
+    assert_eq!(err.kind(), ProblemKind::SourceUnreachable, "{err}");
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_answers_while_a_start_of_300_topics_prepares() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let (mirror, topic) = running_topic(&eng, "busy-start").await;
+
+    // 300 names: 20 real source topics whose mirror topics must be created (slow), 280 unknown.
+    let mut real = Vec::new();
+    for _ in 0..20 {
+        real.push(TestTopic::create(Cluster::Source, "busy-many", 1, &[]).await);
+    }
+    let mut names: Vec<String> = real.iter().map(|t| t.name.clone()).collect();
+    names.extend((0..280).map(|i| unique(&format!("busy-none-{i}"))));
+    let (handle, m) = (eng.handle.clone(), mirror.clone());
+    let start_all = LifecycleOp::Start { truncation: Truncation::None };
+    let mut start =
+        Box::pin(async move { handle.lifecycle(&m, TopicSelector::Names(names), start_all, false, actor()).await });
+    queue_first(&mut start).await;
+
+    let started = std::time::Instant::now();
+    let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let took = started.elapsed();
+    assert!(r.results.iter().all(|t| t.ok), "{r:?}");
+    eprintln!("stop while a start of 300 topics runs: {took:?}");
+    assert!(took < STOP_BOUND, "the stop took {took:?} behind a start of 300 topics");
+    assert!(!finished(&mut start).await, "the start of 300 topics was still running when the stop answered");
+
+    let r = start.await.expect("the start answers");
+    assert_eq!(r.results.len(), 300);
+    for (i, t) in r.results.iter().enumerate() {
+        if i < 20 {
+            assert!(t.ok, "{t:?}");
+        } else {
+            assert_eq!(t.error.as_ref().map(|e| e.kind), Some(ProblemKind::TopicNotFound), "{t:?}");
+        }
+    }
+    let started: Vec<&str> = real.iter().map(|t| t.name.as_str()).collect();
+    eng.op_ok(&mirror, &started, LifecycleOp::Stop).await;
+    eng.stop().await;
+    let dest = Cluster::Destination.admin();
+    for t in started.iter().copied().chain([topic.name.as_str()]) {
+        let _ = dest.delete_topic(t).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_over_the_topic_cap_is_refused_and_changes_nothing() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-cap");
+    eng.create_mirror(&mirror).await;
+    let topic = TestTopic::create(Cluster::Source, "cap", 1, &[]).await;
+    let mut names = vec![topic.name.clone()];
+    names.extend((0..engine::MAX_TOPICS_PER_CALL).map(|i| format!("cap-none-{i}")));
+    for op in [LifecycleOp::Start { truncation: Truncation::None }, LifecycleOp::Stop, LifecycleOp::Pause] {
+        for validate_only in [false, true] {
+            let err = eng
+                .handle
+                .lifecycle(&mirror, TopicSelector::Names(names.clone()), op, validate_only, actor())
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind(), ProblemKind::TooManyTopics, "{op:?}: {err}");
+            assert!(err.to_string().contains("at most 1000"), "{err}");
+        }
+    }
+    // Nothing started, nothing recorded.
+    let snap = eng.handle.snapshot();
+    assert!(snap.mirror(&mirror).unwrap().topics.is_empty());
+    assert!(eng.handle.operations().iter().all(|o| o.mirror != mirror || o.kind == "create_mirror"));
+    // At the cap it is accepted.
+    names.pop();
+    let r = eng.op(&mirror, &names.iter().map(String::as_str).collect::<Vec<_>>(), LifecycleOp::Start { truncation: Truncation::None }).await;
+    assert!(r.results[0].ok, "{:?}", r.results[0]);
+    assert_eq!(r.results.len(), engine::MAX_TOPICS_PER_CALL);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+// ----- issue 15 item 11: a changed source connection reaches the running data path -------------
+
+/// Every partition's mirrored source offset (`None` where nothing is known).
+fn mirrored(eng: &TestEngine, mirror: &str, topic: &str) -> Vec<Option<i64>> {
+    let snap = eng.handle.snapshot();
+    snap.mirror(mirror)
+        .and_then(|m| m.topic(topic))
+        .map(|t| t.partitions.iter().map(|p| p.mirrored_source_offset).collect())
+        .unwrap_or_default()
+}
+
+/// Changes a mirror's source connection (bootstrap and properties).
+async fn set_source(eng: &TestEngine, mirror: &str, bootstrap: &str, properties: BTreeMap<String, String>) {
+    let update = MirrorUpdate {
+        source: Some(SourceSpec { bootstrap_servers: bootstrap.to_string(), properties }),
+        ..Default::default()
+    };
+    eng.handle.update_mirror(mirror, update, actor()).await.expect("update the mirror's source");
+}
+
+/// The observation window itself (not a synchronisation): with a source the data path cannot
+/// read, records produced now stay unmirrored. The data path that ran before mirrors a record
+/// well within a second, so one that kept the old settings fails this.
+async fn assert_nothing_mirrored_for(eng: &TestEngine, mirror: &str, topic: &str, window: Duration) {
+    let before = mirrored(eng, mirror, topic);
+    let until = std::time::Instant::now() + window;
+    while std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(mirrored(eng, mirror, topic), before, "records were mirrored through the old source settings");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_source_bootstrap_reaches_the_running_data_path() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "rebootstrap", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-rebootstrap");
+    eng.create_mirror(&mirror).await;
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "before"));
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+
+    // A bootstrap list that reaches nothing (a closed port): the data path must follow it.
+    set_source(&eng, &mirror, "127.0.0.1:1", BTreeMap::new()).await;
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "during"));
+    assert_nothing_mirrored_for(&eng, &mirror, &topic.name, Duration::from_secs(3)).await;
+    assert_eq!(eng.states(&mirror, &topic.name), [PartitionState::Mirroring; 2]);
+
+    // Back to the real source: the new data path resumes from the committed positions.
+    set_source(&eng, &mirror, &Cluster::Source.bootstrap(), BTreeMap::new()).await;
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "after"));
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 120, "every record exactly once");
+    // The admin client follows too: the refresh reaches the source.
+    let m = eng.handle.snapshot();
+    assert_eq!(m.mirror(&mirror).unwrap().source_bootstrap_servers, Cluster::Source.bootstrap());
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// SCRAM-SHA-512 client properties for the rig's SASL listener (see `scripts/kafka-rig env`).
+fn sasl_properties(password: &str) -> BTreeMap<String, String> {
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: eval \"$(scripts/kafka-rig env)\""));
+    [
+        ("security.protocol", "SASL_PLAINTEXT".to_string()),
+        ("sasl.mechanism", env("KMIRROR_TEST_SASL_MECHANISM")),
+        ("sasl.username", env("KMIRROR_TEST_SASL_USERNAME")),
+        ("sasl.password", password.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_source_password_reaches_the_running_data_path() {
+    let _rig = shared().await;
+    let bootstrap = std::env::var("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP")
+        .expect("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP is not set: eval \"$(scripts/kafka-rig env)\"");
+    let password = std::env::var("KMIRROR_TEST_SASL_PASSWORD").expect("KMIRROR_TEST_SASL_PASSWORD");
+    let topic = TestTopic::create(Cluster::Source, "rotate", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-rotate");
+    eng.handle
+        .create_mirror(
+            MirrorSpec {
+                name: mirror.clone(),
+                source: SourceSpec { bootstrap_servers: bootstrap.clone(), properties: sasl_properties(&password) },
+                expected_source_cluster_id: None,
+                sync: Default::default(),
+            },
+            actor(),
+        )
+        .await
+        .expect("create a mirror over SASL");
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "before"));
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+
+    // A wrong password: the data path must authenticate with it (and so stop mirroring).
+    set_source(&eng, &mirror, &bootstrap, sasl_properties("not-the-password")).await;
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "during"));
+    assert_nothing_mirrored_for(&eng, &mirror, &topic.name, Duration::from_secs(3)).await;
+
+    // The rotated (right) password: records flow again, none lost, none twice.
+    set_source(&eng, &mirror, &bootstrap, sasl_properties(&password)).await;
+    produce(Cluster::Source, &topic.name, &keyed(40, 2, "after"));
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 120, "every record exactly once");
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}

@@ -1,0 +1,119 @@
+//! A mirror's source connection changed: replace its data path.
+//!
+//! The data path (`crate::kafka::pipe`) builds its source consumer once, when it starts. A new
+//! bootstrap list or a rotated credential (`PATCH` of the mirror's `source`) would otherwise reach
+//! only the admin client, while the consumer went on with the old settings (and, once the old
+//! password is revoked, stopped mirroring for good). So an update that changes `source` replaces
+//! the data path, without losing or duplicating a record:
+//!
+//! 1. the running data path ends its open transaction with a commit and reports, per partition,
+//!    the position that transaction left (its committed truth, which may be ahead of the positions
+//!    the coordinator has seen so far);
+//! 2. it is shut down;
+//! 3. a new one starts with the mirror's new settings and resumes every MIRRORING partition from
+//!    exactly those positions, expecting its first record at the destination's end offset.
+//!
+//! If step 1 fails the old data path is left running and the new settings apply at its next
+//! restart: resuming from positions that might be behind what it committed would write records
+//! twice.
+
+use std::time::Duration;
+
+use crate::domain::PartitionState;
+use crate::kafka::pipe::{AssignSpec, Finish, PipeCommand};
+
+use super::Coordinator;
+use crate::domain::ErrorCode;
+
+impl Coordinator {
+    /// Replaces `mirror`'s data path with one built from its current settings (see the module's
+    /// documentation), resuming every MIRRORING partition from its committed position.
+    pub(super) async fn restart_data_path(&mut self, mirror: &str) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let Some(m) = self.mirrors.get(mirror) else { return };
+        if m.fenced {
+            return;
+        }
+        let mirroring: Vec<(String, i32)> = m
+            .topics
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.partitions
+                    .iter()
+                    .filter(|(_, p)| p.record.state == PartitionState::Mirroring)
+                    .map(move |(p, _)| (t.clone(), *p))
+            })
+            .collect();
+        if m.pipe.is_some() {
+            // 1. Commit what is open and learn where each partition stands.
+            match self.unassign_many(mirror, mirroring.clone(), Finish::Commit, false).await {
+                Ok(finals) => {
+                    for f in &finals {
+                        self.apply_final(mirror, &f.topic, f);
+                    }
+                }
+                Err(e) => {
+                    let why = format!(
+                        "the new source settings are stored but the data path could not hand over ({e}); they apply when it next restarts"
+                    );
+                    tracing::error!(%mirror, "{why}");
+                    if let Some(m) = self.mirrors.get_mut(mirror) {
+                        m.data_path = why;
+                    }
+                    return;
+                }
+            }
+            // 2. Shut the old data path down (nothing is open any more).
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            if let Some(p) = m.pipe.take() {
+                let (reply, rx) = tokio::sync::oneshot::channel();
+                if p.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
+                    let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
+                }
+                if let Some(j) = p.join {
+                    let _ = tokio::task::spawn_blocking(move || j.join()).await;
+                }
+            }
+        }
+        // 3. A new data path with the new settings, from the committed positions.
+        {
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            m.restart_pipe_at = None;
+            m.pipe_restarts = 0;
+            m.data_path = "restarting: the source connection changed".into();
+        }
+        tracing::info!(%mirror, partitions = mirroring.len(), "source connection changed: data path restarted");
+        let _ready = self.spawn_pipe_for(mirror);
+        if mirroring.is_empty() {
+            return;
+        }
+        let ends = match self.destination_ends_of(&mirroring).await {
+            Ok(ends) => ends,
+            Err(e) => {
+                // FAILED partitions are retried (PREPARING again) with backoff.
+                for (t, p) in &mirroring {
+                    self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, e.to_string());
+                }
+                let _ = self.flush().await;
+                return;
+            }
+        };
+        let specs: Vec<AssignSpec> = mirroring
+            .iter()
+            .filter_map(|(t, p)| {
+                let pos = self.mirrors[mirror].topics[t].partitions[p].record.position?;
+                Some(AssignSpec {
+                    topic: t.clone(),
+                    partition: *p,
+                    next_source_offset: Some(pos.next_source_offset),
+                    source_leader_epoch: (pos.source_leader_epoch >= 0).then_some(pos.source_leader_epoch),
+                    destination_next_offset: ends.get(&(t.clone(), *p)).copied().unwrap_or(0),
+                    destination_end_offset: pos.destination_end_offset,
+                })
+            })
+            .collect();
+        self.assign(mirror, specs);
+    }
+}
