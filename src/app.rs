@@ -6,8 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
+use crate::api::{ApiError, ProblemType};
 use crate::auth::TokenStore;
 use crate::engine::EngineHandle;
 
@@ -31,10 +36,100 @@ impl std::fmt::Debug for AppState {
 pub fn router(state: AppState) -> Router {
     // One HTTP-metrics registry per router: `/metrics` reports what the layers record.
     let http_metrics = crate::api::HttpMetrics::default();
+    let tls = state.tls;
+    let no_auth = state.auth.is_disabled();
     let app =
         Router::new().merge(crate::api::router(state.clone(), http_metrics.clone())).merge(crate::ui::router(state));
     // Body limit (1 MiB), tracing, HTTP metrics and problem+json for framework errors.
-    crate::api::layers(app, http_metrics)
+    let mut app = crate::api::layers(app, http_metrics);
+    if no_auth {
+        app = app.layer(middleware::from_fn(loopback_only));
+    }
+    // Outermost, so every answer has them: pages, API, static files, 404s and refusals.
+    app.layer(middleware::map_response(move |res: Response| security_headers(res, tls)))
+}
+
+/// The dashboard's Content-Security-Policy (also sent with every other response, where it does
+/// no harm): scripts and styles from `/static` only, no framing.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' \
+                                           data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+                                           base-uri 'none'";
+
+/// `Strict-Transport-Security`, sent only by a TLS listener.
+pub const HSTS: &str = "max-age=31536000";
+
+/// Security headers on every response. `Referrer-Policy: same-origin` (not `no-referrer`): the
+/// dashboard returns to the page an action was posted from via its own `Referer`.
+async fn security_headers(mut res: Response, tls: bool) -> Response {
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    if tls {
+        h.insert(header::STRICT_TRANSPORT_SECURITY, HeaderValue::from_static(HSTS));
+    }
+    res
+}
+
+/// Whether `host` (a `Host` value or an origin's host, with or without port) names this machine:
+/// `localhost`, an address in 127.0.0.0/8 or `[::1]`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    // `[v6]` or `[v6]:port`
+    if let Some(rest) = host.strip_prefix('[') {
+        let Some((addr, after)) = rest.split_once(']') else {
+            return false;
+        };
+        let port_ok = after.is_empty() || after.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok());
+        return port_ok && addr.parse::<std::net::Ipv6Addr>().is_ok_and(|a| a.is_loopback());
+    }
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.parse::<u16>().is_ok() => name,
+        Some(_) => return false,
+        None => host,
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+/// Whether an `Origin` header value is a loopback origin (`http(s)://<loopback host>[:port]`).
+/// `null` (sandboxed frames, files) is not.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some((scheme, host)) = origin.trim().split_once("://") else {
+        return false;
+    };
+    matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") && !host.contains('/') && is_loopback_host(host)
+}
+
+/// With `--no-auth` every caller is an admin, so only this machine may call: a web page that
+/// re-resolves its own name to 127.0.0.1 (DNS rebinding) sends its own name as `Host`, and a
+/// cross-site request sends its page's `Origin`. Both are refused with a problem.
+async fn loopback_only(req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string));
+    if !host.as_deref().is_some_and(is_loopback_host) {
+        return ApiError::new(
+            ProblemType::MisdirectedRequest,
+            "authentication is off (--no-auth), so only requests addressed to localhost, 127.0.0.1 or [::1] are \
+             served",
+        )
+        .into_response();
+    }
+    for origin in headers.get_all(header::ORIGIN) {
+        if !origin.to_str().is_ok_and(is_loopback_origin) {
+            return ApiError::new(
+                ProblemType::CrossOrigin,
+                "authentication is off (--no-auth), so requests from web pages of other origins are refused",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves.
@@ -139,4 +234,51 @@ pub async fn serve_tls(
     let _ = stop_tx.send(true);
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for ok in [
+            "localhost",
+            "LOCALHOST:8080",
+            "localhost.",
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "127.1.2.3:1",
+            "[::1]",
+            "[::1]:8080",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example",
+            "evil.example:8080",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "10.0.0.1:8080",
+            "0.0.0.0:8080",
+            "[::2]:80",
+            "[::1]x",
+            "::1",
+            "localhost:http",
+            "localhost:8080:1",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn loopback_origins() {
+        for ok in ["http://localhost:8080", "http://127.0.0.1", "https://[::1]:8443"] {
+            assert!(is_loopback_origin(ok), "{ok}");
+        }
+        for bad in ["null", "http://evil.example", "http://localhost.evil.example", "file://", "ftp://localhost"] {
+            assert!(!is_loopback_origin(bad), "{bad}");
+        }
+    }
 }

@@ -19,14 +19,19 @@ pub struct DemoOptions {
     pub listen: SocketAddr,
     /// Records per second produced to the source.
     pub rate_per_sec: u32,
-    /// The bearer token the demo prints (and the dashboard accepts); random when `None`.
+    /// The bearer token the demo prints (and the dashboard accepts); random when `None`. At
+    /// least [`crate::auth::MIN_TOKEN_LEN`] characters (`kmirror demo` checks a given one).
     pub token: Option<String>,
 }
 
+/// A random token of [`crate::auth::MIN_TOKEN_LEN`] characters from a 32-symbol alphabet
+/// (160 bits).
 fn random_token() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
-    (0..24).map(|_| char::from(b"abcdefghijkmnpqrstuvwxyz23456789"[rng.random_range(0..32)])).collect()
+    (0..crate::auth::MIN_TOKEN_LEN)
+        .map(|_| char::from(b"abcdefghijkmnpqrstuvwxyz23456789"[rng.random_range(0..32)]))
+        .collect()
 }
 
 /// Runs the demo until `shutdown` resolves.
@@ -34,6 +39,9 @@ pub async fn run(
     options: DemoOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
+    if let Some(t) = &options.token {
+        crate::auth::check_token_strength("demo", t)?;
+    }
     let state_topic = "__mirror_state".to_string();
     let spec = DemoSpec {
         topics: DEMO_TOPICS.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
@@ -107,4 +115,14 @@ pub async fn run(
     let _ = join.await;
     drop(clusters);
     served.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_generated_token_is_long_enough() {
+        let t = super::random_token();
+        assert!(crate::auth::check_token_strength("demo", &t).is_ok(), "{}", t.len());
+        assert_ne!(t, super::random_token());
+    }
 }

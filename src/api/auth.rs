@@ -3,7 +3,9 @@
 //! Handlers take one of [`ViewerAuth`], [`OperatorAuth`] or [`AdminAuth`] as their FIRST
 //! argument: extractors run in argument order, so an unauthenticated or under-privileged caller
 //! is refused (401 / 403) before the path or body is even looked at. The token itself never
-//! leaves this module: only the identity's name and role travel on, and nothing here logs.
+//! leaves this module: only the identity's name and role travel on. Unknown tokens are throttled
+//! per client address (429 with `Retry-After`, see [`crate::auth::FailureLimiter`]) and logged
+//! with the address and path, never the token.
 
 use std::net::SocketAddr;
 
@@ -12,7 +14,7 @@ use axum::http::header;
 use axum::http::request::Parts;
 
 use crate::app::AppState;
-use crate::auth::{Identity, Role};
+use crate::auth::{AuthFailure, Identity, Role};
 use crate::engine::Actor;
 
 use super::problem::{ApiError, ProblemType};
@@ -52,9 +54,13 @@ pub fn authorize(parts: &Parts, state: &AppState, needed: Role) -> Result<Caller
     let identity = if state.auth.is_disabled() {
         state.auth.authenticate("")
     } else {
-        match bearer_token(parts)? {
-            None => return Err(ApiError::unauthorized("this endpoint needs `Authorization: Bearer <token>`", false)),
-            Some(token) => state.auth.authenticate(token),
+        let Some(token) = bearer_token(parts)? else {
+            return Err(ApiError::unauthorized("this endpoint needs `Authorization: Bearer <token>`", false));
+        };
+        match state.auth.authenticate_from(token, address.map(|a| a.ip()), parts.uri.path()) {
+            Ok(identity) => Some(identity),
+            Err(AuthFailure::Invalid) => None,
+            Err(AuthFailure::Throttled { retry_after }) => return Err(ApiError::too_many_failures(retry_after)),
         }
     };
     let Some(identity) = identity else {

@@ -27,7 +27,7 @@ mod topics;
 use std::sync::OnceLock;
 
 use axum::Router;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::header;
 use axum::http::request::Parts;
@@ -112,7 +112,48 @@ fn routes() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes().into_openapi()
+    let mut doc = routes().into_openapi();
+    document_throttling(&mut doc);
+    doc
+}
+
+/// Every secured operation may answer 429 `too-many-requests` (failed-authentication throttling
+/// per client address, [`crate::auth::FailureLimiter`]): documented once here rather than in
+/// every handler's annotations.
+fn document_throttling(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{ObjectBuilder, Ref, Type};
+    use utoipa::openapi::{ContentBuilder, HeaderBuilder, ResponseBuilder};
+    let response = ResponseBuilder::new()
+        .description("Too many failed authentications from this client address")
+        .content(
+            problem::PROBLEM_JSON,
+            ContentBuilder::new().schema(Some(Ref::from_schema_name("ProblemDetails"))).build(),
+        )
+        .header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
+                .description(Some("Seconds until the next authentication attempt is accepted"))
+                .build(),
+        )
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            if op.security.is_some() {
+                op.responses.responses.insert("429".to_string(), response.clone().into());
+            }
+        }
+    }
 }
 
 /// The OpenAPI document as the pretty-printed JSON committed at `openapi/openapi.json`.
@@ -212,7 +253,9 @@ pub(crate) fn age_ms(taken_at: Timestamp, now: Timestamp) -> u64 {
 
 /// A JSON object body whose rejections are problems (`invalid-body`, `unsupported-media-type`,
 /// `payload-too-large`). Only objects are accepted: serde would otherwise also read a struct
-/// from an array of its fields in order.
+/// from an array of its fields in order. An object that repeats a key (at any depth) is refused
+/// too: serde_json would silently keep the last value, so what a client meant and what kmirror
+/// did could differ.
 #[derive(Debug)]
 pub struct ApiJson<T>(pub T);
 
@@ -220,12 +263,166 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let r: Result<axum::Json<serde_json::Value>, JsonRejection> = axum::Json::from_request(req, state).await;
-        let axum::Json(value) = r.map_err(ApiError::from)?;
+        if !is_json_content_type(req.headers()) {
+            return Err(ApiError::new(
+                ProblemType::UnsupportedMediaType,
+                "the request body must be JSON with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ProblemType::PayloadTooLarge, "the request body is larger than 1 MiB")
+            } else {
+                ApiError::new(ProblemType::InvalidBody, e.body_text())
+            }
+        })?;
+        let value = strict_json::parse(&bytes).map_err(|e| ApiError::new(ProblemType::InvalidBody, e))?;
         if !value.is_object() {
             return Err(ApiError::new(ProblemType::InvalidBody, "the request body must be a JSON object"));
         }
         serde_json::from_value(value).map(ApiJson).map_err(|e| ApiError::new(ProblemType::InvalidBody, e.to_string()))
+    }
+}
+
+/// `application/json` or `application/<anything>+json` (what axum's `Json` accepts).
+fn is_json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence.split_once('/').is_some_and(|(ty, sub)| ty == "application" && (sub == "json" || sub.ends_with("+json")))
+}
+
+/// JSON parsing that refuses duplicate object keys, naming the key and where it is.
+pub mod strict_json {
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    /// Where a value is in the document, rendered only for an error: `$`, `$.source.properties`,
+    /// `$.topics[2]`.
+    #[derive(Clone, Copy)]
+    enum Loc<'a> {
+        Root,
+        Key(&'a Loc<'a>, &'a str),
+        Index(&'a Loc<'a>, usize),
+    }
+
+    impl fmt::Display for Loc<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Loc::Root => f.write_str("$"),
+                Loc::Key(parent, key) => {
+                    let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if plain { write!(f, "{parent}.{key}") } else { write!(f, "{parent}[{key:?}]") }
+                }
+                Loc::Index(parent, i) => write!(f, "{parent}[{i}]"),
+            }
+        }
+    }
+
+    struct Strict<'a>(Loc<'a>);
+
+    impl<'de> DeserializeSeed<'de> for Strict<'_> {
+        type Value = Value;
+        fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Strict<'_> {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_none<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(v) = seq.next_element_seed(Strict(Loc::Index(&self.0, items.len())))? {
+                items.push(v);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if out.contains_key(&key) {
+                    return Err(A::Error::custom(format!("the key {key:?} appears twice in the object {}", self.0)));
+                }
+                let v = map.next_value_seed(Strict(Loc::Key(&self.0, &key)))?;
+                out.insert(key, v);
+            }
+            Ok(Value::Object(out))
+        }
+    }
+
+    /// Parses `bytes` as one JSON document; an error says what is wrong (and where).
+    pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+        let mut d = serde_json::Deserializer::from_slice(bytes);
+        let v = Strict(Loc::Root).deserialize(&mut d).and_then(|v| d.end().map(|()| v));
+        v.map_err(|e| {
+            if e.is_data() {
+                // Only the duplicate-key check raises a data error while building a Value.
+                e.to_string()
+            } else {
+                format!("the request body is not valid JSON: {e}")
+            }
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn values_parse_like_serde_json() {
+            let text = r#"{"a": [1, -2, 3.5, true, null, "x", {"b": {}}], "c": {"d": "e"}, "": 0}"#;
+            assert_eq!(parse(text.as_bytes()).unwrap(), serde_json::from_str::<Value>(text).unwrap());
+        }
+
+        #[test]
+        fn duplicate_keys_are_refused_at_any_depth() {
+            let e = parse(br#"{"name": "a", "name": "b"}"#).unwrap_err();
+            assert!(e.contains(r#"the key "name" appears twice in the object $ at line 1"#), "{e}");
+            let e = parse(br#"{"source": {"properties": {"x.y": "1", "x.y": "2"}}}"#).unwrap_err();
+            assert!(e.contains(r#"the key "x.y" appears twice in the object $.source.properties"#), "{e}");
+            let e = parse(br#"{"topics": [{}, {"a": 1, "b": 2, "a": 3}]}"#).unwrap_err();
+            assert!(e.contains(r#"the key "a" appears twice in the object $.topics[1]"#), "{e}");
+            // The same key in different objects is fine.
+            assert!(parse(br#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}"#).is_ok());
+        }
+
+        #[test]
+        fn syntax_errors_and_trailing_text() {
+            assert!(parse(b"{\"name\": ").unwrap_err().contains("not valid JSON"));
+            assert!(parse(b"{} x").unwrap_err().contains("not valid JSON"));
+            assert!(parse(b"").unwrap_err().contains("not valid JSON"));
+        }
     }
 }
 
@@ -283,7 +480,7 @@ mod tests {
                 let public = ["/healthz", "/readyz", "/api/v1/openapi.json"].contains(&path.as_str());
                 assert_eq!(secured, !public, "{method} {path}: security");
                 if secured {
-                    for status in ["401", "403"] {
+                    for status in ["401", "403", "429"] {
                         let r = &op["responses"][status];
                         assert!(
                             r["content"]["application/problem+json"].is_object(),

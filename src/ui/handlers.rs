@@ -3,15 +3,16 @@
 //! `<thing>_post` changes something.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use axum::Extension;
 use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use crate::auth::Role;
+use crate::auth::{AuthFailure, Role};
 use crate::engine::{Actor, LifecycleOp, MirrorSpec, SourceSpec, SyncSpec, TopicSelector, Truncation};
 
 use super::error::UiError;
@@ -474,7 +475,12 @@ pub async fn signin_get(State(ui): State<UiState>, Query(q): Query<Pairs>, heade
     Ok(resp)
 }
 
-pub async fn signin_post(State(ui): State<UiState>, headers: HeaderMap, Form(form): Form<Pairs>) -> Page {
+pub async fn signin_post(
+    State(ui): State<UiState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    Form(form): Form<Pairs>,
+) -> Page {
     let f = Params(form);
     let tls = ui.app.tls;
     let next = local_path(f.get("next")).unwrap_or("/").to_string();
@@ -488,12 +494,22 @@ pub async fn signin_post(State(ui): State<UiState>, headers: HeaderMap, Form(for
         return Ok(resp);
     }
     let token = f.0.iter().find(|(k, _)| k == "token").map(|(_, v)| v.trim().to_string()).unwrap_or_default();
-    let Some(identity) = ui.app.auth.authenticate(&token).filter(|_| !token.is_empty()) else {
-        // Slow down guessing a little; the comparison itself is constant-time.
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        tracing::warn!("Dashboard sign-in with an unknown token.");
-        let body = signin_page(&ui, expected, &next, Some("That token is not valid.".into()))?;
-        return Ok((StatusCode::UNAUTHORIZED, html(body)).into_response());
+    // Guessing is throttled per client address, like bearer tokens (and logged there).
+    let client = peer.map(|Extension(ConnectInfo(a))| a.ip());
+    let identity = match ui.app.auth.authenticate_from(&token, client, "/signin") {
+        Ok(identity) => identity,
+        Err(AuthFailure::Invalid) => {
+            let body = signin_page(&ui, expected, &next, Some("That token is not valid.".into()))?;
+            return Ok((StatusCode::UNAUTHORIZED, html(body)).into_response());
+        }
+        Err(AuthFailure::Throttled { retry_after }) => {
+            let secs = retry_after.as_secs().max(1);
+            let message = format!("Too many failed sign-ins from your address. Try again in {secs} seconds.");
+            let body = signin_page(&ui, expected, &next, Some(message))?;
+            let mut resp = (StatusCode::TOO_MANY_REQUESTS, html(body)).into_response();
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            return Ok(resp);
+        }
     };
     tracing::info!(identity = %identity.name, role = identity.role.as_str(), "Dashboard sign-in.");
     let (id, _) = ui.sessions.create(identity, Instant::now());

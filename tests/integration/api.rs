@@ -11,15 +11,15 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use kmirror::app::AppState;
-use kmirror::auth::{Role, TokenEntry, TokenStore};
+use kmirror::auth::{FailureLimiter, Role, TokenEntry, TokenStore};
 use kmirror::engine::EngineHandle;
 
 use crate::engine::TestEngine;
 use crate::support::*;
 
-const ADMIN: &str = "admin-token-0001";
-const OPERATOR: &str = "operator-token-01";
-const VIEWER: &str = "viewer-token-0001";
+const ADMIN: &str = "admin-token-0001-0123456789abcdef";
+const OPERATOR: &str = "operator-token-01-0123456789abcdef";
+const VIEWER: &str = "viewer-token-0001-0123456789abcdef";
 /// A source property value that must never come back in any response.
 const SECRET: &str = "hunter2-very-secret";
 
@@ -77,14 +77,25 @@ struct TestServer {
 
 impl TestServer {
     async fn start(engine: EngineHandle, auth: TokenStore) -> TestServer {
-        let state = AppState { engine, auth: Arc::new(auth), tls: false, started_at: Instant::now() };
+        Self::start_with(engine, auth, false, reqwest::Client::builder()).await
+    }
+
+    /// `tls`: the state's flag only (the listener stays plain HTTP); `client`: e.g. another
+    /// local address.
+    async fn start_with(
+        engine: EngineHandle,
+        auth: TokenStore,
+        tls: bool,
+        client: reqwest::ClientBuilder,
+    ) -> TestServer {
+        let state = AppState { engine, auth: Arc::new(auth), tls, started_at: Instant::now() };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let join = tokio::spawn(kmirror::app::serve(listener, state, async {
             let _ = rx.await;
         }));
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+        let client = client.timeout(Duration::from_secs(120)).build().unwrap();
         TestServer { base, client, shutdown: Some(tx), join: Some(join), seen: Arc::default() }
     }
 
@@ -173,7 +184,9 @@ fn concrete(path: &str) -> String {
 async fn every_operation_in_the_spec_checks_token_and_role() {
     let _rig = shared().await;
     let eng = TestEngine::start().await;
-    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    // One wrong token per operation: more failures than the default throttle allows.
+    let lenient = FailureLimiter::new(1000, Duration::from_secs(1), 100);
+    let srv = TestServer::start(eng.handle.clone(), tokens().with_failure_limiter(lenient)).await;
 
     // The served spec is the generated one, and the committed file is up to date.
     let spec_res = srv.get("/api/v1/openapi.json", None).await;
@@ -206,6 +219,9 @@ async fn every_operation_in_the_spec_checks_token_and_role() {
             res.problem(401, "unauthorized");
             assert!(res.header("www-authenticate").starts_with("Bearer"), "{method} {path}: challenge");
             srv.call(m.clone(), &url, Some("not-a-configured-token"), json!({})).await.problem(401, "unauthorized");
+            let throttling = &op["responses"]["429"];
+            assert!(throttling["content"]["application/problem+json"].is_object(), "{method} {path}: 429");
+            assert!(throttling["headers"]["Retry-After"].is_object(), "{method} {path}: Retry-After");
             let basic = srv.request(m.clone(), &url, None).header("authorization", "Basic YWRtaW46YWRtaW4=");
             srv.send(basic.json(&json!({}))).await.problem(401, "unauthorized");
             if needed != "viewer" {
@@ -232,6 +248,140 @@ async fn every_operation_in_the_spec_checks_token_and_role() {
     open.stop().await;
 
     srv.stop().await;
+    eng.stop().await;
+}
+
+/// Wrong bearer tokens are throttled per client address: after the burst, 429 with
+/// `Retry-After` (a valid token included: the credential is not even compared), while another
+/// address is unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentications_are_throttled_per_client_address() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    for i in 0..kmirror::auth::FAILURE_BURST {
+        let r = srv.get("/api/v1/mirrors", Some(&format!("wrong-token-{i}"))).await;
+        r.problem(401, "unauthorized");
+    }
+    // Attempts come back one per FAILURE_REFILL, so a few more wrong tokens are enough even on
+    // a slow machine.
+    let mut throttled = None;
+    for i in 0..10 {
+        let r = srv.get("/api/v1/mirrors", Some(&format!("more-wrong-tokens-{i}"))).await;
+        if r.status == 429 {
+            throttled = Some(r);
+            break;
+        }
+        r.problem(401, "unauthorized");
+    }
+    let r = throttled.expect("429 after repeated failures");
+    r.problem(429, "too-many-requests");
+    let retry: u64 = r.header("retry-after").parse().expect("Retry-After in seconds");
+    assert!((1..=kmirror::auth::FAILURE_REFILL.as_secs()).contains(&retry), "Retry-After: {retry}");
+    assert!(!r.text.contains("more-wrong-tokens"), "the token is never echoed: {}", r.text);
+    // Public endpoints and requests without credentials are not throttled.
+    srv.get("/healthz", None).await.ok(200);
+    srv.get("/api/v1/mirrors", None).await.problem(401, "unauthorized");
+    srv.stop().await;
+
+    // With a slow refill (no timing involved): a valid token is refused too while the address
+    // is throttled, and another address (127.0.0.2, also loopback) is not affected.
+    let slow = || FailureLimiter::new(3, Duration::from_secs(3600), 100);
+    let srv = TestServer::start(eng.handle.clone(), tokens().with_failure_limiter(slow())).await;
+    srv.get("/api/v1/mirrors", Some(VIEWER)).await.ok(200);
+    for _ in 0..3 {
+        srv.get("/api/v1/mirrors", Some("wrong-token")).await.problem(401, "unauthorized");
+    }
+    srv.get("/api/v1/mirrors", Some("wrong-token")).await.problem(429, "too-many-requests");
+    srv.get("/api/v1/mirrors", Some(VIEWER)).await.problem(429, "too-many-requests");
+    let other = reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 0, 2]));
+    let srv2 = TestServer::start_with(eng.handle.clone(), tokens().with_failure_limiter(slow()), false, other).await;
+    srv2.get("/api/v1/mirrors", Some(VIEWER)).await.ok(200);
+    srv.stop().await;
+    srv2.stop().await;
+    eng.stop().await;
+}
+
+/// With `--no-auth` only requests addressed to this machine are served (DNS rebinding), and
+/// none from web pages of other origins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_auth_serves_only_loopback_hosts_and_origins() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let open = TestServer::start(eng.handle.clone(), TokenStore::disabled()).await;
+    let port = open.base.rsplit(':').next().unwrap().to_string();
+    let with = |host: &str, origin: Option<&str>, path: &str| {
+        let mut r = open.request(Method::GET, path, None).header("host", host);
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        r
+    };
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "[::1]".to_string(), "127.0.0.7".into()] {
+        open.send(with(&host, None, "/api/v1/mirrors")).await.ok(200);
+    }
+    let local_origin = format!("http://localhost:{port}");
+    open.send(with("localhost", Some(&local_origin), "/api/v1/mirrors")).await.ok(200);
+    for host in [format!("evil.example:{port}"), "127.0.0.1.evil.example".into(), "10.1.2.3".into()] {
+        for path in ["/api/v1/mirrors", "/", "/static/app.css", "/healthz"] {
+            let r = open.send(with(&host, None, path)).await;
+            r.problem(421, "misdirected-request");
+            assert_eq!(r.header("x-content-type-options"), "nosniff", "{path}");
+        }
+    }
+    for origin in ["http://evil.example", "null", "http://127.0.0.1.evil.example:8080"] {
+        let post = open
+            .request(Method::POST, "/api/v1/mirrors", None)
+            .header("host", format!("127.0.0.1:{port}"))
+            .header("origin", origin)
+            .json(&json!({}));
+        open.send(post).await.problem(403, "cross-origin");
+    }
+    open.stop().await;
+    // With authentication on, the Host is not checked (kmirror may sit behind any name).
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    srv.send(srv.request(Method::GET, "/api/v1/mirrors", Some(VIEWER)).header("host", "kmirror.example")).await.ok(200);
+    srv.stop().await;
+    eng.stop().await;
+}
+
+/// Security headers on every kind of response; HSTS only when served under TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_headers_on_every_response() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let check = |r: &Resp, what: &str, tls: bool| {
+        assert_eq!(r.header("x-content-type-options"), "nosniff", "{what}");
+        assert_eq!(r.header("x-frame-options"), "DENY", "{what}");
+        assert_eq!(r.header("referrer-policy"), "same-origin", "{what}");
+        let csp = r.header("content-security-policy");
+        assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+        assert_eq!(r.headers.contains_key("strict-transport-security"), tls, "{what}: HSTS only under TLS");
+    };
+    for tls in [false, true] {
+        let srv = TestServer::start_with(eng.handle.clone(), tokens(), tls, reqwest::Client::builder()).await;
+        let cases = [
+            ("/static/app.css", None, 200),
+            ("/api/v1/mirrors", Some(VIEWER), 200),
+            ("/api/v1/mirrors", None, 401),
+            ("/api/v1/no-such-thing", Some(VIEWER), 404),
+            ("/no-such-page", None, 404),
+            ("/static/no-such-file", None, 404),
+            ("/signin", None, 200),
+            ("/healthz", None, 200),
+            ("/metrics", Some(VIEWER), 200),
+        ];
+        for (path, token, status) in cases {
+            let r = srv.get(path, token).await;
+            assert_eq!(r.status, status, "{path}: {}", r.text);
+            check(&r, path, tls);
+        }
+        if tls {
+            let r = srv.get("/healthz", None).await;
+            assert_eq!(r.header("strict-transport-security"), kmirror::app::HSTS);
+        }
+        srv.stop().await;
+    }
     eng.stop().await;
 }
 
@@ -269,6 +419,40 @@ async fn bad_requests_are_problems() {
     srv.call(Method::PATCH, &mp, Some(ADMIN), json!([null, null])).await.problem(400, "invalid-body");
     let syntax = srv.request(Method::POST, "/api/v1/mirrors", Some(ADMIN)).header("content-type", "application/json");
     srv.send(syntax.body("{\"name\": ")).await.problem(400, "invalid-body");
+    // A repeated key is refused (serde_json alone would keep the last value), at any depth.
+    let raw_json = |body: String| {
+        srv.request(Method::POST, "/api/v1/mirrors", Some(ADMIN)).header("content-type", "application/json").body(body)
+    };
+    let dup_name = unique("api-dup");
+    let body = format!(
+        r#"{{"name": "{dup_name}", "source": {{"bootstrap_servers": "{}"}}, "name": "{dup_name}-2"}}"#,
+        Cluster::Source.bootstrap()
+    );
+    let r = srv.send(raw_json(body)).await;
+    r.problem(400, "invalid-body");
+    assert!(
+        r.json["detail"].as_str().unwrap().contains(r#"the key "name" appears twice in the object $"#),
+        "{}",
+        r.text
+    );
+    let body = format!(
+        r#"{{"name": "{dup_name}", "source": {{"bootstrap_servers": "{}", "properties": {{"client.id": "a", "client.id": "b"}}}}}}"#,
+        Cluster::Source.bootstrap()
+    );
+    let r = srv.send(raw_json(body)).await;
+    r.problem(400, "invalid-body");
+    let detail = r.json["detail"].as_str().unwrap();
+    assert!(detail.contains(r#""client.id" appears twice in the object $.source.properties"#), "{detail}");
+    let r = srv
+        .send(
+            srv.request(Method::POST, &format!("{mp}/topics:pause"), Some(OPERATOR))
+                .header("content-type", "application/json")
+                .body(r#"{"topics": ["a"], "topics": ["b"]}"#),
+        )
+        .await;
+    r.problem(400, "invalid-body");
+    assert!(r.text.contains("topics"), "{}", r.text);
+    srv.get(&format!("/api/v1/mirrors/{dup_name}"), Some(VIEWER)).await.problem(404, "mirror-not-found");
     let no_type = srv.request(Method::POST, "/api/v1/mirrors", Some(ADMIN)).body(mirror_body("x").to_string());
     srv.send(no_type).await.problem(415, "unsupported-media-type");
     let text = srv.request(Method::POST, "/api/v1/mirrors", Some(ADMIN)).header("content-type", "text/plain");

@@ -23,8 +23,8 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 fn the_example_config_is_valid() {
     let out = kmirror()
         .args(["serve", "--config", concat!(env!("CARGO_MANIFEST_DIR"), "/kmirror.example.toml"), "--check-config"])
-        .env("KMIRROR_ONCALL_TOKEN", "oncall-token-123")
-        .env("KMIRROR_VIEWER_TOKEN", "viewer-token-456")
+        .env("KMIRROR_ONCALL_TOKEN", "oncall-token-123-0123456789abcdef")
+        .env("KMIRROR_VIEWER_TOKEN", "viewer-token-456-0123456789abcdef")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -70,6 +70,152 @@ fn an_invalid_field_exits_2_and_names_it() {
         assert_eq!(stderr.lines().count(), 1, "one clear error: {stderr}");
         let _ = std::fs::remove_file(f);
     }
+}
+
+/// Tokens shorter than 32 characters stop kmirror at startup with exit code 2 and one error that
+/// names the token (never shows it): flags, the file, `KMIRROR_ADMIN_TOKEN` and the demo's.
+#[test]
+fn short_tokens_are_refused_at_startup() {
+    let secret = "tiny-secret-7";
+    let file = temp_file(
+        "short-token.toml",
+        &format!(
+            "[destination]\nbootstrap_servers = \"a:1\"\n[[auth.tokens]]\nname = \"ci\"\nrole = \"viewer\"\ntoken = \"{secret}\"\n"
+        ),
+    );
+    let cases: Vec<(Vec<String>, Option<&str>, &str)> = vec![
+        (
+            strings(&["serve", "--destination-bootstrap", "a:1", "--token", &format!("oncall:admin:{secret}")]),
+            None,
+            "\"oncall\"",
+        ),
+        (strings(&["serve", "--config", file.to_str().unwrap()]), None, "auth.tokens[0]"),
+        (strings(&["serve", "--destination-bootstrap", "a:1", "--check-config"]), Some(secret), "KMIRROR_ADMIN_TOKEN"),
+        (strings(&["serve", "--destination-bootstrap", "a:1", "--no-auth"]), Some(secret), "KMIRROR_ADMIN_TOKEN"),
+        (strings(&["demo", "--listen", "127.0.0.1:0", "--token", secret]), None, "\"demo\""),
+    ];
+    for (args, admin_token, names) in cases {
+        let mut cmd = kmirror();
+        cmd.args(&args).env_remove("KMIRROR_ADMIN_TOKEN").env_remove("KMIRROR_DEMO_TOKEN");
+        if let Some(t) = admin_token {
+            cmd.env("KMIRROR_ADMIN_TOKEN", t);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(names) && stderr.contains("32 characters"), "{args:?} names {names}: {stderr}");
+        assert!(!stderr.contains(secret), "{args:?}: the token is never shown: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one clear error: {stderr}");
+    }
+    // 32 characters are enough.
+    let out = kmirror()
+        .args(["serve", "--destination-bootstrap", "a:1", "--check-config"])
+        .env("KMIRROR_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("admin (KMIRROR_ADMIN_TOKEN)"));
+    let _ = std::fs::remove_file(file);
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// A child process whose stderr is collected by a thread (so the pipe never fills), killed when
+/// dropped.
+struct Child {
+    child: std::process::Child,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Child {
+    fn spawn(cmd: &mut Command) -> Child {
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(&mut pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Child { child, stderr, reader: Some(reader) }
+    }
+
+    /// SIGTERM, wait for the exit, and the whole stderr.
+    fn terminate(mut self) -> String {
+        // SAFETY: sends a signal to the child process we spawned.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        assert_eq!(rc, 0);
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "graceful shutdown exits 0");
+        if let Some(r) = self.reader.take() {
+            r.join().unwrap();
+        }
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `kmirror serve` throttles wrong bearer tokens (429 with Retry-After after the burst) and logs
+/// each failure with the client address and path, never the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_throttled_and_logged_without_the_token() {
+    let _rig = shared().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let id = unique("authlog");
+    let token = "authlog-admin-0123456789abcdef0123";
+    let server = Child::spawn(
+        kmirror()
+            .args(["serve", "--destination-bootstrap", &Cluster::Destination.bootstrap(), "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--state-topic", &format!("__mirror_state-{id}"), "--state-partitions", "1", "--instance-id", &id])
+            .args(["--token", &format!("ops:operator:{token}")])
+            .env_remove("KMIRROR_ADMIN_TOKEN")
+            .env("RUST_LOG", "warn"),
+    );
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/api/v1/mirrors");
+    eventually("kmirror answers", Duration::from_secs(60), || async {
+        let r = http.get(&url).bearer_auth(token).send().await.ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await;
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for i in 0..30 {
+        let r = http.get(&url).bearer_auth(format!("guess-{i:04}")).send().await.unwrap();
+        statuses.push(r.status().as_u16());
+        if r.status() == 429 {
+            retry_after = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+            break;
+        }
+    }
+    let burst = kmirror::auth::FAILURE_BURST as usize;
+    assert!(statuses.len() > burst && statuses[..burst].iter().all(|s| *s == 401), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429), "throttled after repeated failures: {statuses:?}");
+    assert!(retry_after.is_some_and(|s| s.parse::<u64>().is_ok()));
+    let stderr = server.terminate();
+    let failures: Vec<&str> = stderr.lines().filter(|l| l.contains("Authentication failed")).collect();
+    assert_eq!(failures.len(), statuses.len() - 1, "one line per failure: {stderr}");
+    for line in &failures {
+        assert!(line.contains("WARN") && line.contains("127.0.0.1") && line.contains("/api/v1/mirrors"), "{line}");
+    }
+    assert!(stderr.contains("too many failed attempts"), "{stderr}");
+    assert!(!stderr.contains("guess-0") && !stderr.contains(token), "tokens are never logged: {stderr}");
+    let _ = Cluster::Destination.admin().delete_topic(&format!("__mirror_state-{id}")).await;
 }
 
 /// SIGTERM while mirroring under load: exit 0, and a restart continues exactly once.
@@ -133,7 +279,7 @@ async fn the_demo_mirrors_within_30_seconds_and_obeys_the_api() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let token = "demo-token-for-tests";
+    let token = "demo-token-for-tests-0123456789abcdef";
     /// Kills the demo when the test ends, however it ends.
     struct Kill(std::process::Child);
     impl Drop for Kill {
@@ -269,6 +415,16 @@ async fn the_listener_serves_https_with_the_configured_certificate() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(!curl("http"), "plain HTTP is not served on the TLS listener");
+    // HSTS (and the other security headers) under TLS.
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "5", "--cacert", cert_path.to_str().unwrap(), "-D", "-", "-o", "/dev/null"])
+        .args(["--resolve", &format!("localhost:{port}:127.0.0.1")])
+        .arg(format!("https://localhost:{port}/static/app.css"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    assert!(head.contains(&format!("strict-transport-security: {}", kmirror::app::HSTS)), "{head}");
+    assert!(head.contains("x-content-type-options: nosniff"), "{head}");
 
     let broken = temp_file(
         "tls-bad.toml",

@@ -538,9 +538,9 @@ fn hostile_strings_are_escaped_everywhere() {
 
 // ----- through the real server ------------------------------------------------------------------
 
-const ADMIN: &str = "ui-admin-token-01";
-const OPERATOR: &str = "ui-operator-token-01";
-const VIEWER: &str = "ui-viewer-token-01";
+const ADMIN: &str = "ui-admin-token-01-0123456789abcdef";
+const OPERATOR: &str = "ui-operator-token-01-0123456789abcdef";
+const VIEWER: &str = "ui-viewer-token-01-0123456789abcdef";
 
 fn tokens() -> TokenStore {
     let e = |name: &str, token: &str, role| TokenEntry { name: name.into(), token: token.into(), role };
@@ -758,6 +758,43 @@ async fn sign_in_flow_and_cookie_flags() {
     let r = tls.post("/signin", Some(&pair), &[("_csrf", &form.hidden("_csrf")), ("token", VIEWER)], &[]).await;
     let set = r.set_cookies().into_iter().find(|c| c.starts_with("__Host-kmirror_session=")).expect("__Host- cookie");
     assert!(set.contains("; Secure") && set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+    engine.stop().await;
+}
+
+/// Wrong tokens on the sign-in form are throttled per client address like bearer tokens: after
+/// the burst, 429 with `Retry-After` and a readable message, and the right token is not even
+/// compared then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_failures_are_throttled() {
+    let _rig = shared().await;
+    let engine = TestEngine::start().await;
+    let s = Server::start(engine.handle.clone(), tokens(), false).await;
+    let form = s.get("/signin", None, false).await;
+    let pair = cookie_pair(&form.set_cookies(), "kmirror_signin");
+    let csrf = form.hidden("_csrf");
+    let attempt = |token: String| {
+        let (pair, csrf) = (pair.clone(), csrf.clone());
+        let s = &s;
+        async move { s.post("/signin", Some(&pair), &[("_csrf", &csrf), ("token", &token), ("next", "/")], &[]).await }
+    };
+    for i in 0..kmirror::auth::FAILURE_BURST {
+        let r = attempt(format!("wrong-sign-in-{i}")).await;
+        assert_eq!(r.status, 401, "attempt {i}: {}", r.text);
+    }
+    let mut throttled = None;
+    for i in 0..10 {
+        let r = attempt(format!("still-wrong-{i}")).await;
+        if r.status == 429 {
+            throttled = Some(r);
+            break;
+        }
+        assert_eq!(r.status, 401, "{}", r.text);
+    }
+    let r = throttled.expect("429 after repeated failed sign-ins");
+    assert!(r.text.contains("Too many failed sign-ins"), "{}", r.text);
+    assert!(r.header("retry-after").parse::<u64>().is_ok_and(|s| s >= 1), "{:?}", r.headers);
+    assert!(!r.text.contains("still-wrong"), "the token is not echoed");
+    assert_eq!(r.header("x-frame-options"), "DENY");
     engine.stop().await;
 }
 
