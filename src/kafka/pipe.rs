@@ -1046,6 +1046,9 @@ impl Pipe {
                 return TxnOutcome::Retry("the destination offset of a partition is unknown".into());
             }
         }
+        // `scripts/chaos` freezes the destination broker on this line, to time out a commit
+        // that the broker may still carry out (a commit in doubt, see `recover`).
+        tracing::trace!(mirror = %self.config.mirror, records = self.next_slot, "sending EndTxn (commit)");
         match self.producer.commit_transaction(self.config.transaction_timeout) {
             Ok(()) => {}
             // The commit was sent: if it timed out, it may still have committed.
