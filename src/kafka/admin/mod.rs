@@ -1,0 +1,238 @@
+//! `KafkaAdmin`: every admin call kmirror makes, as async methods returning owned Rust types.
+//!
+//! Calls rdkafka 0.39 already wraps (create/delete topics, create partitions, describe configs,
+//! delete records) go through `rdkafka::admin::AdminClient`. The ones it lacks (DescribeCluster,
+//! DescribeTopics, ListOffsets, IncrementalAlterConfigs, Create/Describe/DeleteAcls,
+//! List/DescribeConsumerGroups, List/AlterConsumerGroupOffsets) are issued through
+//! `rdkafka::bindings` with the driver in `ffi.rs`, each on tokio's blocking pool.
+//!
+//! Files: `mod.rs` the client and cluster description, `topics.rs` topics, offsets, configs and
+//! records, `acls.rs` ACLs, `groups.rs` consumer groups and their offsets, `convert.rs` the
+//! conversions between kmirror's types and librdkafka's.
+#![allow(unsafe_code)]
+
+mod acls;
+mod convert;
+mod groups;
+mod topics;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::bindings as rd;
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
+
+use super::error::{KafkaCode, KafkaError, KafkaResult};
+use super::ffi::{self, AdminCall};
+use super::types::*;
+use convert::read_node;
+
+/// An admin connection to one cluster. Cheap to clone; all clones share one librdkafka client.
+#[derive(Clone)]
+pub struct KafkaAdmin {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: AdminClient<DefaultClientContext>,
+    timeout: Duration,
+    bootstrap: String,
+    /// The cluster does not serve DescribeCluster: describe it from Metadata.
+    metadata_cluster: std::sync::atomic::AtomicBool,
+    /// The cluster does not serve DescribeTopics: describe topics from Metadata.
+    metadata_topics: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for KafkaAdmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Client properties may hold secrets: show only the bootstrap servers.
+        f.debug_struct("KafkaAdmin").field("bootstrap", &self.inner.bootstrap).finish()
+    }
+}
+
+fn code_of(c: RDKafkaErrorCode) -> KafkaCode {
+    let raw = c as i32;
+    match rd::rd_kafka_resp_err_t::try_from(raw) {
+        Ok(e) => ffi::kafka_code(e),
+        Err(_) => KafkaCode { code: raw, name: format!("{c:?}") },
+    }
+}
+
+fn rdkafka_error(operation: &'static str, resource: &str, e: rdkafka::error::KafkaError) -> KafkaError {
+    match e.rdkafka_error_code() {
+        Some(RDKafkaErrorCode::OperationTimedOut) | Some(RDKafkaErrorCode::RequestTimedOut) => {
+            KafkaError::Timeout { operation, resource: resource.to_string(), after: Duration::ZERO }
+        }
+        Some(code) => {
+            KafkaError::Kafka { operation, resource: resource.to_string(), code: code_of(code), message: e.to_string() }
+        }
+        None => KafkaError::Kafka {
+            operation,
+            resource: resource.to_string(),
+            code: KafkaCode { code: -1, name: "UNKNOWN".into() },
+            message: e.to_string(),
+        },
+    }
+}
+
+impl KafkaAdmin {
+    /// Creates an admin client for the cluster at `bootstrap`. `properties` are librdkafka client
+    /// properties (security.protocol, sasl.*, ssl.*). `timeout` bounds every request.
+    /// Connecting is lazy: an unreachable cluster shows up as a timeout on the first call.
+    pub fn connect(
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> KafkaResult<KafkaAdmin> {
+        let cfg = super::client::client_config(bootstrap, properties, &[])?;
+        let client: AdminClient<DefaultClientContext> = super::client::create(&cfg, "admin client")?;
+        Ok(KafkaAdmin {
+            inner: Arc::new(Inner {
+                client,
+                timeout,
+                bootstrap: bootstrap.to_string(),
+                metadata_cluster: std::sync::atomic::AtomicBool::new(false),
+                metadata_topics: std::sync::atomic::AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// True once the cluster has shown it serves only the core APIs (no DescribeCluster), as
+    /// librdkafka's mock cluster does: requests it does not serve then time out instead of
+    /// failing, and callers report them as "not supported by this cluster".
+    pub fn is_limited(&self) -> bool {
+        self.inner.metadata_cluster.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        &self.inner.bootstrap
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    fn options(&self) -> AdminOptions {
+        AdminOptions::new().request_timeout(Some(self.inner.timeout)).operation_timeout(Some(self.inner.timeout))
+    }
+
+    /// Runs a bindings-level admin call on the blocking pool.
+    async fn blocking<R: Send + 'static>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&Inner) -> KafkaResult<R> + Send + 'static,
+    ) -> KafkaResult<R> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| KafkaError::Task { operation, message: e.to_string() })?
+    }
+
+    /// DescribeCluster: cluster ID, brokers and the active controller. Clusters that do not
+    /// implement DescribeCluster (older brokers, librdkafka's mock cluster) are described from a
+    /// Metadata request instead.
+    pub async fn describe_cluster(&self) -> KafkaResult<ClusterDescription> {
+        use std::sync::atomic::Ordering;
+        if self.inner.metadata_cluster.load(Ordering::Relaxed) {
+            return self.describe_cluster_from_metadata().await;
+        }
+        match self.describe_cluster_api().await {
+            // Not served (or, on librdkafka's mock cluster, never answered: it has no
+            // controller): describe the cluster from Metadata, and from now on only that way if
+            // Metadata works.
+            Err(e)
+                if e.is("_UNSUPPORTED_FEATURE")
+                    || e.is("UNSUPPORTED_VERSION")
+                    || e.is("INVALID_REQUEST")
+                    || matches!(e, KafkaError::Timeout { .. }) =>
+            {
+                let described = self.describe_cluster_from_metadata().await;
+                if described.as_ref().is_ok_and(|d| !d.cluster_id.is_empty()) {
+                    self.inner.metadata_cluster.store(true, Ordering::Relaxed);
+                    described
+                } else {
+                    Err(e)
+                }
+            }
+            r => r,
+        }
+    }
+
+    async fn describe_cluster_from_metadata(&self) -> KafkaResult<ClusterDescription> {
+        const OP: &str = "Metadata";
+        self.blocking(OP, |inner| {
+            let md = inner
+                .client
+                .inner()
+                .fetch_metadata(None, inner.timeout)
+                .map_err(|e| rdkafka_error(OP, "cluster", e))?;
+            let rk = inner.client.inner().native_ptr();
+            let ms = i32::try_from(inner.timeout.as_millis()).unwrap_or(i32::MAX);
+            // SAFETY: `rk` is a live client; rd_kafka_clusterid returns NULL or a string we own,
+            // freed with rd_kafka_mem_free right after copying it.
+            let cluster_id = unsafe {
+                let p = rd::rd_kafka_clusterid(rk, ms);
+                let id = ffi::opt_string(p);
+                if !p.is_null() {
+                    rd::rd_kafka_mem_free(rk, p.cast());
+                }
+                id
+            };
+            // SAFETY: `rk` is a live client; the call only reads cached metadata.
+            let controller_id = unsafe { rd::rd_kafka_controllerid(rk, ms) };
+            let nodes: Vec<Node> = md
+                .brokers()
+                .iter()
+                .map(|b| Node { id: b.id(), host: b.host().to_string(), port: b.port() as u16, rack: None })
+                .collect();
+            Ok(ClusterDescription {
+                cluster_id: cluster_id.unwrap_or_default(),
+                controller: nodes.iter().find(|n| n.id == controller_id).cloned(),
+                nodes,
+            })
+        })
+        .await
+    }
+
+    async fn describe_cluster_api(&self) -> KafkaResult<ClusterDescription> {
+        const OP: &str = "DescribeCluster";
+        self.blocking(OP, |inner| {
+            let call = AdminCall {
+                operation: OP,
+                resource: "cluster".into(),
+                timeout: inner.timeout,
+                api: rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBECLUSTER,
+            };
+            // SAFETY: the client handle lives as long as `inner`; invoke issues exactly one
+            // DescribeCluster; extract copies every field out of the live result event.
+            unsafe {
+                ffi::run_admin(
+                    inner.client.inner().native_ptr(),
+                    &call,
+                    |_| Ok(()),
+                    |rk, opts, q| rd::rd_kafka_DescribeCluster(rk, opts, q),
+                    |ev| {
+                        let res = rd::rd_kafka_event_DescribeCluster_result(ev);
+                        if res.is_null() {
+                            return Err(KafkaError::InvalidArgument {
+                                operation: OP,
+                                message: "unexpected result event".into(),
+                            });
+                        }
+                        let mut n = 0usize;
+                        let nodes = ffi::c_array(rd::rd_kafka_DescribeCluster_result_nodes(res, &mut n), n);
+                        Ok(ClusterDescription {
+                            cluster_id: ffi::string(rd::rd_kafka_DescribeCluster_result_cluster_id(res)),
+                            controller: read_node(rd::rd_kafka_DescribeCluster_result_controller(res)),
+                            nodes: nodes.iter().filter_map(|&p| read_node(p)).collect(),
+                        })
+                    },
+                )
+            }
+        })
+        .await
+    }
+}
