@@ -1492,6 +1492,7 @@ async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
         sync: Default::default(),
     };
     let handle = eng.handle.clone();
+    let create_started = std::time::Instant::now();
     let mut create = Box::pin(async move { handle.create_mirror(dead, actor()).await });
     queue_first(&mut create).await;
 
@@ -1510,6 +1511,7 @@ async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
     assert_eq!(r.results[0].error.as_ref().map(|e| e.kind), Some(ProblemKind::IllegalTransition), "{r:?}");
 
     let err = create.await.unwrap_err();
+    eprintln!("the create of an unreachable source answered after {:?}", create_started.elapsed());
     assert_eq!(err.kind(), ProblemKind::SourceUnreachable, "{err}");
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
@@ -1586,7 +1588,13 @@ async fn a_call_over_the_topic_cap_is_refused_and_changes_nothing() {
     assert!(eng.handle.operations().iter().all(|o| o.mirror != mirror || o.kind == "create_mirror"));
     // At the cap it is accepted.
     names.pop();
-    let r = eng.op(&mirror, &names.iter().map(String::as_str).collect::<Vec<_>>(), LifecycleOp::Start { truncation: Truncation::None }).await;
+    let r = eng
+        .op(
+            &mirror,
+            &names.iter().map(String::as_str).collect::<Vec<_>>(),
+            LifecycleOp::Start { truncation: Truncation::None },
+        )
+        .await;
     assert!(r.results[0].ok, "{:?}", r.results[0]);
     assert_eq!(r.results.len(), engine::MAX_TOPICS_PER_CALL);
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
@@ -1614,12 +1622,13 @@ async fn set_source(eng: &TestEngine, mirror: &str, bootstrap: &str, properties:
     eng.handle.update_mirror(mirror, update, actor()).await.expect("update the mirror's source");
 }
 
-/// The observation window itself (not a synchronisation): with a source the data path cannot
-/// read, records produced now stay unmirrored. The data path that ran before mirrors a record
-/// well within a second, so one that kept the old settings fails this.
-async fn assert_nothing_mirrored_for(eng: &TestEngine, mirror: &str, topic: &str, window: Duration) {
+/// Produces `records` and checks, over an observation window (not a synchronisation), that none
+/// is mirrored: the data path now has a source it cannot read. The data path that ran before
+/// mirrors a record well within a second, so one that kept the old settings fails this.
+async fn produce_and_assert_none_mirrored(eng: &TestEngine, mirror: &str, topic: &str, records: &[Rec]) {
     let before = mirrored(eng, mirror, topic);
-    let until = std::time::Instant::now() + window;
+    produce(Cluster::Source, topic, records);
+    let until = std::time::Instant::now() + Duration::from_secs(3);
     while std::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(mirrored(eng, mirror, topic), before, "records were mirrored through the old source settings");
@@ -1639,8 +1648,7 @@ async fn a_changed_source_bootstrap_reaches_the_running_data_path() {
 
     // A bootstrap list that reaches nothing (a closed port): the data path must follow it.
     set_source(&eng, &mirror, "127.0.0.1:1", BTreeMap::new()).await;
-    produce(Cluster::Source, &topic.name, &keyed(40, 2, "during"));
-    assert_nothing_mirrored_for(&eng, &mirror, &topic.name, Duration::from_secs(3)).await;
+    produce_and_assert_none_mirrored(&eng, &mirror, &topic.name, &keyed(40, 2, "during")).await;
     assert_eq!(eng.states(&mirror, &topic.name), [PartitionState::Mirroring; 2]);
 
     // Back to the real source: the new data path resumes from the committed positions.
@@ -1658,7 +1666,8 @@ async fn a_changed_source_bootstrap_reaches_the_running_data_path() {
 
 /// SCRAM-SHA-512 client properties for the rig's SASL listener (see `scripts/kafka-rig env`).
 fn sasl_properties(password: &str) -> BTreeMap<String, String> {
-    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: eval \"$(scripts/kafka-rig env)\""));
+    let env =
+        |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: eval \"$(scripts/kafka-rig env)\""));
     [
         ("security.protocol", "SASL_PLAINTEXT".to_string()),
         ("sasl.mechanism", env("KMIRROR_TEST_SASL_MECHANISM")),
@@ -1697,8 +1706,7 @@ async fn a_rotated_source_password_reaches_the_running_data_path() {
 
     // A wrong password: the data path must authenticate with it (and so stop mirroring).
     set_source(&eng, &mirror, &bootstrap, sasl_properties("not-the-password")).await;
-    produce(Cluster::Source, &topic.name, &keyed(40, 2, "during"));
-    assert_nothing_mirrored_for(&eng, &mirror, &topic.name, Duration::from_secs(3)).await;
+    produce_and_assert_none_mirrored(&eng, &mirror, &topic.name, &keyed(40, 2, "during")).await;
 
     // The rotated (right) password: records flow again, none lost, none twice.
     set_source(&eng, &mirror, &bootstrap, sasl_properties(&password)).await;
