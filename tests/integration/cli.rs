@@ -100,9 +100,10 @@ fn short_tokens_are_refused_at_startup() {
         if let Some(t) = admin_token {
             cmd.env("KMIRROR_ADMIN_TOKEN", t);
         }
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        // Refused before anything starts; a regression must not hang the test (a demo with an
+        // accepted token would serve forever).
+        let (code, stderr) = exit_within(&mut cmd, Duration::from_secs(30));
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(names) && stderr.contains("32 characters"), "{args:?} names {names}: {stderr}");
         assert!(!stderr.contains(secret), "{args:?}: the token is never shown: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "one clear error: {stderr}");
@@ -116,6 +117,13 @@ fn short_tokens_are_refused_at_startup() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("admin (KMIRROR_ADMIN_TOKEN)"));
     let _ = std::fs::remove_file(file);
+}
+
+/// Runs `cmd` to its exit (killed after `limit`): exit code and stderr.
+fn exit_within(cmd: &mut Command, limit: Duration) -> (Option<i32>, String) {
+    let mut child = Child::spawn(cmd);
+    let code = child.wait_for_exit(limit);
+    (code, child.stderr_text())
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -147,6 +155,30 @@ impl Child {
         Child { child, stderr, reader: Some(reader) }
     }
 
+    /// The exit code once the process exits by itself, or `None` (killed) after `limit`.
+    fn wait_for_exit(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The whole stderr of an exited process.
+    fn stderr_text(mut self) -> String {
+        if let Some(r) = self.reader.take() {
+            r.join().unwrap();
+        }
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// SIGTERM, wait for the exit, and the whole stderr.
     fn terminate(mut self) -> String {
         // SAFETY: sends a signal to the child process we spawned.
@@ -155,10 +187,7 @@ impl Child {
         assert_eq!(rc, 0);
         let status = self.child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "graceful shutdown exits 0");
-        if let Some(r) = self.reader.take() {
-            r.join().unwrap();
-        }
-        self.stderr.lock().unwrap().clone()
+        self.stderr_text()
     }
 }
 
