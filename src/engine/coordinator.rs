@@ -146,7 +146,7 @@ enum Internal {
         starts: Vec<((String, i32), i64)>,
     },
     /// A create's source check or a start's source reads, done off the coordinator task.
-    OffLoop(off_loop::Done),
+    OffLoop(Box<off_loop::Done>),
 }
 
 pub(super) struct Coordinator {
@@ -1766,7 +1766,7 @@ impl Coordinator {
                 }
             }
             Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
-            Internal::OffLoop(done) => self.off_loop_done(done).await,
+            Internal::OffLoop(done) => self.off_loop_done(*done).await,
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results

@@ -280,7 +280,7 @@ impl Coordinator {
         let internal = self.internal_tx.clone();
         tokio::spawn(async move {
             let cluster = create_probe(spec.source.clone()).await;
-            let _ = internal.send(Internal::OffLoop(Done::Probed { spec, actor, reply, cluster }));
+            let _ = internal.send(Internal::OffLoop(Box::new(Done::Probed { spec, actor, reply, cluster })));
         });
     }
 
@@ -353,7 +353,7 @@ impl Coordinator {
         let internal = self.internal_tx.clone();
         tokio::spawn(async move {
             let survey = start_survey(source, selector, mirror_topics, state_topic, precreate).await;
-            let _ = internal.send(Internal::OffLoop(Done::Surveyed { job, survey }));
+            let _ = internal.send(Internal::OffLoop(Box::new(Done::Surveyed { job, survey })));
         });
     }
 
