@@ -239,7 +239,7 @@ fn produce(a: ProduceArgs) -> Value {
             continue;
         };
         txn += 1;
-        let abort = a.abort_every > 0 && txn % a.abort_every == 0;
+        let abort = a.abort_every > 0 && txn.is_multiple_of(a.abort_every);
         let kind = if abort { "ABORTED" } else { "committed" };
         let result = (|| -> Result<(), KafkaError> {
             p.begin_transaction()?;
