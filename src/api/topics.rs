@@ -402,7 +402,20 @@ fn page_partitions<'a>(
 mod tests {
     use super::*;
     use crate::domain::Timestamp;
-    use crate::engine::{ClusterIdStatus, TopicSnapshot};
+    use crate::engine::{ClusterIdStatus, MAX_TOPICS_PER_CALL, TopicSnapshot};
+
+    #[test]
+    fn topic_lists_over_the_cap_or_with_repeats_are_refused_before_the_engine() {
+        let names = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
+        assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None).is_ok());
+        let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None).unwrap_err();
+        assert_eq!(e.problem, ProblemType::TooManyTopics);
+        assert_eq!(e.problem.status().as_u16(), 400);
+        assert!(e.detail.contains("at most 1000"), "{}", e.detail);
+        let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None).unwrap_err();
+        assert_eq!(e.problem, ProblemType::InvalidBody);
+        assert!(e.detail.contains("\"a\" more than once"), "{}", e.detail);
+    }
 
     fn partition(topic: &str, partition: i32, lag: i64, state: PartitionState) -> PartitionSnapshot {
         PartitionSnapshot {
