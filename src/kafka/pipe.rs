@@ -1431,6 +1431,9 @@ impl Pipe {
                 Finish::Abort => self.abort_and_rewind(),
             }
         }
+        // A commit (or abort) that just timed out left the producer broken: a commit in doubt may
+        // have committed, so the final positions wait for its outcome (see `recover`).
+        self.recover()?;
         let mut out = Vec::new();
         let mut removed = Vec::new();
         for key in partitions {
