@@ -476,6 +476,9 @@ impl Pipe {
                 // The destination may still be unreachable: try again after a backoff, answering
                 // commands in between.
                 if let Err(message) = self.recover() {
+                    if self.fenced {
+                        continue; // reported as Fenced
+                    }
                     self.retry_attempt += 1;
                     self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
                     retry_at = Some(Instant::now() + backoff(self.retry_attempt));
@@ -1234,6 +1237,17 @@ impl Pipe {
             return Ok(());
         }
         let why = broken.why.clone();
+        if !broken.replaced
+            && let Some((_, fatal)) = self.producer.client().fatal_error()
+        {
+            // The old producer learned that another writer with the same transactional id took
+            // over (fenced): a new init would fence that writer back. The engine decides, as for
+            // any fatal error (see `after_txn_error`).
+            self.broken = None;
+            let message = format!("after a timeout ({why}): {fatal}");
+            self.on_fenced(message.clone());
+            return Err(message);
+        }
         if !broken.replaced {
             self.recreate_producer().map_err(|e| format!("after a timeout ({why}): {e}"))?;
             if let Some(b) = &mut self.broken {
