@@ -240,11 +240,8 @@ async fn framework_problems(req: Request, next: Next) -> Response {
     Response::from_parts(parts, body)
 }
 
-/// The wall clock (the API's only clock read; the domain gets time as a parameter).
-pub(crate) fn now() -> Timestamp {
-    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    Timestamp::from_millis(i64::try_from(ms).unwrap_or(i64::MAX))
-}
+/// The wall clock (the domain gets time as a parameter).
+pub(crate) use crate::clock::now;
 
 /// Milliseconds from `taken_at` until now (0 if the clock went backwards).
 pub(crate) fn age_ms(taken_at: Timestamp, now: Timestamp) -> u64 {

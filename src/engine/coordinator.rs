@@ -36,10 +36,7 @@ mod off_loop;
 // Replacing a mirror's data path when its source connection changes.
 mod source_change;
 
-fn now() -> Timestamp {
-    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-    Timestamp::from_millis(ms)
-}
+use crate::clock::now;
 
 /// Latest offsets of a partition, refreshed for the snapshot.
 #[derive(Debug, Clone, Copy, Default)]
@@ -89,6 +86,20 @@ struct TopicRt {
 struct PipeRt {
     tx: std::sync::mpsc::Sender<PipeCommand>,
     join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PipeRt {
+    /// Asks the data path to end (its open transaction is aborted; committed state is final) and
+    /// waits up to 30 s for it, then for its thread when `join` is set.
+    async fn shut_down(self, join: bool) {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        if self.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
+        }
+        if join && let Some(j) = self.join {
+            let _ = tokio::task::spawn_blocking(move || j.join()).await;
+        }
+    }
 }
 
 struct MirrorRt {
@@ -349,13 +360,7 @@ impl Coordinator {
     async fn shutdown(&mut self) {
         for (name, m) in self.mirrors.iter_mut() {
             if let Some(p) = m.pipe.take() {
-                let (reply, rx) = tokio::sync::oneshot::channel();
-                if p.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
-                    let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
-                }
-                if let Some(j) = p.join {
-                    let _ = tokio::task::spawn_blocking(move || j.join()).await;
-                }
+                p.shut_down(true).await;
                 tracing::info!(mirror = %name, "data path stopped");
             }
         }
@@ -763,10 +768,7 @@ impl Coordinator {
         if let Some(mut m) = self.mirrors.remove(name)
             && let Some(p) = m.pipe.take()
         {
-            let (reply, rx) = tokio::sync::oneshot::channel();
-            if p.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
-                let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
-            }
+            p.shut_down(false).await;
         }
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror deleted");
         Ok(())

@@ -1683,9 +1683,7 @@ fn outcome_consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
 fn backoff(attempt: u32) -> Duration {
     let base = 200u64.saturating_mul(1u64 << attempt.min(8)).min(30_000);
-    let jitter = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
-        as u64)
-        % (base / 4 + 1);
+    let jitter = rand::random_range(0..=base / 4);
     Duration::from_millis(base - base / 8 + jitter)
 }
 

@@ -69,13 +69,8 @@ pub fn is_htmx(headers: &HeaderMap) -> bool {
     headers.get("hx-request").is_some_and(|v| v.as_bytes() == b"true")
 }
 
-/// Wall-clock now, for "N s ago" (the one clock read of the dashboard).
-pub fn now() -> crate::domain::Timestamp {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    crate::domain::Timestamp::from_millis(ms)
-}
+/// Wall-clock now, for "N s ago".
+pub use crate::clock::now;
 
 /// The dashboard routes.
 pub fn router(state: AppState) -> Router {

@@ -17,10 +17,8 @@
 //! restart: resuming from positions that might be behind what it committed would write records
 //! twice.
 
-use std::time::Duration;
-
 use crate::domain::PartitionState;
-use crate::kafka::pipe::{AssignSpec, Finish, PipeCommand};
+use crate::kafka::pipe::{AssignSpec, Finish};
 
 use super::Coordinator;
 use crate::domain::ErrorCode;
@@ -68,13 +66,7 @@ impl Coordinator {
             // 2. Shut the old data path down (nothing is open any more).
             let m = self.mirrors.get_mut(mirror).expect("known");
             if let Some(p) = m.pipe.take() {
-                let (reply, rx) = tokio::sync::oneshot::channel();
-                if p.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
-                    let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
-                }
-                if let Some(j) = p.join {
-                    let _ = tokio::task::spawn_blocking(move || j.join()).await;
-                }
+                p.shut_down(true).await;
             }
         }
         // 3. A new data path with the new settings, from the committed positions.
