@@ -134,7 +134,7 @@ pub async fn mirror_list(_auth: ViewerAuth, State(state): State<AppState>) -> Js
             body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 422, description = "The source does not answer",
+        (status = 422, description = "The source does not answer, or a client property is refused (invalid-property)",
             body = ProblemDetails, content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
@@ -212,6 +212,8 @@ pub async fn mirror_get(
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 422, description = "A client property is refused (invalid-property): not on the allow list, loads code, \
+            is set by kmirror, or a reference the policy does not allow", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
     )
