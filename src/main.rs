@@ -149,6 +149,10 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Listen for SIGTERM / Ctrl-C before the (possibly long) engine start: a signal that arrives
+    // meanwhile is kept and ends the server as soon as it runs, with a clean exit, instead of
+    // the default action killing the process.
+    let shutdown = shutdown_signal();
     tracing::info!(?config, "starting the mirror engine");
     let (handle, join) = match kmirror::engine::start(config.engine.clone()).await {
         Ok(x) => x,
@@ -165,8 +169,8 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
     };
     tracing::info!(listen = %config.listen, tls = tls.is_some(), "serving the API and dashboard");
     let served = match tls {
-        Some(tls) => kmirror::app::serve_tls(listener, state, tls, shutdown_signal()).await,
-        None => kmirror::app::serve(listener, state, shutdown_signal()).await,
+        Some(tls) => kmirror::app::serve_tls(listener, state, tls, shutdown).await,
+        None => kmirror::app::serve(listener, state, shutdown).await,
     };
     if let Err(e) = served {
         tracing::error!("HTTP server failed: {e}");
@@ -177,19 +181,25 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Resolves on SIGTERM or SIGINT. The handlers are installed when this is called (not when the
+/// future is first polled), so signals from then on are never lost.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("signal handler");
+        let mut int = signal(SignalKind::interrupt()).expect("signal handler");
+        async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 fn main() -> ExitCode {
