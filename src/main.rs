@@ -232,7 +232,8 @@ fn main() -> ExitCode {
             init_logging("text");
             let options =
                 kmirror::demo::DemoOptions { listen: args.listen, rate_per_sec: args.rate, token: args.token };
-            match runtime.block_on(kmirror::demo::run(options, shutdown_signal())) {
+            // Inside the runtime: the signal handlers need its reactor.
+            match runtime.block_on(async { kmirror::demo::run(options, shutdown_signal()).await }) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("kmirror demo: {e}");
