@@ -1503,19 +1503,55 @@ impl Coordinator {
         for &p in &parts {
             let _ = self.apply(mirror, topic, p, Event::Pause);
         }
-        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
-        // PAUSING: remove the partitions from the fetcher and commit the open transaction.
-        let finals = self
-            .unassign(mirror, topic, &parts, Finish::Commit)
-            .await
-            .map_err(|e| Problem { kind: ProblemKind::Internal, detail: format!("pause: {e}") })?;
-        for f in &finals {
-            self.apply_final(mirror, topic, f);
+        if let Err(e) = self.flush().await {
+            // PAUSING could not be recorded (the destination does not answer) and the data path
+            // still mirrors them: FAILED and retried like an unconfirmed pause, never left
+            // PAUSING in memory with nothing to move it on.
+            for &p in &parts {
+                self.fail(mirror, topic, p, ErrorCode::StateStoreUnavailable, format!("pause not recorded: {e}"));
+            }
+            let _ = self.flush().await;
+            return Err(Problem {
+                kind: e.kind(),
+                detail: format!("{e}; the partitions are FAILED and the pause is retried"),
+            });
         }
-        for &p in &parts {
-            let _ = self.apply(mirror, topic, p, Event::Paused);
+        self.finish_pause(mirror, topic, &parts).await.map_err(|e| Problem {
+            kind: ProblemKind::Internal,
+            detail: format!("pause: {e}; the partitions are FAILED and the pause is retried"),
+        })
+    }
+
+    /// PAUSING → PAUSED: removes the partitions from the fetcher and commits the open
+    /// transaction, then records PAUSED. If the data path does not confirm (it stopped, or did
+    /// not answer in time), the partitions may still be fetched: they go FAILED with a retryable
+    /// error (failed in PAUSING), and the retry comes back here, so a partition is never left
+    /// PAUSING for ever and never recorded PAUSED while the data path may still hold it.
+    async fn finish_pause(&mut self, mirror: &str, topic: &str, parts: &[i32]) -> Result<(), String> {
+        match self.unassign(mirror, topic, parts, Finish::Commit).await {
+            Ok(finals) => {
+                for f in &finals {
+                    self.apply_final(mirror, topic, f);
+                }
+                for &p in parts {
+                    let _ = self.apply(mirror, topic, p, Event::Paused);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for &p in parts {
+                    self.fail(
+                        mirror,
+                        topic,
+                        p,
+                        ErrorCode::Timeout,
+                        format!("pause not confirmed by the data path: {e}"),
+                    );
+                }
+                let _ = self.flush().await;
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     async fn resume_topic(&mut self, mirror: &str, topic: &str) -> Result<(), Problem> {
@@ -1990,18 +2026,21 @@ impl Coordinator {
         for ((m, tn), parts) in by_topic {
             let mut prepare = Vec::new();
             let mut stopping = Vec::new();
+            let mut pausing = Vec::new();
             for p in parts {
                 match self.mirrors[&m].topics[&tn].partitions[&p].record.state {
                     PartitionState::Preparing => prepare.push(p),
                     PartitionState::Stopping => stopping.push(p),
-                    PartitionState::Pausing => {
-                        let _ = self.apply(&m, &tn, p, Event::Paused);
-                    }
+                    PartitionState::Pausing => pausing.push(p),
                     _ => {}
                 }
             }
             if !prepare.is_empty() {
                 let _ = self.prepare(&m, &tn, &prepare, None).await;
+            }
+            if !pausing.is_empty() {
+                // Unassign again: the data path may still hold them (that is why it failed).
+                let _ = self.finish_pause(&m, &tn, &pausing).await;
             }
             if !stopping.is_empty() {
                 let _ = self.finish_stop(&m, &tn, &stopping).await;

@@ -1717,3 +1717,80 @@ async fn a_rotated_source_password_reaches_the_running_data_path() {
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+/// Continues a SIGSTOPped broker when dropped, however the test ends.
+struct Frozen(i32);
+
+impl Frozen {
+    fn destination() -> Frozen {
+        let dir = std::env::var("KMIRROR_RIG_DIR").unwrap_or_else(|_| "/tmp/kmirror-rig".to_string());
+        let pid: i32 = std::fs::read_to_string(format!("{dir}/destination/broker.pid"))
+            .expect("the destination broker's pid file")
+            .trim()
+            .parse()
+            .expect("a pid");
+        // SAFETY: sends a signal to the rig's broker process.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(rc, 0, "SIGSTOP the destination broker");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: continues the process this guard stopped.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(self.0, libc::SIGCONT);
+        }
+    }
+}
+
+/// A pause the data path cannot confirm (the destination is frozen while it commits) leaves the
+/// partitions FAILED and retrying, not PAUSING for ever; once the destination answers, the retry
+/// unassigns them and they end PAUSED, with every record mirrored exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_pause_fails_and_retries_to_paused() {
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "pause-frozen", 2, &[]).await;
+    let id = unique("eng");
+    let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
+    config.state_topic = format!("__mirror_state-{id}");
+    config.state_partitions = 2;
+    config.instance_id = format!("kmirror-{id}");
+    config.metadata_refresh_interval = Duration::from_secs(3600);
+    config.request_timeout = Duration::from_secs(2);
+    let eng = TestEngine::with_config(config).await;
+    let mirror = unique("m-pause-frozen");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let traffic = Traffic::start(&topic.name, 2);
+    eventually("records flow", Duration::from_secs(60), || async {
+        let snap = eng.handle.snapshot();
+        let t = snap.mirror(&mirror)?.topic(&topic.name)?.clone();
+        (t.partitions.iter().map(|p| p.records_mirrored).sum::<u64>() > 0).then_some(())
+    })
+    .await;
+    let produced = {
+        let frozen = Frozen::destination();
+        let r = eng.op(&mirror, &[&topic.name], LifecycleOp::Pause).await;
+        assert!(!r.results[0].ok, "a frozen destination cannot confirm the pause: {r:?}");
+        let states = eng.states(&mirror, &topic.name);
+        assert!(states.iter().all(|s| *s == PartitionState::Failed), "FAILED and retrying, not PAUSING: {states:?}");
+        drop(frozen);
+        tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap()
+    };
+    eventually("PAUSED after the retry", Duration::from_secs(120), || async {
+        let s = eng.states(&mirror, &topic.name);
+        (!s.is_empty() && s.iter().all(|x| *x == PartitionState::Paused)).then_some(())
+    })
+    .await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Resume).await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
