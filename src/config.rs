@@ -243,7 +243,7 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     let mut secret_references = crate::domain::secrets::ReferencePolicy::default();
     if let Some(dirs) = secrets_file.file_dirs {
         for d in &dirs {
-            if !d.starts_with('/') || d.split('/').any(|c| c == ".." || c == ".") {
+            if !crate::domain::secrets::is_clean_absolute_path(d) {
                 return Err(err("secrets.file_dirs", format!("{d:?} must be an absolute path without . or ..")));
             }
         }

@@ -346,12 +346,7 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
         });
     }
     for (name, value) in properties {
-        match classify(name) {
-            PropertyClass::Public | PropertyClass::Secret => {}
-            PropertyClass::Fixed(reason) => return Err(PropertyError::Fixed { name: name.clone(), reason }),
-            PropertyClass::Forbidden => return Err(PropertyError::Forbidden { name: name.clone() }),
-            PropertyClass::Unknown => return Err(PropertyError::Unknown { name: printable(name) }),
-        }
+        check_name(name)?;
         if value.len() > MAX_VALUE_LEN {
             return Err(PropertyError::Value {
                 name: name.clone(),
@@ -378,6 +373,23 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
     Ok(())
 }
 
+/// Checks that `name` is on the allow list (public or secret); the error says why not.
+pub fn check_name(name: &str) -> Result<(), PropertyError> {
+    match classify(name) {
+        PropertyClass::Public | PropertyClass::Secret => Ok(()),
+        PropertyClass::Fixed(reason) => Err(PropertyError::Fixed { name: name.to_string(), reason }),
+        PropertyClass::Forbidden => Err(PropertyError::Forbidden { name: name.to_string() }),
+        PropertyClass::Unknown => Err(PropertyError::Unknown { name: printable(name) }),
+    }
+}
+
+/// Whether `path` is absolute and has no `.` or `..` component (so a prefix check on it means
+/// what it says).
+#[must_use]
+pub fn is_clean_absolute_path(path: &str) -> bool {
+    path.starts_with('/') && !path.split('/').any(|c| c == ".." || c == ".")
+}
+
 /// Checks one reference against the policy (syntax, reserved variables, allowed directories).
 pub fn check_reference(name: &str, r: &Reference<'_>, policy: &ReferencePolicy) -> Result<(), PropertyError> {
     let problem = |p: String| Err(PropertyError::Reference { name: name.to_string(), problem: p });
@@ -394,7 +406,7 @@ pub fn check_reference(name: &str, r: &Reference<'_>, policy: &ReferencePolicy) 
             Ok(())
         }
         Reference::File(path) => {
-            if !path.starts_with('/') || path.split('/').any(|c| c == ".." || c == ".") {
+            if !is_clean_absolute_path(path) {
                 return problem("${file:/path}: the path must be absolute, without . or .. components".into());
             }
             let allowed = policy.file_dirs.iter().any(|dir| {

@@ -52,22 +52,11 @@ pub(crate) fn client_config(
         cfg.set(*k, *v);
     }
     for (name, value) in properties {
-        match secrets::classify(name) {
-            PropertyClass::Public | PropertyClass::Secret => {}
-            // Not from the allow list: refuse rather than hand it to librdkafka.
-            _ => {
-                return Err(KafkaError::Client(
-                    secrets::validate(&one(name), &reference_policy()).unwrap_err().to_string(),
-                ));
-            }
-        }
+        // Not from the allow list: refuse rather than hand it to librdkafka.
+        secrets::check_name(name).map_err(|e| KafkaError::Client(e.to_string()))?;
         cfg.set(name, resolve(name, value)?);
     }
     Ok(cfg)
-}
-
-fn one(name: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(name.to_string(), String::new())])
 }
 
 /// The value a property stands for: the value itself, or what its reference names.
