@@ -470,8 +470,7 @@ impl Coordinator {
             .await
             .map_err(|e| EngineError::Destination(e.to_string()))?;
         if let Err(e) = r {
-            let lower = e.to_ascii_lowercase();
-            if lower.contains("fenced") || lower.contains("fencing") {
+            if let state_log::StateWriteError::Fenced(e) = e {
                 let why = format!("another kmirror instance took over this destination: {e}");
                 tracing::error!("{why}");
                 self.fenced = Some(why.clone());

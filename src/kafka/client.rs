@@ -48,6 +48,12 @@ pub(crate) fn client_config(
     // EndTxn and AddPartitionsToTxn then wait ~40 ms for delayed ACKs, once per transaction.
     // A user property may still turn it back on.
     cfg.set("socket.nagle.disable", "true");
+    // librdkafka backs off reconnects exponentially up to 10 s. A client that was idle through
+    // a broker outage (the state writer, between lifecycle calls) could then wait up to 10 s
+    // after the broker is back before it even tries, longer than the request timeout of the
+    // failover-critical stop that needs it (CI saw a stop fail this way). 1 s still spares a
+    // broker that is down from a connection storm.
+    cfg.set("reconnect.backoff.max.ms", "1000");
     for (k, v) in defaults {
         cfg.set(*k, *v);
     }

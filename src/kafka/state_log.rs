@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -189,9 +190,25 @@ impl StateWriter {
     }
 
     /// Writes `records` atomically. Blocking: call from a blocking context.
+    ///
+    /// A failure that is not fatal (a timeout while the destination comes back, a coordinator
+    /// that moved) is tried once more after the failed transaction is aborted: state records are
+    /// keyed latest-value records, so writing one twice is harmless, and the callers are the
+    /// lifecycle calls an operator is waiting for (a failover in particular).
+    pub fn write(&self, records: &[StateWrite]) -> Result<(), StateWriteError> {
+        match self.write_once(records) {
+            Err(StateWriteError::Unavailable(first)) => {
+                tracing::warn!(topic = %self.topic, error = %first, "state write failed; trying once more");
+                self.write_once(records)
+            }
+            r => r,
+        }
+    }
+
     // rdkafka's `send` hands a refused record back by value (a large `Err`).
     #[allow(clippy::result_large_err)]
-    pub fn write(&self, records: &[StateWrite]) -> Result<(), String> {
+    fn write_once(&self, records: &[StateWrite]) -> Result<(), StateWriteError> {
+        use StateWriteError::Unavailable;
         if records.is_empty() {
             return Ok(());
         }
@@ -200,12 +217,11 @@ impl StateWriter {
             // next one can begin; a fatal error (fenced by a newer instance) ends this writer.
             // An abort that timed out earlier is still in progress: calling abort again resumes
             // it (librdkafka's rule for timed-out transactional calls).
-            let fatal = matches!(&e, rdkafka::error::KafkaError::Transaction(te) if te.is_fatal());
-            if fatal {
-                return Err(format!("begin transaction: {e}"));
+            if is_fatal(&e) {
+                return Err(classify("begin transaction", &e));
             }
-            self.producer.abort_transaction(self.timeout).map_err(|e| format!("abort failed transaction: {e}"))?;
-            self.producer.begin_transaction().map_err(|e| format!("begin transaction: {e}"))?;
+            self.producer.abort_transaction(self.timeout).map_err(|e| classify("abort failed transaction", &e))?;
+            self.producer.begin_transaction().map_err(|e| classify("begin transaction", &e))?;
         }
         for w in records {
             let mut rec: BaseRecord<'_, [u8], [u8]> =
@@ -217,7 +233,7 @@ impl StateWriter {
             let producer = &self.producer;
             if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
                 let _ = self.producer.abort_transaction(self.timeout);
-                return Err(format!("cannot write state record: {e}"));
+                return Err(classify("cannot write state record", &e));
             }
         }
         // Waited for here, so the flush inside rdkafka's commit_transaction (100 ms polling
@@ -225,12 +241,74 @@ impl StateWriter {
         let producer = &self.producer;
         if let Err(e) = wait_delivered(|| producer.in_flight_count(), || std::thread::sleep(SERVE_STEP), self.timeout) {
             let _ = self.producer.abort_transaction(self.timeout);
-            return Err(format!("flush state records: {e}"));
+            return Err(Unavailable(format!("flush state records: {e}")));
         }
         if let Err(e) = self.producer.commit_transaction(self.timeout) {
             let _ = self.producer.abort_transaction(self.timeout);
-            return Err(format!("commit state records: {e}"));
+            return Err(classify("commit state records", &e));
         }
         Ok(())
+    }
+}
+
+/// Why a state write failed, as the engine must react to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateWriteError {
+    /// Another instance with the same transactional id took over: this writer is done for good.
+    Fenced(String),
+    /// The producer hit another fatal error: this writer cannot write again.
+    Fatal(String),
+    /// The destination did not take the records (outage, timeout): a later write may succeed.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StateWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateWriteError::Fenced(e) | StateWriteError::Fatal(e) | StateWriteError::Unavailable(e) => f.write_str(e),
+        }
+    }
+}
+
+fn is_fatal(e: &rdkafka::error::KafkaError) -> bool {
+    match e {
+        rdkafka::error::KafkaError::Transaction(te) => te.is_fatal(),
+        other => is_fence(other) || other.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal),
+    }
+}
+
+fn is_fence(e: &rdkafka::error::KafkaError) -> bool {
+    matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch))
+        // A fatal transactional error names the fence in its text only.
+        || e.to_string().to_ascii_lowercase().contains("fenc")
+}
+
+fn classify(what: &str, e: &rdkafka::error::KafkaError) -> StateWriteError {
+    let text = format!("{what}: {e}");
+    if is_fence(e) {
+        StateWriteError::Fenced(text)
+    } else if is_fatal(e) {
+        StateWriteError::Fatal(text)
+    } else {
+        StateWriteError::Unavailable(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::error::KafkaError as Rd;
+
+    #[test]
+    fn a_fence_ends_the_writer_and_a_timeout_is_retried() {
+        let fenced = classify("commit", &Rd::MessageProduction(RDKafkaErrorCode::ProducerFenced));
+        assert!(matches!(fenced, StateWriteError::Fenced(_)), "{fenced:?}");
+        let epoch = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::InvalidProducerEpoch));
+        assert!(matches!(epoch, StateWriteError::Fenced(_)), "{epoch:?}");
+        let timeout = classify("flush", &Rd::Flush(RDKafkaErrorCode::OperationTimedOut));
+        assert!(matches!(timeout, StateWriteError::Unavailable(_)), "{timeout:?}");
+        assert!(timeout.to_string().starts_with("flush: "), "{timeout}");
+        let down = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::AllBrokersDown));
+        assert!(matches!(down, StateWriteError::Unavailable(_)), "{down:?}");
     }
 }
