@@ -1,0 +1,896 @@
+//! Lifecycle calls: start (with its prepare), pause, resume and stop, each checked against the
+//! state machine, persisted, then carried out on the data path.
+
+use super::*;
+
+impl Coordinator {
+    // ----- lifecycle ---------------------------------------------------------------------
+
+    pub(super) async fn lifecycle(
+        &mut self,
+        mirror: &str,
+        selector: TopicSelector,
+        op: LifecycleOp,
+        validate_only: bool,
+        actor: &Actor,
+    ) -> Result<OpResult, EngineError> {
+        if !validate_only {
+            self.check_writable()?;
+        }
+        if !self.mirrors.contains_key(mirror) {
+            return Err(not_found(mirror));
+        }
+        let topics = self.resolve(mirror, &selector, op).await?;
+        let operation_id = self.next_operation_id();
+        let requested_at = now();
+        let mut results = Vec::with_capacity(topics.len());
+        // A failover of many topics is one stop: one abort and one fence of the data path, not
+        // one per topic (1,000 partitions in 10 topics took 8 s the other way).
+        let mut stops = if matches!(op, LifecycleOp::Stop) && !validate_only {
+            Some(self.stop_topics(mirror, &topics).await.into_iter())
+        } else {
+            None
+        };
+        for topic in topics {
+            // A stop or pause that arrived meanwhile goes first. Between two topics none is
+            // half-done, so it sees consistent state (as if it had come before the next topic).
+            self.serve_priority().await;
+            let outcome = if let Some(stop) = stops.as_mut().and_then(Iterator::next) {
+                stop
+            } else {
+                // Internal topics are never started, whether named or matched by a pattern.
+                let checked = validate_topic_name(&topic).and_then(|()| match op {
+                    LifecycleOp::Start { .. } => check_not_internal(&topic, &self.config.state_topic),
+                    _ => Ok(()),
+                });
+                match checked {
+                    Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
+                    Ok(()) if validate_only => self.validate(mirror, &topic, op).await,
+                    Ok(()) => match op {
+                        LifecycleOp::Start { truncation } => self.start_topic(mirror, &topic, truncation).await,
+                        LifecycleOp::Pause => self.pause_topic(mirror, &topic).await,
+                        LifecycleOp::Resume => self.resume_topic(mirror, &topic).await,
+                        // Stops ran as one batch above; this arm is never taken.
+                        LifecycleOp::Stop => {
+                            Err(Problem { kind: ProblemKind::Internal, detail: "stop outcome missing".into() })
+                        }
+                    },
+                }
+            };
+            // Whatever happened, persist what changed before answering.
+            if let Err(e) = self.flush().await {
+                results.push(TopicOutcome {
+                    topic,
+                    ok: false,
+                    error: Some(Problem { kind: e.kind(), detail: e.to_string() }),
+                });
+                continue;
+            }
+            results.push(match outcome {
+                Ok(()) => TopicOutcome { topic, ok: true, error: None },
+                Err(p) => TopicOutcome { topic, ok: false, error: Some(p) },
+            });
+        }
+        if !validate_only {
+            self.record_operation(&operation_id, mirror, op.name(), actor, requested_at, results.clone()).await;
+        }
+        Ok(OpResult { operation_id, results })
+    }
+
+    pub(super) async fn resolve(
+        &self,
+        mirror: &str,
+        selector: &TopicSelector,
+        op: LifecycleOp,
+    ) -> Result<Vec<String>, EngineError> {
+        let m = &self.mirrors[mirror];
+        match selector {
+            TopicSelector::Names(names) => {
+                if names.is_empty() {
+                    return Err(EngineError::rejected(ProblemKind::InvalidName, "no topics given"));
+                }
+                check_topic_count(names.len())?;
+                let mut seen = BTreeSet::new();
+                Ok(names.iter().filter(|n| seen.insert(n.as_str())).cloned().collect())
+            }
+            TopicSelector::Pattern(p) => {
+                let re = regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
+                    EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid pattern {p:?}: {e}"))
+                })?;
+                let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
+                if matches!(op, LifecycleOp::Start { .. }) {
+                    let listed = self.source_listing(&m.source_admin).await.map_err(|e| {
+                        EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
+                    })?;
+                    let state_topic = &self.config.state_topic;
+                    names.extend(listed.into_iter().filter(|t| re.is_match(t) && !is_internal_topic(t, state_topic)));
+                }
+                check_topic_count(names.len())?;
+                Ok(names.into_iter().collect())
+            }
+        }
+    }
+
+    /// `validate_only`: would the operation be accepted for this topic?
+    pub(super) async fn validate(&self, mirror: &str, topic: &str, op: LifecycleOp) -> Result<(), Problem> {
+        let m = &self.mirrors[mirror];
+        let kind = match op {
+            LifecycleOp::Start { .. } => crate::domain::EventKind::Start,
+            LifecycleOp::Pause => crate::domain::EventKind::Pause,
+            LifecycleOp::Resume => crate::domain::EventKind::Resume,
+            LifecycleOp::Stop => crate::domain::EventKind::Stop,
+        };
+        match m.topics.get(topic) {
+            None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&m.source_admin, topic).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
+                    kind: ProblemKind::TopicNotFound,
+                    detail: format!("topic {topic:?} does not exist on the source cluster"),
+                }),
+                Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
+            },
+            None => Err(not_in_mirror(mirror, topic)),
+            Some(t) => {
+                for p in t.partitions.values() {
+                    if let crate::domain::Rule::Rejected = crate::domain::rule(p.record.state, kind) {
+                        return Err(Problem {
+                            kind: ProblemKind::IllegalTransition,
+                            detail: format!(
+                                "cannot {} topic {topic:?}: partition {} is {}",
+                                op.name(),
+                                0.max(*t.partitions.keys().next().unwrap_or(&0)),
+                                p.record.state
+                            ),
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) async fn start_topic(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        truncation: Truncation,
+    ) -> Result<(), Problem> {
+        let now_ts = now();
+        if let Truncation::Resync { quarantine: true } = truncation {
+            // Refused rather than silently deleting records the caller asked to keep.
+            return Err(Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!(
+                    "resync with quarantine (copying the divergent records of {topic:?} to {topic}.kmirror-diverged first) is not available yet; copy them yourself, then restart with plain resync"
+                ),
+            });
+        }
+        let m = &self.mirrors[mirror];
+        if m.fenced {
+            return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.clone() });
+        }
+        if m.cluster_id_status == ClusterIdStatus::Mismatch {
+            return Err(Problem {
+                kind: ProblemKind::SourceClusterIdMismatch,
+                detail: m.cluster_id_error.clone().unwrap_or_else(|| "source cluster ID mismatch".into()),
+            });
+        }
+        // Already (being) mirrored: harmless repeat.
+        if let Some(t) = m.topics.get(topic) {
+            let states: BTreeSet<PartitionState> = t.partitions.values().map(|p| p.record.state).collect();
+            if states.iter().all(|s| matches!(s, PartitionState::Mirroring | PartitionState::Preparing)) {
+                return Ok(());
+            }
+            if let Some(bad) = states.iter().find(|s| {
+                !matches!(
+                    s,
+                    PartitionState::Stopped
+                        | PartitionState::Unknown
+                        | PartitionState::Mirroring
+                        | PartitionState::Preparing
+                )
+            }) {
+                let hint = match bad {
+                    PartitionState::Paused | PartitionState::Pausing => "resume it instead",
+                    PartitionState::Failed => "stop it first, then start it again",
+                    _ => "wait for the current operation to finish",
+                };
+                return Err(Problem {
+                    kind: ProblemKind::IllegalTransition,
+                    detail: format!("cannot start topic {topic:?}: a partition is {bad}; {hint}"),
+                });
+            }
+        }
+        // One destination topic has one mirror: a resync would delete another mirror's records, a
+        // plain start would interleave two mirrors' records.
+        if let Some((other, t)) = self
+            .mirrors
+            .iter()
+            .filter(|(name, _)| name.as_str() != mirror)
+            .find_map(|(name, o)| Some((name, o.topics.get(topic)?)))
+        {
+            let state = roll_up(t.partitions.values().map(|p| p.record.state));
+            return Err(Problem {
+                kind: ProblemKind::DestinationTopicConflict,
+                detail: format!(
+                    "destination topic {topic:?} belongs to mirror {other:?} (its partitions are {state}); a destination topic belongs to one mirror only: delete mirror {other:?} to release it"
+                ),
+            });
+        }
+        // PREPARING checks (DESIGN.md section 3): source cluster ID, topic IDs, destination topic.
+        let source = m.source_admin.clone();
+        // Both read by the start's survey, off the loop, when there is one.
+        let cluster =
+            self.source_cluster(&source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
+        if let Some(expected) = &m.stored.spec.expected_source_cluster_id
+            && *expected != cluster.cluster_id
+        {
+            let detail = format!("the source cluster ID is {} but {expected} was expected", cluster.cluster_id);
+            self.cluster_id_mismatch(mirror, &cluster.cluster_id, &detail);
+            return Err(Problem { kind: ProblemKind::SourceClusterIdMismatch, detail });
+        }
+        let src = self.source_topic(&source, topic).await.map_err(|e| {
+            if e.is("UNKNOWN_TOPIC_OR_PART") {
+                Problem {
+                    kind: ProblemKind::TopicNotFound,
+                    detail: format!("topic {topic:?} does not exist on the source cluster"),
+                }
+            } else {
+                kafka_problem(ProblemKind::SourceUnreachable, &e)
+            }
+        })?;
+        let source_topic_id = src.topic_id.to_string();
+        let partitions = src.partitions.len() as i32;
+        if partitions > crate::store::MAX_PARTITION_COUNT {
+            // Loading skips a topic record above the cap (a hostile count must not drive memory).
+            return Err(Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!(
+                    "cannot start topic {topic:?}: it has {partitions} partitions, more than kmirror mirrors per topic ({})",
+                    crate::store::MAX_PARTITION_COUNT
+                ),
+            });
+        }
+        let existing = m.topics.get(topic).cloned();
+        if let Some(t) = &existing
+            && t.source_topic_id != source_topic_id
+        {
+            return Err(Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!(
+                    "source topic {topic:?} was recreated (ID {} is now {source_topic_id}); remove it from the mirror and add it again",
+                    t.source_topic_id
+                ),
+            });
+        }
+        let dest = &self.destination_admin;
+        let dest_topic = match dest.describe_topic(topic).await {
+            Ok(d) => {
+                if d.partitions.len() as i32 != partitions {
+                    return Err(Problem {
+                        kind: ProblemKind::DestinationTopicConflict,
+                        detail: format!(
+                            "destination topic {topic:?} has {} partitions, the source has {partitions}",
+                            d.partitions.len()
+                        ),
+                    });
+                }
+                if existing.is_none() && truncation == Truncation::None {
+                    // Adopt only an empty topic: anything in it would be mistaken for mirrored data.
+                    // With `resync` (failback onto the old primary) its records are deleted first.
+                    let req: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+                    let ends = dest
+                        .list_offsets(&req, IsolationLevel::ReadUncommitted)
+                        .await
+                        .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+                    if let Some(o) = ends.iter().find(|o| o.offset > 0) {
+                        return Err(Problem {
+                            kind: ProblemKind::DestinationTopicConflict,
+                            detail: format!(
+                                "destination topic {topic:?} already holds records (partition {} ends at offset {}); only an empty topic can become a mirror (start with truncation \"resync\" to delete them and mirror the source)",
+                                o.partition, o.offset
+                            ),
+                        });
+                    }
+                }
+                d
+            }
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {
+                let overrides: Vec<(String, String)> = match source.describe_topic_configs(topic).await {
+                    Ok(entries) => entries
+                        .into_iter()
+                        .filter(|e| e.source == crate::kafka::ConfigSource::DynamicTopic)
+                        .filter_map(|e| e.value.map(|v| (e.name, v)))
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!(%mirror, %topic, "cannot read source topic configs ({e}); creating with defaults");
+                        Vec::new()
+                    }
+                };
+                let configs = crate::domain::config_sync::creation_configs(&overrides);
+                match dest.create_topic(topic, partitions, -1, &configs).await {
+                    Ok(()) => {}
+                    Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+                    Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+                }
+                let mut found = None;
+                for _ in 0..100 {
+                    if let Ok(d) = dest.describe_topic(topic).await
+                        && d.partitions.len() as i32 == partitions
+                        && d.partitions.iter().all(|p| p.leader.is_some())
+                    {
+                        found = Some(d);
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                found.ok_or_else(|| Problem {
+                    kind: ProblemKind::DestinationUnavailable,
+                    detail: format!("destination topic {topic:?} was created but did not become available"),
+                })?
+            }
+            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+        };
+        let dest_req: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+        let dest_ends: BTreeMap<i32, i64> = dest
+            .list_offsets(&dest_req, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
+            .into_iter()
+            .map(|o| (o.partition, o.offset))
+            .collect();
+
+        // A restart must not silently mirror over local writes (DESIGN.md section 5).
+        if let Some(t) = &existing
+            && truncation == Truncation::None
+        {
+            let mut diverged = Vec::new();
+            for (p, rt) in &t.partitions {
+                if rt.record.state != PartitionState::Stopped {
+                    continue;
+                }
+                if let Some(stop) = rt.record.stop_point {
+                    let hwm = dest_ends.get(p).copied().unwrap_or(0);
+                    if hwm > stop.destination_stop_offset {
+                        diverged.push(format!(
+                            "partition {p}: {} local record offset(s) in [{}, {hwm})",
+                            hwm - stop.destination_stop_offset,
+                            stop.destination_stop_offset
+                        ));
+                    }
+                }
+            }
+            if !diverged.is_empty() {
+                return Err(Problem {
+                    kind: ProblemKind::DestinationDiverged,
+                    detail: format!(
+                        "DESTINATION_DIVERGED: topic {topic:?} was written to after it stopped ({}); restart with truncation \"resync\" to delete them and mirror the source again",
+                        diverged.join("; ")
+                    ),
+                });
+            }
+        }
+
+        // Transition every partition to PREPARING and persist before acting.
+        {
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            let t = m.topics.entry(topic.to_string()).or_insert_with(|| TopicRt {
+                source_topic_id: source_topic_id.clone(),
+                destination_topic_id: dest_topic.topic_id.to_string(),
+                created_at: now_ts,
+                missing_refreshes: 0,
+                partitions: BTreeMap::new(),
+            });
+            t.destination_topic_id = dest_topic.topic_id.to_string();
+            for p in 0..partitions {
+                t.partitions.entry(p).or_insert_with(|| PartRt::new(PartitionRecord::new(now_ts)));
+            }
+            m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).insert(topic.to_string(), source_topic_id.clone());
+        }
+        self.queue_topic(mirror, topic);
+        let mut preparing = Vec::new();
+        for p in 0..partitions {
+            match self.apply(mirror, topic, p, Event::Start { truncation }) {
+                Ok(_) => preparing.push(p),
+                Err(e) if e.is_harmless() => {}
+                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+            }
+        }
+        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await
+    }
+
+    /// Finishes PREPARING for `partitions`: decides start positions, moves them to MIRRORING and
+    /// hands them to the data path.
+    ///
+    /// Each partition's persisted truncation mode decides, on every call (a start, a retry after
+    /// FAILED, a PREPARING partition restored after a restart): with `resync` its destination
+    /// records are deleted first, again, until the resync completes (entering MIRRORING clears
+    /// the mode); a failed deletion leaves it FAILED with nothing written. Without it, the checks
+    /// of a start hold here too: a partition never mirrored must find its destination partition
+    /// empty, and one restarted from a stop point must find no local writes past it; otherwise it
+    /// goes FAILED with `DESTINATION_DIVERGED` instead of mirroring over those records.
+    pub(super) async fn prepare(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        partitions: &[i32],
+        dest_ends: Option<&BTreeMap<i32, i64>>,
+    ) -> Result<(), Problem> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        let source = self.mirrors[mirror].source_admin.clone();
+        let dest = self.destination_admin.clone();
+        let mut ends = match dest_ends {
+            Some(e) => e.clone(),
+            None => {
+                let req: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
+                match dest.list_offsets(&req, IsolationLevel::ReadUncommitted).await {
+                    Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+                    Err(e) => {
+                        for p in partitions {
+                            self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, e.to_string());
+                        }
+                        return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
+                    }
+                }
+            }
+        };
+        let mut problem = None;
+        let (resync, plain): (Vec<i32>, Vec<i32>) = partitions
+            .iter()
+            .partition(|p| self.mirrors[mirror].topics[topic].partitions[*p].record.truncation.is_resync());
+        let mut go = Vec::with_capacity(partitions.len());
+        let mut diverged = Vec::new();
+        for p in plain {
+            let record = &self.mirrors[mirror].topics[topic].partitions[&p].record;
+            let hwm = ends.get(&p).copied().unwrap_or(0);
+            match (record.position, record.stop_point) {
+                (_, Some(stop)) if hwm > stop.destination_stop_offset => diverged.push((
+                    p,
+                    format!(
+                        "partition {p}: {} local record offset(s) in [{}, {hwm}) after the stop point",
+                        hwm - stop.destination_stop_offset,
+                        stop.destination_stop_offset
+                    ),
+                )),
+                (None, None) if hwm > 0 => diverged.push((
+                    p,
+                    format!("partition {p}: the destination already holds records (it ends at offset {hwm})"),
+                )),
+                _ => go.push(p),
+            }
+        }
+        if !diverged.is_empty() {
+            let hint = "stop the topic, then start it with truncation \"resync\" to delete them and mirror the source";
+            for (p, why) in &diverged {
+                self.fail(mirror, topic, *p, ErrorCode::DestinationDiverged, format!("{why}; {hint}"));
+            }
+            let list: Vec<&str> = diverged.iter().map(|(_, why)| why.as_str()).collect();
+            problem = Some(Problem {
+                kind: ProblemKind::DestinationDiverged,
+                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}; {hint}", list.join("; ")),
+            });
+        }
+        if !resync.is_empty() {
+            let dels: Vec<(i32, i64)> = resync.iter().map(|p| (*p, -1)).collect();
+            if let Err(e) = dest.delete_records(topic, &dels).await {
+                let detail = format!(
+                    "resync of {topic:?}: cannot delete the destination's records ({e}); nothing was mirrored, and the retry deletes them again first"
+                );
+                for p in &resync {
+                    self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, detail.clone());
+                }
+                problem = Some(Problem { kind: ProblemKind::DestinationUnavailable, detail });
+            } else {
+                // DeleteRecords keeps the high watermark; the end offsets above stay valid. The old
+                // runs point at deleted records: the next batch starts a new lineage. Their state
+                // records go too, or a restart before that batch commits would load the old lineage
+                // and reject the new one (it starts over at the source's log start).
+                let m = &self.mirrors[mirror];
+                let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
+                let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
+                let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+                for p in &resync {
+                    lineage.insert((topic.to_string(), *p));
+                    let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
+                    if let (Some(old), Some(topic_id)) = (old, &topic_id) {
+                        self.pending_writes.extend(old.stretch_starts().map(|first| {
+                            persist::offset_runs_tombstone(mirror, topic_id, *p, first, self.state_partitions)
+                        }));
+                    }
+                }
+                go.extend(&resync);
+            }
+        }
+        if go.is_empty() {
+            return Err(
+                problem.unwrap_or_else(|| Problem { kind: ProblemKind::Internal, detail: "nothing to prepare".into() })
+            );
+        }
+        let req: Vec<_> = go.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
+        let starts: BTreeMap<i32, i64> = match source.list_offsets(&req, IsolationLevel::ReadCommitted).await {
+            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+            Err(e) => {
+                for p in &go {
+                    self.fail(mirror, topic, *p, ErrorCode::SourceUnreachable, e.to_string());
+                }
+                return Err(kafka_problem(ProblemKind::SourceUnreachable, &e));
+            }
+        };
+        let mut specs = Vec::new();
+        for &p in &go {
+            let rt = &self.mirrors[mirror].topics[topic].partitions[&p];
+            let hwm = ends.remove(&p).unwrap_or(0);
+            let start = match rt.record.position {
+                Some(pos) if !rt.record.truncation.is_resync() => MirrorPosition {
+                    next_source_offset: pos.next_source_offset,
+                    source_leader_epoch: pos.source_leader_epoch,
+                    destination_end_offset: pos.destination_end_offset.max(hwm),
+                },
+                _ => MirrorPosition {
+                    next_source_offset: starts.get(&p).copied().unwrap_or(0),
+                    source_leader_epoch: -1,
+                    destination_end_offset: hwm,
+                },
+            };
+            match self.apply(mirror, topic, p, Event::Prepared { start }) {
+                Ok(actions) => {
+                    if actions.iter().any(|a| matches!(a, crate::domain::Action::Assign { .. })) {
+                        specs.push(AssignSpec {
+                            topic: topic.to_string(),
+                            partition: p,
+                            next_source_offset: Some(start.next_source_offset),
+                            source_leader_epoch: (start.source_leader_epoch >= 0).then_some(start.source_leader_epoch),
+                            destination_next_offset: hwm,
+                            destination_end_offset: start.destination_end_offset,
+                        });
+                    }
+                }
+                Err(e) if e.is_harmless() => {}
+                Err(e) => {
+                    tracing::warn!(%mirror, %topic, partition = p, "prepare rejected: {e}");
+                    self.fail(mirror, topic, p, ErrorCode::Internal, e.to_string());
+                }
+            }
+        }
+        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        self.assign(mirror, specs);
+        problem.map_or(Ok(()), Err)
+    }
+
+    pub(super) fn assign(&mut self, mirror: &str, specs: Vec<AssignSpec>) {
+        if specs.is_empty() {
+            return;
+        }
+        let m = self.mirrors.get_mut(mirror).expect("known");
+        if m.pipe.is_none() {
+            let _ = self.spawn_pipe_for(mirror);
+        }
+        let m = self.mirrors.get_mut(mirror).expect("known");
+        if let Some(p) = &m.pipe
+            && p.tx.send(PipeCommand::Assign(specs)).is_err()
+        {
+            m.data_path = "the data path thread has stopped".into();
+        }
+    }
+
+    pub(super) fn spawn_pipe_for(&mut self, mirror: &str) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let mut m = self.mirrors.remove(mirror)?;
+        let r = self.spawn_pipe(&mut m);
+        self.mirrors.insert(mirror.to_string(), m);
+        r
+    }
+
+    /// Sends `Unassign` to the pipe and waits for the final positions.
+    pub(super) async fn unassign(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        partitions: &[i32],
+        finish: Finish,
+    ) -> Result<Vec<pipe::FinalPosition>, String> {
+        let parts = partitions.iter().map(|p| (topic.to_string(), *p)).collect();
+        self.unassign_many(mirror, parts, finish, false).await
+    }
+
+    /// Removes partitions of any topics from the data path in one step (one abort, one fence).
+    pub(super) async fn unassign_many(
+        &mut self,
+        mirror: &str,
+        parts: Vec<(String, i32)>,
+        finish: Finish,
+        fence: bool,
+    ) -> Result<Vec<pipe::FinalPosition>, String> {
+        let m = &self.mirrors[mirror];
+        let Some(p) = &m.pipe else { return Ok(Vec::new()) };
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        p.tx.send(PipeCommand::Unassign { partitions: parts, finish, fence, reply })
+            .map_err(|_| "data path stopped".to_string())?;
+        match tokio::time::timeout(self.config.request_timeout * 2, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err("data path stopped".into()),
+            Err(_) => Err("data path did not answer in time".into()),
+        }
+    }
+
+    /// Applies a final position reported by the pipe, when it is ahead of the record's.
+    pub(super) fn apply_final(&mut self, mirror: &str, topic: &str, f: &pipe::FinalPosition) {
+        let Some(next) = f.next_source_offset else { return };
+        let rt = &self.mirrors[mirror].topics[topic].partitions[&f.partition];
+        let epoch = f.source_leader_epoch.unwrap_or(-1).max(rt.record.position.map_or(-1, |p| p.source_leader_epoch));
+        let pos = MirrorPosition {
+            next_source_offset: next,
+            source_leader_epoch: epoch,
+            destination_end_offset: f.destination_end_offset,
+        };
+        if rt.record.position.is_none_or(|cur| cur != pos && !pos.is_behind(&cur)) {
+            let _ = self.apply(mirror, topic, f.partition, Event::Progress { position: pos });
+        }
+    }
+
+    /// The destination's end offsets (high watermarks) of `parts` of `topic`.
+    pub(super) async fn destination_ends(&self, topic: &str, parts: &[i32]) -> Result<BTreeMap<i32, i64>, KafkaError> {
+        let keys: Vec<(String, i32)> = parts.iter().map(|p| (topic.to_string(), *p)).collect();
+        Ok(self.destination_ends_of(&keys).await?.into_iter().map(|((_, p), end)| (p, end)).collect())
+    }
+
+    /// The destination's end offsets of partitions of any topics, in one request.
+    pub(super) async fn destination_ends_of(
+        &self,
+        keys: &[(String, i32)],
+    ) -> Result<HashMap<(String, i32), i64>, KafkaError> {
+        let req: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
+        let ends = self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await?;
+        Ok(ends.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
+    }
+
+    pub(super) fn topic_partitions_in(
+        &self,
+        mirror: &str,
+        topic: &str,
+        states: &[PartitionState],
+    ) -> Result<Vec<i32>, Problem> {
+        let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
+        Ok(t.partitions.iter().filter(|(_, p)| states.contains(&p.record.state)).map(|(i, _)| *i).collect())
+    }
+
+    pub(super) fn first_rejection(
+        &self,
+        mirror: &str,
+        topic: &str,
+        kind: crate::domain::EventKind,
+        verb: &str,
+    ) -> Result<(), Problem> {
+        let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
+        for (i, p) in &t.partitions {
+            if let crate::domain::Rule::Rejected = crate::domain::rule(p.record.state, kind) {
+                let valid: Vec<String> = crate::domain::valid_from(kind).iter().map(|s| s.to_string()).collect();
+                return Err(Problem {
+                    kind: ProblemKind::IllegalTransition,
+                    detail: format!(
+                        "cannot {verb} topic {topic:?}: partition {i} is {} ({verb} is valid from {})",
+                        p.record.state,
+                        valid.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn pause_topic(&mut self, mirror: &str, topic: &str) -> Result<(), Problem> {
+        self.first_rejection(mirror, topic, crate::domain::EventKind::Pause, "pause")?;
+        let parts = self.topic_partitions_in(mirror, topic, &[PartitionState::Mirroring])?;
+        if parts.is_empty() {
+            return Ok(());
+        }
+        for &p in &parts {
+            let _ = self.apply(mirror, topic, p, Event::Pause);
+        }
+        if let Err(e) = self.flush().await {
+            // PAUSING could not be recorded (the destination does not answer) and the data path
+            // still mirrors them: FAILED and retried like an unconfirmed pause, never left
+            // PAUSING in memory with nothing to move it on.
+            for &p in &parts {
+                self.fail(mirror, topic, p, ErrorCode::StateStoreUnavailable, format!("pause not recorded: {e}"));
+            }
+            let _ = self.flush().await;
+            return Err(Problem {
+                kind: e.kind(),
+                detail: format!("{e}; the partitions are FAILED and the pause is retried"),
+            });
+        }
+        self.finish_pause(mirror, topic, &parts).await.map_err(|e| Problem {
+            kind: ProblemKind::Internal,
+            detail: format!("pause: {e}; the partitions are FAILED and the pause is retried"),
+        })
+    }
+
+    /// PAUSING → PAUSED: removes the partitions from the fetcher and commits the open
+    /// transaction, then records PAUSED. If the data path does not confirm (it stopped, or did
+    /// not answer in time), the partitions may still be fetched: they go FAILED with a retryable
+    /// error (failed in PAUSING), and the retry comes back here, so a partition is never left
+    /// PAUSING for ever and never recorded PAUSED while the data path may still hold it.
+    pub(super) async fn finish_pause(&mut self, mirror: &str, topic: &str, parts: &[i32]) -> Result<(), String> {
+        match self.unassign(mirror, topic, parts, Finish::Commit).await {
+            Ok(finals) => {
+                for f in &finals {
+                    self.apply_final(mirror, topic, f);
+                }
+                for &p in parts {
+                    let _ = self.apply(mirror, topic, p, Event::Paused);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for &p in parts {
+                    self.fail(
+                        mirror,
+                        topic,
+                        p,
+                        ErrorCode::Timeout,
+                        format!("pause not confirmed by the data path: {e}"),
+                    );
+                }
+                let _ = self.flush().await;
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) async fn resume_topic(&mut self, mirror: &str, topic: &str) -> Result<(), Problem> {
+        self.first_rejection(mirror, topic, crate::domain::EventKind::Resume, "resume")?;
+        let parts = self.topic_partitions_in(mirror, topic, &[PartitionState::Paused, PartitionState::Pausing])?;
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let ends = self
+            .destination_ends(topic, &parts)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        let mut specs = Vec::new();
+        let mut reprepare = Vec::new();
+        for &p in &parts {
+            match self.apply(mirror, topic, p, Event::Resume) {
+                Ok(actions) => {
+                    if let Some(from) = actions.iter().find_map(|a| match a {
+                        crate::domain::Action::Assign { from } => Some(*from),
+                        _ => None,
+                    }) {
+                        specs.push(AssignSpec {
+                            topic: topic.to_string(),
+                            partition: p,
+                            next_source_offset: Some(from.next_source_offset),
+                            source_leader_epoch: (from.source_leader_epoch >= 0).then_some(from.source_leader_epoch),
+                            destination_next_offset: ends.get(&p).copied().unwrap_or(0),
+                            destination_end_offset: from.destination_end_offset,
+                        });
+                    } else {
+                        reprepare.push(p);
+                    }
+                }
+                Err(e) if e.is_harmless() => {}
+                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+            }
+        }
+        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        self.assign(mirror, specs);
+        if !reprepare.is_empty() {
+            self.prepare(mirror, topic, &reprepare, None).await?;
+        }
+        Ok(())
+    }
+
+    /// The first half of a stop: every partition of the topic that can stop goes STOPPING (not yet
+    /// persisted). Returns the partitions to run the STOPPING sequence on.
+    pub(super) fn begin_stop(&mut self, mirror: &str, topic: &str) -> Result<Vec<i32>, Problem> {
+        if !self.mirrors[mirror].topics.contains_key(topic) {
+            return Err(not_in_mirror(mirror, topic));
+        }
+        let all: Vec<i32> = self.mirrors[mirror].topics[topic].partitions.keys().copied().collect();
+        let mut stopping = Vec::new();
+        for &p in &all {
+            let state = self.mirrors[mirror].topics[topic].partitions[&p].record.state;
+            if state == PartitionState::Stopping {
+                stopping.push(p); // an earlier stop did not finish: run the sequence again
+                continue;
+            }
+            match self.apply(mirror, topic, p, Event::Stop) {
+                Ok(_) => stopping.push(p),
+                Err(e) if e.is_harmless() => {}
+                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+            }
+        }
+        Ok(stopping)
+    }
+
+    /// Stops several topics of a mirror as one failover: every partition goes STOPPING (persisted
+    /// once), then one STOPPING sequence for all of them. Per-topic outcomes, in `topics` order.
+    pub(super) async fn stop_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
+        let mut outcomes: Vec<Result<Vec<i32>, Problem>> = topics
+            .iter()
+            .map(|t| {
+                validate_topic_name(t)
+                    .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })
+                    .and_then(|()| self.begin_stop(mirror, t))
+            })
+            .collect();
+        let batch: Vec<(String, Vec<i32>)> = topics
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(t, o)| o.as_ref().ok().filter(|p| !p.is_empty()).map(|p| (t.clone(), p.clone())))
+            .collect();
+        if !batch.is_empty() {
+            let result = match self.flush().await {
+                Ok(()) => self.finish_stop_many(mirror, &batch).await,
+                Err(e) => Err(Problem { kind: e.kind(), detail: e.to_string() }),
+            };
+            if let Err(p) = result {
+                for (t, o) in topics.iter().zip(outcomes.iter_mut()) {
+                    if batch.iter().any(|(b, _)| b == t) {
+                        *o = Err(p.clone());
+                    }
+                }
+            }
+        }
+        outcomes.into_iter().map(|o| o.map(|_| ())).collect()
+    }
+
+    /// The STOPPING sequence for one topic's partitions.
+    pub(super) async fn finish_stop(&mut self, mirror: &str, topic: &str, parts: &[i32]) -> Result<(), Problem> {
+        self.finish_stop_many(mirror, &[(topic.to_string(), parts.to_vec())]).await
+    }
+
+    /// The STOPPING sequence: unassign, abort the open transaction (truncate to the LSO) and fence
+    /// in one data-path step, persist the LME and stop point, then STOPPED. Needs only the
+    /// destination. One abort and one fence however many topics stop together.
+    pub(super) async fn finish_stop_many(&mut self, mirror: &str, batch: &[(String, Vec<i32>)]) -> Result<(), Problem> {
+        let all: Vec<(String, i32)> =
+            batch.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p))).collect();
+        // Fence: no earlier incarnation of this mirror's writer may append after STOPPED.
+        let finals = self.unassign_many(mirror, all.clone(), Finish::Abort, true).await.map_err(|e| Problem {
+            kind: if e.starts_with("fence:") { ProblemKind::DestinationUnavailable } else { ProblemKind::Internal },
+            detail: format!("stop: {e}"),
+        })?;
+        for f in &finals {
+            self.apply_final(mirror, &f.topic, f);
+        }
+        let ends =
+            self.destination_ends_of(&all).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        for (topic, parts) in batch {
+            self.stopped(mirror, topic, parts, &ends);
+        }
+        Ok(())
+    }
+
+    /// STOPPING → STOPPED for a topic's partitions, with their stop points and LME record.
+    pub(super) fn stopped(&mut self, mirror: &str, topic: &str, parts: &[i32], ends: &HashMap<(String, i32), i64>) {
+        let mut lmes = Vec::new();
+        for &p in parts {
+            let rec = &self.mirrors[mirror].topics[topic].partitions[&p].record;
+            let pos = rec.position;
+            let stop = StopPoint {
+                last_mirror_epoch: pos.map_or(-1, |p| p.source_leader_epoch),
+                last_mirrored_source_offset: pos
+                    .and_then(|p| (p.next_source_offset > 0).then_some(p.next_source_offset - 1)),
+                destination_stop_offset: ends
+                    .get(&(topic.to_string(), p))
+                    .copied()
+                    .unwrap_or(0)
+                    .max(pos.map_or(0, |p| p.destination_end_offset)),
+            };
+            lmes.push((p, stop.last_mirror_epoch));
+            if let Err(e) = self.apply(mirror, topic, p, Event::Stopped { stop })
+                && !e.is_harmless()
+            {
+                tracing::warn!(%mirror, %topic, partition = p, "stop rejected: {e}");
+            }
+        }
+        let m = self.mirrors.get_mut(mirror).expect("known");
+        m.last_mirror_epochs.set_epochs(topic, lmes);
+        let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
+        self.pending_writes.push(w);
+    }
+}

@@ -1,0 +1,1029 @@
+//! The coordinator task: owns every mirror's in-memory state, applies state-machine transitions,
+//! persists them, and drives each mirror's data path.
+//!
+//! Everything that changes state runs here, one message at a time. Slow Kafka reads that only
+//! feed the snapshot (lag, source metadata) run in spawned tasks and come back as messages, so a
+//! slow or unreachable source never stalls commands for other mirrors.
+//!
+//! Persistence rule (DESIGN.md section 3): a transition is written to `__mirror_state` before its
+//! side effects run. Positions are the exception by design: the data path writes them in the same
+//! transaction as the records they cover (see `persist::progress_encoder`), so the partition-state
+//! record carries the position as of the last lifecycle transition and the position records carry
+//! the latest one; loading takes whichever is further.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::domain::{
+    ErrorCode, Event, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp, TransitionError,
+    Truncation, roll_up, transition,
+};
+use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeEvent};
+use crate::kafka::state_log::{self, StateWriter};
+use crate::kafka::{IsolationLevel, KafkaAdmin, KafkaError, OffsetSpec};
+
+use super::metadata;
+use super::persist::{self, Loaded, StoredMirror};
+use super::snapshot::*;
+use super::*;
+
+// Keeping the coordinator free for stops and pauses: slow source calls off the task, the
+// priority lane (see the module's documentation).
+mod off_loop;
+// Replacing a mirror's data path when its source connection changes.
+mod source_change;
+// The lifecycle calls an operator makes.
+mod lifecycle;
+// Startup restore, data-path events and retries.
+mod recovery;
+// Periodic refreshes feeding the snapshot and the metadata sync.
+mod refresh;
+
+use crate::clock::now;
+
+/// Latest offsets of a partition, refreshed for the snapshot.
+#[derive(Debug, Clone, Copy, Default)]
+struct Offsets {
+    source_start: Option<i64>,
+    source_lso: Option<i64>,
+    source_hwm: Option<i64>,
+    destination_hwm: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+struct PartRt {
+    record: PartitionRecord,
+    offsets: Offsets,
+    records_mirrored: u64,
+    bytes_mirrored: u64,
+    /// When the partition was last seen with no lag (for lag in seconds).
+    caught_up_at: Option<Timestamp>,
+    /// The source consumer's position when it moved past the committed position over records
+    /// with nothing to mirror (transaction markers at the log end).
+    fetch_position: Option<i64>,
+}
+
+impl PartRt {
+    fn new(record: PartitionRecord) -> PartRt {
+        PartRt {
+            record,
+            offsets: Offsets::default(),
+            records_mirrored: 0,
+            bytes_mirrored: 0,
+            caught_up_at: None,
+            fetch_position: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct TopicRt {
+    source_topic_id: String,
+    destination_topic_id: String,
+    created_at: Timestamp,
+    /// Consecutive metadata refreshes that did not find the source topic.
+    missing_refreshes: u32,
+    partitions: BTreeMap<i32, PartRt>,
+}
+
+struct PipeRt {
+    tx: std::sync::mpsc::Sender<PipeCommand>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PipeRt {
+    /// Asks the data path to end (its open transaction is aborted; committed state is final) and
+    /// waits up to 30 s for it, then for its thread when `join` is set.
+    async fn shut_down(self, join: bool) {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        if self.tx.send(PipeCommand::Shutdown { reply }).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), rx).await;
+        }
+        if join && let Some(j) = self.join {
+            let _ = tokio::task::spawn_blocking(move || j.join()).await;
+        }
+    }
+}
+
+struct MirrorRt {
+    stored: StoredMirror,
+    source_admin: KafkaAdmin,
+    pipe: Option<PipeRt>,
+    data_path: String,
+    fenced: bool,
+    observed_cluster_id: Option<String>,
+    cluster_id_status: ClusterIdStatus,
+    cluster_id_checked_at: Option<Timestamp>,
+    cluster_id_error: Option<String>,
+    topics: BTreeMap<String, TopicRt>,
+    /// Topic name -> source topic ID, shared with the data path's position encoder.
+    topic_ids: Arc<RwLock<HashMap<String, String>>>,
+    /// Partitions whose next committed batch starts a new lineage (resync).
+    new_lineage: Arc<RwLock<HashSet<(String, i32)>>>,
+    /// Metadata sync health per kind.
+    sync: Vec<SyncStatus>,
+    /// Config values the topic-config sync applied, per (topic, config): tells drift from change.
+    applied_configs: HashMap<(String, String), String>,
+    /// Per-group offset sync outcome.
+    group_views: Vec<metadata::GroupSyncView>,
+    /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
+    last_mirror_epochs: crate::store::LastMirrorEpochsValue,
+    metadata_in_flight: bool,
+    /// A refresh was asked for while one was running: run another when it ends, so the caller
+    /// sees a refresh that started after its request.
+    metadata_again: bool,
+    lag_in_flight: bool,
+    /// The next lag refresh is due then (see [`lag_refresh_every`]).
+    lag_due: tokio::time::Instant,
+    /// An offset-map prune (destination log starts) is being read.
+    prune_in_flight: bool,
+    /// A data path that died while the destination was unavailable restarts at this time.
+    restart_pipe_at: Option<(tokio::time::Instant, String)>,
+    /// Consecutive data-path restarts that found the destination unavailable.
+    pipe_restarts: u32,
+}
+
+/// Messages from spawned helpers back to the coordinator.
+enum Internal {
+    Pipe(String, PipeEvent),
+    Lag {
+        mirror: String,
+        offsets: Vec<((String, i32), Offsets)>,
+        error: Option<String>,
+    },
+    Metadata {
+        mirror: String,
+        report: Box<metadata::RefreshReport>,
+    },
+    LogStarts {
+        mirror: String,
+        starts: Vec<((String, i32), i64)>,
+    },
+    /// A create's source check or a start's source reads, done off the coordinator task.
+    OffLoop(Box<off_loop::Done>),
+}
+
+pub(super) struct Coordinator {
+    config: EngineConfig,
+    destination_admin: KafkaAdmin,
+    destination_cluster_id: String,
+    destination_brokers: Vec<BrokerSnapshot>,
+    writer: Arc<StateWriter>,
+    state_partitions: i32,
+    mirrors: BTreeMap<String, MirrorRt>,
+    snapshot_tx: watch::Sender<Arc<Snapshot>>,
+    internal_tx: mpsc::UnboundedSender<Internal>,
+    pending_writes: Vec<pipe::StateWrite>,
+    op_seq: u64,
+    rng: u64,
+    /// The engine-level writer was fenced by another instance: read-only from now on.
+    fenced: Option<String>,
+    offset_maps: persist::OffsetMaps,
+    operations: persist::Operations,
+    runtime: tokio::runtime::Handle,
+    /// Stops and pauses ([`EngineHandle::lifecycle`] sends them here): served first.
+    priority_rx: mpsc::Receiver<Request>,
+    /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
+    off_loop: off_loop::OffLoop,
+}
+
+fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
+    Problem { kind, detail: e.to_string() }
+}
+
+pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), EngineError> {
+    let dest_err = |e: KafkaError| EngineError::Destination(e.to_string());
+    let destination_admin =
+        KafkaAdmin::connect(&config.destination_bootstrap, &config.destination_properties, config.request_timeout)
+            .map_err(dest_err)?;
+    let cluster = destination_admin.describe_cluster().await.map_err(dest_err)?;
+    let state_partitions =
+        state_log::ensure_state_topic(&destination_admin, &config.state_topic, config.state_partitions)
+            .await
+            .map_err(dest_err)?;
+
+    // First read: which mirrors exist.
+    let records = read_state(&config, &destination_admin).await?;
+    let (loaded, warnings) = persist::load(&records);
+    for w in &warnings {
+        tracing::warn!(target: "kmirror::state", "{w}");
+    }
+
+    // The engine-level writer: creating it fences any earlier instance's writer.
+    let writer = {
+        let c = config.clone();
+        tokio::task::spawn_blocking(move || {
+            StateWriter::new(
+                &c.destination_bootstrap,
+                &c.destination_properties,
+                &format!("{}.state", c.instance_id),
+                &c.state_topic,
+                c.request_timeout,
+            )
+        })
+        .await
+        .map_err(|e| EngineError::Destination(e.to_string()))?
+        .map_err(dest_err)?
+    };
+
+    let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+    let (priority_tx, priority_rx) = mpsc::channel(64);
+    let mut coord = Coordinator {
+        config: config.clone(),
+        destination_admin,
+        destination_cluster_id: cluster.cluster_id,
+        destination_brokers: cluster
+            .nodes
+            .iter()
+            .map(|n| BrokerSnapshot { id: n.id, host: n.host.clone(), port: n.port, rack: n.rack.clone() })
+            .collect(),
+        writer: Arc::new(writer),
+        state_partitions,
+        mirrors: BTreeMap::new(),
+        snapshot_tx,
+        internal_tx,
+        pending_writes: Vec::new(),
+        op_seq: 0,
+        rng: (now().as_millis() as u64) | 1,
+        fenced: None,
+        offset_maps: Arc::new(RwLock::new(HashMap::new())),
+        operations: Arc::new(RwLock::new(std::collections::VecDeque::new())),
+        runtime: tokio::runtime::Handle::current(),
+        priority_rx,
+        off_loop: off_loop::OffLoop::default(),
+    };
+
+    // Start every mirror's data path first: each one fences its predecessor's producer (and
+    // aborts its open transaction), so the second read below sees final positions.
+    let mut ready = Vec::new();
+    for m in &loaded.mirrors {
+        if let Some(rx) = coord.add_mirror(m.stored.clone()) {
+            ready.push(rx);
+        }
+    }
+    coord.wait_ready(ready).await;
+    let records = read_state(&config, &coord.destination_admin).await?;
+    let (mut loaded, _) = persist::load(&records);
+    *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
+    *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+    coord.restore(loaded).await;
+    coord.publish();
+
+    let (tx, rx) = mpsc::channel(64);
+    let handle = EngineHandle {
+        tx,
+        priority_tx,
+        snapshot: snapshot_rx,
+        offset_maps: Arc::clone(&coord.offset_maps),
+        operations: Arc::clone(&coord.operations),
+    };
+    let join = tokio::spawn(coord.run(rx, internal_rx));
+    Ok((handle, join))
+}
+
+async fn read_state(config: &EngineConfig, admin: &KafkaAdmin) -> Result<Vec<state_log::LogRecord>, EngineError> {
+    state_log::read_to_end(
+        admin,
+        &config.destination_bootstrap,
+        &config.destination_properties,
+        &config.state_topic,
+        config.request_timeout * 4,
+    )
+    .await
+    .map_err(|e| EngineError::Destination(format!("cannot read {}: {e}", config.state_topic)))
+}
+
+/// The most often background events republish the snapshot.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// See [`lag_refresh_every`].
+const LAG_REFRESH_PER_PARTITION: Duration = Duration::from_millis(1);
+
+/// Offset-map batches deleted per mirror per prune round (one tombstone each, ~150 bytes).
+const PRUNE_BATCHES_PER_ROUND: usize = 20_000;
+
+impl Coordinator {
+    async fn run(mut self, mut rx: mpsc::Receiver<Request>, mut internal_rx: mpsc::UnboundedReceiver<Internal>) {
+        let mut lag_tick = tokio::time::interval(self.config.lag_refresh_interval);
+        lag_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut meta_tick = tokio::time::interval(self.config.metadata_refresh_interval);
+        meta_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut retry_tick = tokio::time::interval(Duration::from_millis(500));
+        retry_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Background events (a commit every few milliseconds under load) publish at most every
+        // PUBLISH_EVERY: rebuilding the snapshot of thousands of partitions per commit cost more
+        // CPU than the data path. Requests publish at once (in `handle`).
+        let mut publish_tick = tokio::time::interval(PUBLISH_EVERY);
+        publish_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut dirty = false;
+        let mut last_publish = std::time::Instant::now();
+        loop {
+            // Stops and pauses that queued while the last step ran go before anything else.
+            self.serve_priority().await;
+            tokio::select! {
+                Some(req) = self.priority_rx.recv() => self.handle_priority(req).await,
+                req = rx.recv() => {
+                    let Some(req) = req else { break };
+                    if let Request::Shutdown { reply } = req {
+                        self.shutdown().await;
+                        let _ = reply.send(());
+                        return;
+                    }
+                    self.handle(req).await;
+                }
+                Some(msg) = internal_rx.recv() => {
+                    self.internal(msg).await;
+                    dirty = true;
+                }
+                _ = lag_tick.tick() => {
+                    self.spawn_lag_refresh();
+                    dirty = true;
+                }
+                _ = meta_tick.tick() => {
+                    self.spawn_metadata_refresh(None);
+                    self.spawn_offset_map_prune(None);
+                    dirty = true;
+                }
+                _ = retry_tick.tick() => {
+                    self.retry_due().await;
+                    dirty = true;
+                }
+                _ = publish_tick.tick() => {}
+            }
+            if dirty && last_publish.elapsed() >= PUBLISH_EVERY {
+                self.publish();
+                dirty = false;
+                last_publish = std::time::Instant::now();
+            }
+        }
+        self.shutdown().await;
+    }
+
+    async fn shutdown(&mut self) {
+        for (name, m) in self.mirrors.iter_mut() {
+            if let Some(p) = m.pipe.take() {
+                p.shut_down(true).await;
+                tracing::info!(mirror = %name, "data path stopped");
+            }
+        }
+    }
+
+    async fn handle(&mut self, req: Request) {
+        match req {
+            // Checked here, then the source is asked off the loop; `off_loop_done` finishes it.
+            Request::CreateMirror { spec, actor, reply } => self.begin_create(spec, actor, reply).await,
+            Request::UpdateMirror { name, update, actor, reply } => {
+                let r = self.update_mirror(&name, update, &actor).await;
+                self.record_mirror_change(&name, "update_mirror", &actor, &r).await;
+                // Readers see the outcome as soon as the caller does.
+                self.publish();
+                let _ = reply.send(r);
+            }
+            Request::DeleteMirror { name, actor, reply } => {
+                let r = self.delete_mirror(&name, &actor).await;
+                self.record_mirror_change(&name, "delete_mirror", &actor, &r).await;
+                // Readers see the outcome as soon as the caller does.
+                self.publish();
+                let _ = reply.send(r);
+            }
+            // Checked here, then the source is read off the loop; `off_loop_done` applies it.
+            Request::Lifecycle {
+                mirror,
+                selector,
+                op: op @ LifecycleOp::Start { .. },
+                validate_only,
+                actor,
+                reply,
+            } => {
+                self.begin_start(mirror, selector, op, validate_only, actor, reply);
+            }
+            Request::Lifecycle { mirror, selector, op, validate_only, actor, reply } => {
+                let r = self.lifecycle(&mirror, selector, op, validate_only, &actor).await;
+                // Readers see the outcome as soon as the caller does.
+                self.publish();
+                let _ = reply.send(r);
+            }
+            Request::RefreshNow { mirror, reply } => {
+                let r = if self.mirrors.contains_key(&mirror) {
+                    self.spawn_metadata_refresh(Some(&mirror));
+                    self.spawn_offset_map_prune(Some(&mirror));
+                    Ok(())
+                } else {
+                    Err(not_found(&mirror))
+                };
+                // Readers see the outcome as soon as the caller does.
+                self.publish();
+                let _ = reply.send(r);
+            }
+            Request::Shutdown { .. } => unreachable!("handled in run"),
+        }
+    }
+
+    fn jitter(&mut self) -> Jitter {
+        // xorshift64*: jitter only needs to differ between partitions and retries.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        Jitter::new((self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64)
+    }
+
+    fn check_writable(&self) -> Result<(), EngineError> {
+        match &self.fenced {
+            Some(why) => Err(EngineError::rejected(ProblemKind::Fenced, why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    // ----- persistence -------------------------------------------------------------------
+
+    fn queue_partition(&mut self, mirror: &str, topic: &str, partition: i32) {
+        let Some(m) = self.mirrors.get(mirror) else { return };
+        let Some(t) = m.topics.get(topic) else { return };
+        let Some(p) = t.partitions.get(&partition) else { return };
+        let w =
+            persist::partition_state(mirror, topic, &t.source_topic_id, partition, &p.record, self.state_partitions);
+        self.pending_writes.push(w);
+    }
+
+    fn queue_topic(&mut self, mirror: &str, topic: &str) {
+        let Some(m) = self.mirrors.get(mirror) else { return };
+        let Some(t) = m.topics.get(topic) else { return };
+        let w = persist::topic(
+            mirror,
+            topic,
+            &t.source_topic_id,
+            &t.destination_topic_id,
+            t.partitions.len(),
+            t.created_at,
+            self.state_partitions,
+        );
+        self.pending_writes.push(w);
+    }
+
+    /// Writes everything queued in one transaction.
+    async fn flush(&mut self) -> Result<(), EngineError> {
+        if self.pending_writes.is_empty() {
+            return Ok(());
+        }
+        self.check_writable()?;
+        let writes = std::mem::take(&mut self.pending_writes);
+        let writer = Arc::clone(&self.writer);
+        let r = tokio::task::spawn_blocking(move || writer.write(&writes))
+            .await
+            .map_err(|e| EngineError::Destination(e.to_string()))?;
+        if let Err(e) = r {
+            if let state_log::StateWriteError::Fenced(e) = e {
+                let why = format!("another kmirror instance took over this destination: {e}");
+                tracing::error!("{why}");
+                self.fenced = Some(why.clone());
+                for m in self.mirrors.values_mut() {
+                    m.data_path = why.clone();
+                }
+                return Err(EngineError::rejected(ProblemKind::Fenced, why));
+            }
+            return Err(EngineError::Destination(format!("cannot write {}: {e}", self.config.state_topic)));
+        }
+        Ok(())
+    }
+
+    // ----- transitions -------------------------------------------------------------------
+
+    /// Applies `event` to a partition in memory and queues the new record. Returns the actions.
+    fn apply(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        partition: i32,
+        event: Event,
+    ) -> Result<Vec<crate::domain::Action>, TransitionError> {
+        let t = now();
+        let p = self
+            .mirrors
+            .get_mut(mirror)
+            .and_then(|m| m.topics.get_mut(topic))
+            .and_then(|t| t.partitions.get_mut(&partition))
+            .expect("apply on a known partition");
+        let is_progress = matches!(event, Event::Progress { .. });
+        let step = transition(&p.record, event, t)?;
+        p.record = step.next;
+        if !is_progress {
+            // Progress is persisted by the data path itself, in the transaction it describes.
+            self.queue_partition(mirror, topic, partition);
+        }
+        Ok(step.actions)
+    }
+
+    fn fail(&mut self, mirror: &str, topic: &str, partition: i32, code: ErrorCode, message: String) {
+        let jitter = self.jitter();
+        match self.apply(mirror, topic, partition, Event::error(code, message.clone(), jitter)) {
+            Ok(_) => tracing::warn!(%mirror, %topic, partition, ?code, "partition failed: {message}"),
+            Err(e) if e.is_harmless() => {}
+            Err(e) => tracing::warn!(%mirror, %topic, partition, "cannot record failure: {e}"),
+        }
+    }
+
+    // ----- mirrors -----------------------------------------------------------------------
+
+    /// Builds a mirror's runtime and starts its data path. Returns a receiver that resolves when
+    /// the data path's producer is initialised (and any predecessor fenced).
+    fn add_mirror(&mut self, stored: StoredMirror) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let name = stored.spec.name.clone();
+        let source_admin = match KafkaAdmin::connect(
+            &stored.spec.source.bootstrap_servers,
+            &stored.spec.source.properties,
+            self.config.request_timeout.min(Duration::from_secs(10)),
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(mirror = %name, "cannot create source client: {e}");
+                // A broken client config: keep the mirror visible with the reason.
+                KafkaAdmin::connect(&stored.spec.source.bootstrap_servers, &BTreeMap::new(), Duration::from_secs(5))
+                    .ok()?
+            }
+        };
+        let topic_ids = Arc::new(RwLock::new(HashMap::new()));
+        let new_lineage = Arc::new(RwLock::new(HashSet::new()));
+        let mut m = MirrorRt {
+            stored,
+            source_admin,
+            pipe: None,
+            data_path: "starting".into(),
+            fenced: false,
+            observed_cluster_id: None,
+            cluster_id_status: ClusterIdStatus::Unknown,
+            cluster_id_checked_at: None,
+            cluster_id_error: None,
+            topics: BTreeMap::new(),
+            topic_ids,
+            new_lineage,
+            last_mirror_epochs: crate::store::LastMirrorEpochsValue { topics: Vec::new() },
+            sync: SyncKind::ALL.iter().map(|k| SyncStatus::new(*k)).collect(),
+            applied_configs: HashMap::new(),
+            group_views: Vec::new(),
+            metadata_in_flight: false,
+            metadata_again: false,
+            lag_in_flight: false,
+            lag_due: tokio::time::Instant::now(),
+            prune_in_flight: false,
+            restart_pipe_at: None,
+            pipe_restarts: 0,
+        };
+        let ready = self.spawn_pipe(&mut m);
+        self.mirrors.insert(name, m);
+        ready
+    }
+
+    fn spawn_pipe(&self, m: &mut MirrorRt) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let name = m.stored.spec.name.clone();
+        let config = PipeConfig {
+            mirror: name.clone(),
+            source_bootstrap: m.stored.spec.source.bootstrap_servers.clone(),
+            source_properties: m.stored.spec.source.properties.clone(),
+            destination_bootstrap: self.config.destination_bootstrap.clone(),
+            destination_properties: self.config.destination_properties.clone(),
+            transactional_id: format!("{}.mirror.{}", self.config.instance_id, name),
+            commit_interval: self.config.commit_interval,
+            commit_max_bytes: self.config.commit_max_bytes,
+            state_topic: self.config.state_topic.clone(),
+            transaction_timeout: self.config.request_timeout,
+        };
+        let encode = persist::progress_encoder(
+            name.clone(),
+            Arc::clone(&m.topic_ids),
+            Arc::clone(&m.new_lineage),
+            self.state_partitions,
+        );
+        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+        let internal = self.internal_tx.clone();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let mirror = name.clone();
+        // Forward the pipe's events, tagged with the mirror, and signal readiness once.
+        tokio::spawn(async move {
+            let mut ready_tx = Some(ready_tx);
+            while let Some(ev) = ev_rx.recv().await {
+                if matches!(ev, PipeEvent::Ready | PipeEvent::Failed { .. })
+                    && let Some(tx) = ready_tx.take()
+                {
+                    let _ = tx.send(());
+                }
+                if internal.send(Internal::Pipe(mirror.clone(), ev)).is_err() {
+                    break;
+                }
+            }
+        });
+        match pipe::spawn(config, encode, ev_tx, self.runtime.clone()) {
+            Ok((tx, join)) => {
+                m.pipe = Some(PipeRt { tx, join: Some(join) });
+                Some(ready_rx)
+            }
+            Err(e) => {
+                m.data_path = format!("cannot start data path thread: {e}");
+                None
+            }
+        }
+    }
+
+    async fn wait_ready(&self, ready: Vec<tokio::sync::oneshot::Receiver<()>>) {
+        for rx in ready {
+            let _ = tokio::time::timeout(self.config.request_timeout * 2, rx).await;
+        }
+    }
+
+    /// The checks of a create that need no Kafka: run before the source is asked, and again when
+    /// its answer is in (another create may have taken the name meanwhile).
+    fn check_create(&self, spec: &MirrorSpec) -> Result<(), EngineError> {
+        self.check_writable()?;
+        validate_mirror_name(&spec.name)?;
+        if spec.source.bootstrap_servers.trim().is_empty() {
+            return Err(EngineError::rejected(ProblemKind::InvalidName, "source.bootstrap_servers must not be empty"));
+        }
+        if self.mirrors.contains_key(&spec.name) || self.off_loop.is_creating(&spec.name) {
+            return Err(EngineError::rejected(
+                ProblemKind::MirrorExists,
+                format!("mirror {:?} already exists", spec.name),
+            ));
+        }
+        check_group_patterns(&spec.sync)
+    }
+
+    /// Creates a mirror whose source answered with `cluster` (asked off the loop: see
+    /// `off_loop::create_probe`). Returns a receiver that resolves when its data path is ready.
+    async fn create_mirror(
+        &mut self,
+        mut spec: MirrorSpec,
+        cluster: crate::kafka::ClusterDescription,
+        actor: &Actor,
+    ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, EngineError> {
+        self.check_create(&spec)?;
+        match &spec.expected_source_cluster_id {
+            Some(expected) if *expected != cluster.cluster_id => {
+                return Err(EngineError::rejected(
+                    ProblemKind::SourceClusterIdMismatch,
+                    format!("the source cluster ID is {} but {expected} was expected", cluster.cluster_id),
+                ));
+            }
+            Some(_) => {}
+            None => spec.expected_source_cluster_id = Some(cluster.cluster_id.clone()),
+        }
+        if cluster.cluster_id == self.destination_cluster_id {
+            return Err(EngineError::rejected(
+                ProblemKind::InvalidName,
+                "the source is the destination cluster itself (a mirror loop)",
+            ));
+        }
+        let stored = StoredMirror { spec, created_at: now(), updated_at: now(), created_acls: Vec::new() };
+        self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
+        self.flush().await?;
+        let name = stored.spec.name.clone();
+        let ready = self.add_mirror(stored);
+        if let Some(m) = self.mirrors.get_mut(&name) {
+            m.observed_cluster_id = Some(cluster.cluster_id);
+            m.cluster_id_status = ClusterIdStatus::Ok;
+            m.cluster_id_checked_at = Some(now());
+        }
+        tracing::info!(mirror = %name, actor = %actor.identity, "mirror created");
+        Ok(ready)
+    }
+
+    async fn update_mirror(&mut self, name: &str, update: MirrorUpdate, actor: &Actor) -> Result<(), EngineError> {
+        self.check_writable()?;
+        let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
+        let mut stored = m.stored.clone();
+        if let Some(mut source) = update.source {
+            // Secrets are write-only: a redacted value sent back means "keep the stored one".
+            for (k, v) in source.properties.iter_mut() {
+                if v == crate::domain::secrets::REDACTED
+                    && let Some(old) = stored.spec.source.properties.get(k)
+                {
+                    *v = old.clone();
+                }
+            }
+            stored.spec.source = source;
+        }
+        if let Some(id) = update.expected_source_cluster_id {
+            stored.spec.expected_source_cluster_id = Some(id);
+        }
+        if let Some(sync) = update.sync {
+            check_group_patterns(&sync)?;
+            stored.spec.sync = sync;
+        }
+        // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
+        // for an unchanged secret, does not).
+        let source_changed = stored.spec.source != m.stored.spec.source;
+        stored.updated_at = now();
+        self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
+        self.flush().await?;
+        let m = self.mirrors.get_mut(name).expect("checked above");
+        m.stored = stored;
+        if source_changed {
+            match KafkaAdmin::connect(
+                &m.stored.spec.source.bootstrap_servers,
+                &m.stored.spec.source.properties,
+                self.config.request_timeout.min(Duration::from_secs(10)),
+            ) {
+                Ok(a) => m.source_admin = a,
+                Err(e) => m.cluster_id_error = Some(e.to_string()),
+            }
+            // The data path's source consumer still runs with the old settings (a rotated
+            // password would never reach it): replace it, resuming from committed positions.
+            self.restart_data_path(name).await;
+        }
+        tracing::info!(mirror = %name, actor = %actor.identity, "mirror updated");
+        self.spawn_metadata_refresh(Some(name));
+        Ok(())
+    }
+
+    async fn delete_mirror(&mut self, name: &str, actor: &Actor) -> Result<(), EngineError> {
+        self.check_writable()?;
+        let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
+        let active: Vec<String> = m
+            .topics
+            .iter()
+            .filter(|(_, t)| t.partitions.values().any(|p| p.record.state != PartitionState::Stopped))
+            .map(|(n, _)| n.clone())
+            .collect();
+        if !active.is_empty() {
+            return Err(EngineError::rejected(
+                ProblemKind::MirrorHasActiveTopics,
+                format!(
+                    "mirror {name:?} still has topics that are not STOPPED: {}; stop them first",
+                    active.join(", ")
+                ),
+            ));
+        }
+        // Tombstones for the mirror, its topics and partitions (positions are kept: they are the
+        // lineage a later failback reads).
+        self.pending_writes.push(persist::mirror_tombstone(name, self.state_partitions));
+        for (tname, t) in &m.topics {
+            self.pending_writes.push(persist::topic_tombstone(name, tname, self.state_partitions));
+            for p in t.partitions.keys() {
+                self.pending_writes.push(persist::partition_tombstone(
+                    name,
+                    &t.source_topic_id,
+                    *p,
+                    self.state_partitions,
+                ));
+            }
+        }
+        self.flush().await?;
+        if let Some(mut m) = self.mirrors.remove(name)
+            && let Some(p) = m.pipe.take()
+        {
+            p.shut_down(false).await;
+        }
+        tracing::info!(mirror = %name, actor = %actor.identity, "mirror deleted");
+        Ok(())
+    }
+
+    fn next_operation_id(&mut self) -> String {
+        self.op_seq += 1;
+        format!("op-{}-{}", now().as_millis(), self.op_seq)
+    }
+
+    /// Writes the audit record of an operation and keeps it for the audit views.
+    async fn record_operation(
+        &mut self,
+        id: &str,
+        mirror: &str,
+        kind: &str,
+        actor: &Actor,
+        requested_at: Timestamp,
+        results: Vec<TopicOutcome>,
+    ) {
+        let op = OperationView {
+            id: id.to_string(),
+            mirror: mirror.to_string(),
+            kind: kind.to_string(),
+            topics: results.iter().map(|r| r.topic.clone()).collect(),
+            requested_by: actor.identity.clone(),
+            client_address: actor.address.clone(),
+            requested_at: requested_at.as_millis(),
+            finished_at: Some(now().as_millis()),
+            results,
+        };
+        self.pending_writes.push(persist::operation(&op, self.state_partitions));
+        if let Err(e) = self.flush().await {
+            tracing::warn!(%mirror, "cannot record operation {id}: {e}");
+        }
+        let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
+        ops.push_back(op);
+        while ops.len() > persist::MAX_OPERATIONS {
+            ops.pop_front();
+        }
+    }
+
+    /// Records a mirror-level change (create, update, delete) in the audit trail.
+    async fn record_mirror_change(
+        &mut self,
+        mirror: &str,
+        kind: &str,
+        actor: &Actor,
+        result: &Result<(), EngineError>,
+    ) {
+        if matches!(result, Err(EngineError::Rejected { kind: ProblemKind::Fenced, .. })) {
+            return; // a fenced instance must not write
+        }
+        let id = self.next_operation_id();
+        let outcome = TopicOutcome {
+            topic: String::new(),
+            ok: result.is_ok(),
+            error: result.as_ref().err().map(|e| Problem { kind: e.kind(), detail: e.to_string() }),
+        };
+        self.record_operation(&id, mirror, kind, actor, now(), vec![outcome]).await;
+    }
+}
+
+impl Coordinator {
+    // ----- snapshot ----------------------------------------------------------------------
+
+    fn publish(&self) {
+        let taken_at = now();
+        let mirrors = self
+            .mirrors
+            .values()
+            .map(|m| {
+                let topics = m
+                    .topics
+                    .iter()
+                    .map(|(tn, t)| {
+                        let partitions: Vec<PartitionSnapshot> =
+                            t.partitions.iter().map(|(p, rt)| partition_snapshot(tn, *p, rt, taken_at)).collect();
+                        TopicSnapshot {
+                            name: tn.clone(),
+                            state: roll_up(partitions.iter().map(|p| p.state)),
+                            source_topic_id: t.source_topic_id.clone(),
+                            destination_topic_id: t.destination_topic_id.clone(),
+                            lag_records: partitions.iter().map(|p| p.lag_records).sum(),
+                            lag_seconds: partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max),
+                            partitions,
+                        }
+                    })
+                    .collect();
+                MirrorSnapshot {
+                    name: m.stored.spec.name.clone(),
+                    source_bootstrap_servers: m.stored.spec.source.bootstrap_servers.clone(),
+                    source_properties: crate::domain::secrets::redact(&m.stored.spec.source.properties),
+                    expected_source_cluster_id: m.stored.spec.expected_source_cluster_id.clone(),
+                    sync_spec: m.stored.spec.sync.clone(),
+                    observed_source_cluster_id: m.observed_cluster_id.clone(),
+                    cluster_id_status: m.cluster_id_status,
+                    cluster_id_checked_at: m.cluster_id_checked_at,
+                    cluster_id_error: m.cluster_id_error.clone(),
+                    data_path: m.data_path.clone(),
+                    created_at: m.stored.created_at,
+                    sync: m.sync.clone(),
+                    groups: m.group_views.clone(),
+                    topics,
+                }
+            })
+            .collect();
+        let snap = Snapshot {
+            taken_at,
+            destination_cluster_id: self.destination_cluster_id.clone(),
+            destination_brokers: self.destination_brokers.clone(),
+            mirrors,
+        };
+        self.snapshot_tx.send_replace(Arc::new(snap));
+    }
+}
+
+/// The next source offset there is something to mirror from: the committed position, or the
+/// fetch position when the consumer moved past trailing control records.
+/// How often a mirror's lag is refreshed: the configured interval, stretched for large mirrors.
+/// Each refresh lists four offsets of every partition (source log start, LSO and high watermark,
+/// destination end); at 10,000 partitions doing that every second kept a third of a core busy in
+/// librdkafka with the mirror idle. One millisecond per partition (10 s at 10,000) keeps the cost
+/// flat per partition while small mirrors stay at the configured interval.
+fn lag_refresh_every(configured: Duration, partitions: usize) -> Duration {
+    configured.max(LAG_REFRESH_PER_PARTITION * u32::try_from(partitions).unwrap_or(u32::MAX))
+}
+
+fn next_to_mirror(rt: &PartRt) -> Option<i64> {
+    let committed = rt.record.position.map(|p| p.next_source_offset);
+    let fetched = rt.fetch_position.filter(|_| rt.record.state == PartitionState::Mirroring);
+    match (committed, fetched) {
+        (Some(c), Some(f)) => Some(c.max(f)),
+        (c, f) => c.or(f),
+    }
+}
+
+fn lag_records(rt: &PartRt) -> i64 {
+    match (rt.offsets.source_lso, next_to_mirror(rt)) {
+        (Some(lso), Some(next)) => (lso - next).max(0),
+        (Some(lso), None) => (lso - rt.offsets.source_start.unwrap_or(0)).max(0),
+        _ => 0,
+    }
+}
+
+fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) -> PartitionSnapshot {
+    let rec = &rt.record;
+    let lag = if rec.state == PartitionState::Stopped { 0 } else { lag_records(rt) };
+    let lag_seconds = if lag > 0 {
+        rt.caught_up_at.map_or(0.0, |c| (t.as_millis() - c.as_millis()).max(0) as f64 / 1000.0)
+    } else {
+        0.0
+    };
+    PartitionSnapshot {
+        topic: topic.to_string(),
+        partition,
+        state: rec.state,
+        state_since: rec.state_since,
+        state_epoch: rec.state_epoch,
+        source_log_start_offset: rt.offsets.source_start,
+        source_last_stable_offset: rt.offsets.source_lso,
+        source_high_watermark: rt.offsets.source_hwm,
+        mirrored_source_offset: next_to_mirror(rt),
+        destination_high_watermark: rt.offsets.destination_hwm,
+        lag_records: lag,
+        lag_seconds,
+        last_mirrored_epoch: rec.position.map(|p| p.source_leader_epoch).filter(|e| *e >= 0),
+        error: rec.error.as_ref().map(|e| PartitionErrorView {
+            code: e.code.as_str().to_string(),
+            message: e.message.clone(),
+            retryable: e.code.is_retryable(),
+        }),
+        retry_count: rec.retry_count,
+        records_mirrored: rt.records_mirrored,
+        bytes_mirrored: rt.bytes_mirrored,
+        destination_stop_offset: rec.stop_point.map(|s| s.destination_stop_offset),
+    }
+}
+
+async fn read_offsets(
+    source: &KafkaAdmin,
+    dest: &KafkaAdmin,
+    keys: &[(String, i32)],
+) -> (Vec<((String, i32), Offsets)>, Option<String>) {
+    let mut out: HashMap<(String, i32), Offsets> = keys.iter().map(|k| (k.clone(), Offsets::default())).collect();
+    let mut error = None;
+    let q = |spec| keys.iter().map(|(t, p)| (t.clone(), *p, spec)).collect::<Vec<_>>();
+    let timeout = Duration::from_secs(5);
+    let src = async {
+        let start = source.list_offsets(&q(OffsetSpec::Earliest), IsolationLevel::ReadCommitted).await?;
+        let lso = source.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadCommitted).await?;
+        let hwm = source.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted).await?;
+        Ok::<_, KafkaError>((start, lso, hwm))
+    };
+    match tokio::time::timeout(timeout, src).await {
+        Ok(Ok((start, lso, hwm))) => {
+            for o in start {
+                if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
+                    x.source_start = Some(o.offset);
+                }
+            }
+            for o in lso {
+                if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
+                    x.source_lso = Some(o.offset);
+                }
+            }
+            for o in hwm {
+                if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
+                    x.source_hwm = Some(o.offset);
+                }
+            }
+        }
+        Ok(Err(e)) => error = Some(format!("source: {e}")),
+        Err(_) => error = Some("source: timed out".into()),
+    }
+    match tokio::time::timeout(timeout, dest.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted))
+        .await
+    {
+        Ok(Ok(v)) => {
+            for o in v {
+                if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
+                    x.destination_hwm = Some(o.offset);
+                }
+            }
+        }
+        Ok(Err(e)) => error = Some(format!("destination: {e}")),
+        Err(_) => error = Some("destination: timed out".into()),
+    }
+    (out.into_iter().collect(), error)
+}
+
+fn not_found(mirror: &str) -> EngineError {
+    EngineError::rejected(ProblemKind::MirrorNotFound, format!("mirror {mirror:?} does not exist"))
+}
+
+fn not_in_mirror(mirror: &str, topic: &str) -> Problem {
+    Problem { kind: ProblemKind::TopicNotInMirror, detail: format!("topic {topic:?} is not part of mirror {mirror:?}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_refresh_stretches_with_the_partition_count_only_for_large_mirrors() {
+        let second = Duration::from_secs(1);
+        assert_eq!(lag_refresh_every(second, 8), second);
+        assert_eq!(lag_refresh_every(second, 1_000), second);
+        assert_eq!(lag_refresh_every(second, 10_000), Duration::from_secs(10));
+        assert_eq!(lag_refresh_every(Duration::from_secs(30), 10_000), Duration::from_secs(30));
+        assert_eq!(lag_refresh_every(second, usize::MAX), LAG_REFRESH_PER_PARTITION * u32::MAX);
+    }
+}

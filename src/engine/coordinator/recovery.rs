@@ -1,0 +1,347 @@
+//! Coming back from failures: restoring from `__mirror_state` at startup, reacting to the data
+//! path's events and faults, and retrying FAILED partitions with backoff.
+
+use super::*;
+
+impl Coordinator {
+    // ----- restore -----------------------------------------------------------------------
+
+    pub(super) async fn restore(&mut self, loaded: Loaded) {
+        for lm in loaded.mirrors {
+            let name = lm.stored.spec.name.clone();
+            let Some(m) = self.mirrors.get_mut(&name) else { continue };
+            m.last_mirror_epochs = lm.last_mirror_epochs;
+            for lt in lm.topics {
+                m.topic_ids
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(lt.name.clone(), lt.source_topic_id.clone());
+                let mut t = TopicRt {
+                    source_topic_id: lt.source_topic_id,
+                    destination_topic_id: lt.destination_topic_id,
+                    created_at: lt.created_at,
+                    missing_refreshes: 0,
+                    partitions: BTreeMap::new(),
+                };
+                for (p, rec) in lt.partitions {
+                    t.partitions.insert(p, PartRt::new(rec));
+                }
+                m.topics.insert(lt.name, t);
+            }
+        }
+        // Take every partition over (`Loaded`): in-progress states re-run their actions.
+        let mirrors: Vec<String> = self.mirrors.keys().cloned().collect();
+        for mirror in mirrors {
+            let topics: Vec<String> = self.mirrors[&mirror].topics.keys().cloned().collect();
+            for topic in topics {
+                let parts: Vec<i32> = self.mirrors[&mirror].topics[&topic].partitions.keys().copied().collect();
+                let mut prepare = Vec::new();
+                let mut stopping = Vec::new();
+                let mut pausing = Vec::new();
+                for p in parts {
+                    match self.apply(&mirror, &topic, p, Event::Loaded) {
+                        Ok(_) | Err(_) => {}
+                    }
+                    match self.mirrors[&mirror].topics[&topic].partitions[&p].record.state {
+                        PartitionState::Preparing => prepare.push(p),
+                        PartitionState::Stopping => stopping.push(p),
+                        PartitionState::Pausing => pausing.push(p),
+                        _ => {}
+                    }
+                }
+                if let Err(e) = self.flush().await {
+                    tracing::error!(%mirror, "cannot persist restored state: {e}");
+                    return;
+                }
+                if !prepare.is_empty()
+                    && let Err(p) = self.prepare(&mirror, &topic, &prepare, None).await
+                {
+                    tracing::warn!(%mirror, %topic, "restore: prepare failed: {}", p.detail);
+                }
+                if !stopping.is_empty()
+                    && let Err(p) = self.finish_stop(&mirror, &topic, &stopping).await
+                {
+                    tracing::warn!(%mirror, %topic, "restore: stop failed: {}", p.detail);
+                }
+                for p in pausing {
+                    let _ = self.apply(&mirror, &topic, p, Event::Paused);
+                }
+                let _ = self.flush().await;
+            }
+        }
+    }
+
+    // ----- pipe events, retries, refreshes ---------------------------------------------
+
+    pub(super) async fn internal(&mut self, msg: Internal) {
+        match msg {
+            Internal::Pipe(mirror, ev) => self.pipe_event(&mirror, ev).await,
+            Internal::Lag { mirror, offsets, error } => {
+                let t = now();
+                let Some(m) = self.mirrors.get_mut(&mirror) else { return };
+                m.lag_in_flight = false;
+                if let Some(e) = error {
+                    tracing::debug!(%mirror, "lag refresh: {e}");
+                }
+                for ((topic, p), o) in offsets {
+                    if let Some(rt) = m.topics.get_mut(&topic).and_then(|t| t.partitions.get_mut(&p)) {
+                        if o.source_start.is_some() {
+                            rt.offsets.source_start = o.source_start;
+                            rt.offsets.source_lso = o.source_lso;
+                            rt.offsets.source_hwm = o.source_hwm;
+                        }
+                        if o.destination_hwm.is_some() {
+                            rt.offsets.destination_hwm = o.destination_hwm;
+                        }
+                        if lag_records(rt) == 0 {
+                            rt.caught_up_at = Some(t);
+                        }
+                    }
+                }
+            }
+            Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
+            Internal::OffLoop(done) => self.off_loop_done(*done).await,
+            Internal::Metadata { mirror, report } => {
+                self.metadata_result(&mirror, *report).await;
+                // A refresh asked for while this one ran: start it now that this one's results
+                // (created ACLs, applied configs) are in place, so it builds on them.
+                if let Some(m) = self.mirrors.get_mut(&mirror)
+                    && std::mem::take(&mut m.metadata_again)
+                {
+                    self.spawn_metadata_refresh(Some(&mirror));
+                }
+            }
+        }
+    }
+
+    pub(super) async fn pipe_event(&mut self, mirror: &str, ev: PipeEvent) {
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        match ev {
+            PipeEvent::Ready => m.data_path = "running".into(),
+            PipeEvent::FetchPositions(positions) => {
+                for f in positions {
+                    if let Some(rt) = m.topics.get_mut(&f.topic).and_then(|t| t.partitions.get_mut(&f.partition)) {
+                        rt.fetch_position = Some(f.offset);
+                    }
+                }
+            }
+            PipeEvent::Committed(progress) => {
+                m.data_path = "running".into();
+                {
+                    let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+                    let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
+                    for p in &progress {
+                        lineage.remove(&(p.topic.clone(), p.partition));
+                        let map = maps.entry((mirror.to_string(), p.topic.clone(), p.partition)).or_default();
+                        if let Err(e) = map.extend(p.runs.iter().copied()) {
+                            tracing::error!(%mirror, topic = %p.topic, partition = p.partition, "offset map: {e}");
+                        }
+                    }
+                }
+                for p in progress {
+                    let Some(rt) = m.topics.get_mut(&p.topic).and_then(|t| t.partitions.get_mut(&p.partition)) else {
+                        continue;
+                    };
+                    rt.records_mirrored += p.records;
+                    rt.bytes_mirrored += p.bytes;
+                    let epoch = p
+                        .source_leader_epoch
+                        .unwrap_or(-1)
+                        .max(rt.record.position.map_or(-1, |x| x.source_leader_epoch));
+                    let pos = MirrorPosition {
+                        next_source_offset: p.next_source_offset,
+                        source_leader_epoch: epoch,
+                        destination_end_offset: p.destination_end_offset,
+                    };
+                    if let Ok(step) = transition(&rt.record, Event::Progress { position: pos }, now()) {
+                        rt.record = step.next;
+                    }
+                }
+            }
+            PipeEvent::PartitionFailed { topic, partition, fault } => {
+                let (code, message) = match fault {
+                    PartitionFault::SourceTruncated { message } => (ErrorCode::SourceTruncated, message),
+                    PartitionFault::ForeignWrite { expected_offset, found_offset } => (
+                        ErrorCode::ForeignWrite,
+                        format!(
+                            "a record kmirror did not write is in the destination partition: expected to append at offset {expected_offset}, appended at {found_offset}"
+                        ),
+                    ),
+                    PartitionFault::SourceMissing { message } => (ErrorCode::SourceTopicDeleted, message),
+                    PartitionFault::DestinationRejected { message } => (ErrorCode::Internal, message),
+                };
+                if m.topics.get(&topic).is_some_and(|t| t.partitions.contains_key(&partition)) {
+                    self.fail(mirror, &topic, partition, code, message);
+                    let _ = self.flush().await;
+                }
+            }
+            PipeEvent::Retrying { .. } if m.fenced => {}
+            PipeEvent::Retrying { attempt, message } => {
+                m.data_path = format!("retrying (attempt {attempt}): {message}");
+            }
+            PipeEvent::Fenced { message } => {
+                m.pipe = None;
+                self.after_pipe_fatal(mirror, message).await;
+            }
+            PipeEvent::Failed { message } => {
+                // The data path could not start (destination unreachable, bad client settings):
+                // try again with backoff; the message stays visible meanwhile.
+                tracing::error!(%mirror, "data path failed: {message}");
+                m.pipe = None;
+                m.pipe_restarts += 1;
+                let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+                m.data_path = format!(
+                    "retrying (attempt {}): the data path could not start ({message}); next try in {:.1} s",
+                    m.pipe_restarts,
+                    delay.as_secs_f64()
+                );
+                m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message));
+            }
+        }
+    }
+
+    /// The data path hit a fatal producer error. If another instance took over, our own state
+    /// writer is fenced too: then this instance stops mirroring and says why. Otherwise it was a
+    /// genuine producer failure: start a new data path and resume every mirroring partition from
+    /// its committed position (the new producer's init aborts anything left open), so nothing is
+    /// lost or duplicated.
+    pub(super) async fn after_pipe_fatal(&mut self, mirror: &str, message: String) {
+        let probe = {
+            let m = &self.mirrors[mirror];
+            persist::mirror(&m.stored, self.state_partitions)
+        };
+        self.pending_writes.push(probe);
+        let probed = self.flush().await;
+        if self.fenced.is_some() {
+            let why = format!("fenced: another kmirror instance now mirrors this destination ({message})");
+            tracing::error!(%mirror, "{why}");
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            m.fenced = true;
+            m.data_path = why;
+            return;
+        }
+        if let Err(e) = probed {
+            // The destination itself is unavailable: try again later (with backoff).
+            let m = self.mirrors.get_mut(mirror).expect("known");
+            m.pipe_restarts += 1;
+            let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+            m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
+            m.data_path = format!(
+                "retrying (attempt {}): the destination is unavailable ({e}); data path restarts in {:.1} s",
+                m.pipe_restarts,
+                delay.as_secs_f64()
+            );
+            return;
+        }
+        self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
+        tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
+        self.mirrors.get_mut(mirror).expect("known").data_path = format!("restarting after: {message}");
+        if let Some(rx) = self.spawn_pipe_for(mirror) {
+            self.wait_ready(vec![rx]).await;
+        }
+        let topics: Vec<String> = self.mirrors[mirror].topics.keys().cloned().collect();
+        for topic in topics {
+            let parts = self.topic_partitions_in(mirror, &topic, &[PartitionState::Mirroring]).unwrap_or_default();
+            if parts.is_empty() {
+                continue;
+            }
+            let req: Vec<_> = parts.iter().map(|p| (topic.clone(), *p, OffsetSpec::Latest)).collect();
+            let ends: BTreeMap<i32, i64> =
+                match self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await {
+                    Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+                    Err(e) => {
+                        for p in parts {
+                            self.fail(mirror, &topic, p, ErrorCode::DestinationUnavailable, e.to_string());
+                        }
+                        continue;
+                    }
+                };
+            let specs: Vec<AssignSpec> = parts
+                .iter()
+                .filter_map(|p| {
+                    let pos = self.mirrors[mirror].topics[&topic].partitions[p].record.position?;
+                    Some(AssignSpec {
+                        topic: topic.clone(),
+                        partition: *p,
+                        next_source_offset: Some(pos.next_source_offset),
+                        source_leader_epoch: (pos.source_leader_epoch >= 0).then_some(pos.source_leader_epoch),
+                        destination_next_offset: ends.get(p).copied().unwrap_or(0),
+                        destination_end_offset: pos.destination_end_offset,
+                    })
+                })
+                .collect();
+            self.assign(mirror, specs);
+        }
+        let _ = self.flush().await;
+    }
+
+    /// Retries FAILED partitions whose backoff is over, and re-runs unfinished stops.
+    pub(super) async fn retry_due(&mut self) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let due: Vec<(String, String)> = self
+            .mirrors
+            .iter_mut()
+            .filter_map(|(n, m)| match &m.restart_pipe_at {
+                Some((at, _)) if *at <= tokio::time::Instant::now() => {
+                    m.restart_pipe_at.take().map(|(_, msg)| (n.clone(), msg))
+                }
+                _ => None,
+            })
+            .collect();
+        for (mirror, message) in due {
+            self.after_pipe_fatal(&mirror, message).await;
+        }
+        let t = now();
+        let mut due: Vec<(String, String, i32)> = Vec::new();
+        for (mn, m) in &self.mirrors {
+            if m.fenced || m.cluster_id_status == ClusterIdStatus::Mismatch {
+                continue;
+            }
+            for (tn, topic) in &m.topics {
+                for (p, rt) in &topic.partitions {
+                    if rt.record.is_retry_due(t) {
+                        due.push((mn.clone(), tn.clone(), *p));
+                    }
+                }
+            }
+        }
+        let mut by_topic: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
+        for (m, tn, p) in due {
+            if self.apply(&m, &tn, p, Event::Retry).is_ok() {
+                by_topic.entry((m, tn)).or_default().push(p);
+            }
+        }
+        if by_topic.is_empty() {
+            return;
+        }
+        if self.flush().await.is_err() {
+            return;
+        }
+        for ((m, tn), parts) in by_topic {
+            let mut prepare = Vec::new();
+            let mut stopping = Vec::new();
+            let mut pausing = Vec::new();
+            for p in parts {
+                match self.mirrors[&m].topics[&tn].partitions[&p].record.state {
+                    PartitionState::Preparing => prepare.push(p),
+                    PartitionState::Stopping => stopping.push(p),
+                    PartitionState::Pausing => pausing.push(p),
+                    _ => {}
+                }
+            }
+            if !prepare.is_empty() {
+                let _ = self.prepare(&m, &tn, &prepare, None).await;
+            }
+            if !pausing.is_empty() {
+                // Unassign again: the data path may still hold them (that is why it failed).
+                let _ = self.finish_pause(&m, &tn, &pausing).await;
+            }
+            if !stopping.is_empty() {
+                let _ = self.finish_stop(&m, &tn, &stopping).await;
+            }
+            let _ = self.flush().await;
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! Periodic reads that feed the snapshot and the metadata sync: lag, source metadata (configs,
+//! partitions, cluster ID), offset-map pruning.
+
+use super::*;
+
+impl Coordinator {
+    pub(super) fn spawn_lag_refresh(&mut self) {
+        let dest = self.destination_admin.clone();
+        let now = tokio::time::Instant::now();
+        for (name, m) in self.mirrors.iter_mut() {
+            if m.lag_in_flight || m.topics.is_empty() || now < m.lag_due {
+                continue;
+            }
+            let keys: Vec<(String, i32)> =
+                m.topics.iter().flat_map(|(t, rt)| rt.partitions.keys().map(move |p| (t.clone(), *p))).collect();
+            m.lag_in_flight = true;
+            m.lag_due = now + lag_refresh_every(self.config.lag_refresh_interval, keys.len());
+            let source = m.source_admin.clone();
+            let dest = dest.clone();
+            let internal = self.internal_tx.clone();
+            let mirror = name.clone();
+            tokio::spawn(async move {
+                let (offsets, error) = read_offsets(&source, &dest, &keys).await;
+                let _ = internal.send(Internal::Lag { mirror, offsets, error });
+            });
+        }
+    }
+
+    pub(super) fn spawn_metadata_refresh(&mut self, only: Option<&str>) {
+        let t = now();
+        for (name, m) in self.mirrors.iter_mut() {
+            if only.is_some_and(|o| o != name) || m.fenced {
+                continue;
+            }
+            if m.metadata_in_flight {
+                m.metadata_again |= only.is_some();
+                continue;
+            }
+            m.metadata_in_flight = true;
+            let input = metadata::RefreshInput {
+                mirror: name.clone(),
+                sync: m.stored.spec.sync.clone(),
+                expected_cluster_id: m.stored.spec.expected_source_cluster_id.clone(),
+                source: m.source_admin.clone(),
+                destination: self.destination_admin.clone(),
+                topics: m
+                    .topics
+                    .iter()
+                    .map(|(tn, t)| metadata::TopicInput {
+                        name: tn.clone(),
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|(p, rt)| (*p, rt.record.state, rt.record.position))
+                            .collect(),
+                    })
+                    .collect(),
+                offset_maps: Arc::clone(&self.offset_maps),
+                created_acls: m.stored.created_acls.clone(),
+                applied_configs: m.applied_configs.clone(),
+                now: t,
+            };
+            let internal = self.internal_tx.clone();
+            let mirror = name.clone();
+            tokio::spawn(async move {
+                let report = metadata::refresh(input).await;
+                let _ = internal.send(Internal::Metadata { mirror, report: Box::new(report) });
+            });
+        }
+    }
+
+    /// Offset maps grow by a run per partition per transaction (the commit marker splits them), in
+    /// memory and as OffsetRuns records in the state topic. Reads the destination log start of
+    /// every partition that has a map, so [`Coordinator::prune_offset_maps`] can drop the batches
+    /// retention (or DeleteRecords) removed: a map then spans the destination's retention. Runs
+    /// with the metadata refresh; needs only the destination, so it goes on with the source down.
+    pub(super) fn spawn_offset_map_prune(&mut self, only: Option<&str>) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let keys_of: HashMap<String, Vec<(String, i32)>> = {
+            let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+            let mut by_mirror: HashMap<String, Vec<(String, i32)>> = HashMap::new();
+            for (mirror, topic, partition) in maps.keys() {
+                by_mirror.entry(mirror.clone()).or_default().push((topic.clone(), *partition));
+            }
+            by_mirror
+        };
+        for (name, m) in self.mirrors.iter_mut() {
+            if only.is_some_and(|o| o != name) || m.fenced || m.prune_in_flight {
+                continue;
+            }
+            let Some(keys) = keys_of.get(name) else { continue };
+            m.prune_in_flight = true;
+            let q: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+            let dest = self.destination_admin.clone();
+            let internal = self.internal_tx.clone();
+            let mirror = name.clone();
+            tokio::spawn(async move {
+                let starts = match dest.list_offsets(&q, IsolationLevel::ReadUncommitted).await {
+                    Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
+                    Err(e) => {
+                        // One topic the destination no longer has (a stopped topic its users
+                        // deleted; its map stays for offset translation) fails the whole answer.
+                        // Topic by topic, the others are still pruned; a failed read prunes
+                        // nothing of its topic this round, and the next refresh tries again.
+                        tracing::debug!(%mirror, "offset-map prune: destination log starts: {e}; asking per topic");
+                        let mut by_topic: BTreeMap<&str, Vec<(String, i32, OffsetSpec)>> = BTreeMap::new();
+                        for r in &q {
+                            by_topic.entry(r.0.as_str()).or_default().push(r.clone());
+                        }
+                        let mut starts = Vec::new();
+                        for (topic, requests) in by_topic {
+                            match dest.list_offsets(&requests, IsolationLevel::ReadUncommitted).await {
+                                Ok(v) => starts.extend(v.into_iter().map(|o| ((o.topic, o.partition), o.offset))),
+                                Err(e) => {
+                                    tracing::debug!(%mirror, topic, "offset-map prune: destination log starts: {e}")
+                                }
+                            }
+                        }
+                        starts
+                    }
+                };
+                let _ = internal.send(Internal::LogStarts { mirror, starts });
+            });
+        }
+    }
+
+    /// Drops the offset-map batches below each partition's destination log start, in memory, and
+    /// deletes their OffsetRuns records (tombstones) so a restart does not load them again. At most
+    /// [`PRUNE_BATCHES_PER_ROUND`] per mirror per round: a first prune after a long time must not
+    /// hold the coordinator (or the state topic) for long.
+    pub(super) async fn prune_offset_maps(&mut self, mirror: &str, starts: &[((String, i32), i64)]) {
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        m.prune_in_flight = false;
+        if self.fenced.is_some() || m.fenced || starts.is_empty() {
+            return;
+        }
+        let mut budget = PRUNE_BATCHES_PER_ROUND;
+        let mut writes = Vec::new();
+        {
+            let topic_ids = m.topic_ids.read().unwrap_or_else(|e| e.into_inner());
+            let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+            for ((topic, partition), log_start) in starts {
+                if budget == 0 {
+                    break;
+                }
+                let (Some(topic_id), Some(map)) =
+                    (topic_ids.get(topic), maps.get_mut(&(mirror.to_string(), topic.clone(), *partition)))
+                else {
+                    continue;
+                };
+                let dropped = map.prune_stretches_below(*log_start, budget);
+                budget -= dropped.len();
+                writes.extend(dropped.into_iter().map(|first_destination_offset| {
+                    persist::offset_runs_tombstone(
+                        mirror,
+                        topic_id,
+                        *partition,
+                        first_destination_offset,
+                        self.state_partitions,
+                    )
+                }));
+            }
+        }
+        if writes.is_empty() {
+            return;
+        }
+        tracing::debug!(%mirror, batches = writes.len(), "offset maps pruned below the destination log start");
+        self.pending_writes.extend(writes);
+        if let Err(e) = self.flush().await {
+            // The records stay; the next start loads them and the next prune deletes them again.
+            tracing::warn!(%mirror, "offset-map prune: state write failed: {e}");
+        }
+    }
+
+    pub(super) fn cluster_id_mismatch(&mut self, mirror: &str, observed: &str, detail: &str) {
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        let first = m.cluster_id_status != ClusterIdStatus::Mismatch;
+        m.observed_cluster_id = Some(observed.to_string());
+        m.cluster_id_status = ClusterIdStatus::Mismatch;
+        m.cluster_id_checked_at = Some(now());
+        m.cluster_id_error = Some(detail.to_string());
+        if first {
+            // Logged once per state change, not on every refresh.
+            tracing::error!(%mirror, "source cluster ID mismatch, mirror halted: {detail}");
+        }
+        let targets: Vec<(String, i32)> = m
+            .topics
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.partitions
+                    .iter()
+                    .filter(|(_, p)| !matches!(p.record.state, PartitionState::Stopped | PartitionState::Failed))
+                    .map(move |(p, _)| (t.clone(), *p))
+            })
+            .collect();
+        if let Some(p) = &m.pipe {
+            // Halt: abort whatever is open and drop every partition from the data path.
+            let (reply, _rx) = tokio::sync::oneshot::channel();
+            let _ = p.tx.send(PipeCommand::Unassign {
+                partitions: targets.clone(),
+                finish: Finish::Abort,
+                fence: false,
+                reply,
+            });
+        }
+        for (t, p) in targets {
+            self.fail(mirror, &t, p, ErrorCode::SourceClusterIdMismatch, detail.to_string());
+        }
+    }
+
+    pub(super) async fn metadata_result(&mut self, mirror: &str, report: metadata::RefreshReport) {
+        let t = now();
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        m.metadata_in_flight = false;
+        let enabled = m.stored.spec.sync.clone();
+        let observed = match &report.cluster_id {
+            Ok(id) => id.clone(),
+            Err(e) => {
+                if m.cluster_id_status != ClusterIdStatus::Mismatch {
+                    if m.cluster_id_status != ClusterIdStatus::Unreachable {
+                        tracing::warn!(%mirror, "source cluster unreachable: {e}");
+                    }
+                    m.cluster_id_status = ClusterIdStatus::Unreachable;
+                    m.cluster_id_error = Some(e.clone());
+                    m.cluster_id_checked_at = Some(t);
+                }
+                // The syncs did not run either: say so per kind, so a sync that cannot reach
+                // its source is never shown as healthy.
+                metadata::mark_not_run(&mut m.sync, &enabled, &format!("source cluster unreachable: {e}"), t);
+                return;
+            }
+        };
+        if let Some(exp) = m.stored.spec.expected_source_cluster_id.clone()
+            && exp != observed
+        {
+            let detail = format!("the source cluster ID is {observed} but {exp} was expected");
+            metadata::mark_not_run(&mut m.sync, &enabled, &format!("halted: {detail}"), t);
+            self.cluster_id_mismatch(mirror, &observed, &detail);
+            let _ = self.flush().await;
+            return;
+        }
+        if m.cluster_id_status == ClusterIdStatus::Mismatch {
+            tracing::info!(%mirror, "source cluster ID matches again");
+        }
+        m.observed_cluster_id = Some(observed);
+        m.cluster_id_status = ClusterIdStatus::Ok;
+        m.cluster_id_error = None;
+        m.cluster_id_checked_at = Some(t);
+        for (kind, outcome) in [
+            (SyncKind::TopicConfigs, &report.configs),
+            (SyncKind::GroupOffsets, &report.groups),
+            (SyncKind::Acls, &report.acls),
+        ] {
+            if let Some(status) = metadata::status_mut(&mut m.sync, kind) {
+                let before = status.last_error.clone();
+                metadata::update_status(status, outcome, t);
+                if status.last_error.is_some() && status.last_error != before {
+                    tracing::warn!(%mirror, kind = kind.as_str(), "metadata sync failed: {}", status.last_error.as_deref().unwrap_or(""));
+                }
+                for w in &outcome.warnings {
+                    tracing::warn!(%mirror, "config drift: {w}");
+                }
+            }
+        }
+        m.applied_configs = report.applied_configs;
+        if report.groups.ran {
+            m.group_views = report.group_views;
+        }
+        if let Some(created) = report.created_acls {
+            m.stored.created_acls = created;
+            let w = persist::mirror(&m.stored, self.state_partitions);
+            self.pending_writes.push(w);
+        }
+        // Source topic deleted (two refreshes in a row), recreated (new topic ID), or resized.
+        let m = self.mirrors.get_mut(mirror).expect("known");
+        let mut failures = Vec::new();
+        let mut grown = Vec::new();
+        for (tn, seen) in report.topics {
+            let Some(topic) = m.topics.get_mut(&tn) else { continue };
+            match seen {
+                None => {
+                    topic.missing_refreshes += 1;
+                    if topic.missing_refreshes >= 2 {
+                        failures.push((tn, ErrorCode::SourceTopicDeleted, "the source topic was deleted".to_string()));
+                    }
+                }
+                Some((id, _)) if id != topic.source_topic_id => {
+                    failures.push((
+                        tn,
+                        ErrorCode::SourceTopicRecreated,
+                        format!("the source topic was recreated: its ID was {} and is now {id}", topic.source_topic_id),
+                    ));
+                }
+                Some((_, n)) => {
+                    topic.missing_refreshes = 0;
+                    let have = topic.partitions.len();
+                    if n < have {
+                        failures.push((
+                            tn,
+                            ErrorCode::PartitionCountDecreased,
+                            format!("the source topic now has {n} partitions, the mirror has {have}"),
+                        ));
+                    } else if n > have && topic.partitions.values().any(|p| p.record.state == PartitionState::Mirroring)
+                    {
+                        grown.push((tn, n));
+                    }
+                }
+            }
+        }
+        for (tn, code, message) in failures {
+            let parts: Vec<i32> = self.mirrors[mirror].topics[&tn]
+                .partitions
+                .iter()
+                .filter(|(_, p)| !matches!(p.record.state, PartitionState::Stopped | PartitionState::Failed))
+                .map(|(p, _)| *p)
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let _ = self.unassign(mirror, &tn, &parts, Finish::Abort).await;
+            for p in parts {
+                self.fail(mirror, &tn, p, code, message.clone());
+            }
+        }
+        let _ = self.flush().await;
+        for (tn, n) in grown {
+            if let Err(p) = self.grow_topic(mirror, &tn, n).await {
+                tracing::warn!(%mirror, topic = %tn, "cannot mirror new partitions: {}", p.detail);
+            }
+        }
+    }
+
+    /// The source topic gained partitions: create them on the destination and start them
+    /// (UNKNOWN → PREPARING → MIRRORING).
+    pub(super) async fn grow_topic(&mut self, mirror: &str, topic: &str, partitions: usize) -> Result<(), Problem> {
+        let dest = self.destination_admin.clone();
+        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        if d.partitions.len() < partitions {
+            match dest.create_partitions(topic, partitions).await {
+                Ok(()) => {}
+                Err(e) if e.is("INVALID_PARTITIONS") => {}
+                Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            }
+            let mut visible = false;
+            for _ in 0..100 {
+                if let Ok(d) = dest.describe_topic(topic).await
+                    && d.partitions.len() >= partitions
+                    && d.partitions.iter().all(|p| p.leader.is_some())
+                {
+                    visible = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            if !visible {
+                return Err(Problem {
+                    kind: ProblemKind::DestinationUnavailable,
+                    detail: format!("new partitions of {topic:?} did not become available"),
+                });
+            }
+        }
+        let t = now();
+        let new: Vec<i32> = {
+            let rt = self.mirrors.get_mut(mirror).expect("known").topics.get_mut(topic).expect("known");
+            let first = rt.partitions.len() as i32;
+            let new: Vec<i32> = (first..partitions as i32).collect();
+            for p in &new {
+                rt.partitions.insert(*p, PartRt::new(PartitionRecord::new(t)));
+            }
+            new
+        };
+        tracing::info!(%mirror, %topic, "source partitions increased to {partitions}: mirroring the new ones");
+        self.queue_topic(mirror, topic);
+        for &p in &new {
+            let _ = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None });
+        }
+        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        self.prepare(mirror, topic, &new, None).await
+    }
+}
