@@ -9,14 +9,16 @@ use axum::response::{IntoResponse, Response};
 
 use crate::app::AppState;
 use crate::domain::secrets::{REDACTED, is_secret_property};
-use crate::engine::{MirrorSnapshot, MirrorSpec, MirrorUpdate, Snapshot, SourceSpec, SyncSpec, validate_mirror_name};
+use crate::engine::{
+    MirrorSnapshot, MirrorSpec, MirrorUpdate, ProblemKind, Snapshot, SourceSpec, SyncSpec, validate_mirror_name,
+};
 
 use super::auth::{AdminAuth, OperatorAuth, ViewerAuth};
 use super::dto::{
     ClusterResponse, HealthResponse, Mirror, MirrorCreateRequest, MirrorPath, MirrorResponse, MirrorUpdateRequest,
     MirrorsResponse, RefreshResponse, ts,
 };
-use super::problem::{ApiError, ProblemDetails, ProblemType};
+use super::problem::{ApiError, ProblemDetails};
 use super::{ApiJson, ApiPath, age_ms, now};
 
 /// Validates a new mirror's name: the engine's rules, and not `.` or `..` (a path segment
@@ -25,7 +27,7 @@ fn check_new_mirror_name(name: &str) -> Result<(), ApiError> {
     validate_mirror_name(name)?;
     if name == "." || name == ".." {
         return Err(ApiError::new(
-            ProblemType::InvalidName,
+            ProblemKind::InvalidName,
             format!("invalid mirror name {name:?}: '.' and '..' are not allowed"),
         ));
     }
@@ -49,7 +51,7 @@ fn scrub_secrets(e: ApiError, properties: &BTreeMap<String, String>) -> ApiError
 pub(super) fn find_mirror<'a>(snap: &'a Snapshot, name: &str) -> Result<&'a MirrorSnapshot, ApiError> {
     validate_mirror_name(name)?;
     snap.mirror(name)
-        .ok_or_else(|| ApiError::new(ProblemType::MirrorNotFound, format!("mirror {name:?} does not exist")))
+        .ok_or_else(|| ApiError::new(ProblemKind::MirrorNotFound, format!("mirror {name:?} does not exist")))
 }
 
 fn mirror_response(snap: &Snapshot, m: &MirrorSnapshot) -> MirrorResponse {
@@ -156,7 +158,7 @@ pub async fn mirror_create(
     state.engine.create_mirror(spec, caller.actor()).await.map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
     let m = find_mirror(&snap, &body.name)
-        .map_err(|_| ApiError::new(ProblemType::Internal, "the new mirror is missing from the snapshot"))?;
+        .map_err(|_| ApiError::new(ProblemKind::Internal, "the new mirror is missing from the snapshot"))?;
     let mut res = (StatusCode::CREATED, Json(mirror_response(&snap, m))).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/mirrors/{}", body.name)) {
         res.headers_mut().insert(header::LOCATION, v);
@@ -334,6 +336,7 @@ pub async fn mirror_refresh(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::problem::ProblemType;
 
     #[test]
     fn secrets_quoted_by_errors_are_redacted() {
@@ -341,9 +344,9 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let e = ApiError::new(ProblemType::InvalidName, "bad value \"hunter2-secret\" next to \"visible-id\"");
+        let e = ApiError::new(ProblemKind::InvalidName, "bad value \"hunter2-secret\" next to \"visible-id\"");
         let e = scrub_secrets(e, &props);
         assert_eq!(e.detail, "bad value \"[redacted]\" next to \"visible-id\"");
-        assert_eq!(e.problem, ProblemType::InvalidName);
+        assert_eq!(e.problem, ProblemType::Engine(ProblemKind::InvalidName));
     }
 }

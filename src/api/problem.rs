@@ -1,6 +1,8 @@
 //! Every error the REST API returns: RFC 9457 `application/problem+json` bodies whose `type` is a
-//! stable slug from ONE table ([`ProblemType`]). Engine problems ([`ProblemKind`]) map onto the
-//! same table, so a client branches on `type` alone, whatever layer refused its request.
+//! stable slug. Engine problems ([`ProblemKind`]) take slug, status and title from the engine's
+//! problem table (`engine/problem.rs`), which the dashboard reads too; problems only the API has
+//! (authentication, malformed requests) are the rows of [`ProblemType`] below. A client branches
+//! on `type` alone, whatever layer refused its request.
 //!
 //! `detail` is always safe to show a client: 5xx problems never carry internal text beyond what
 //! the engine already words for operators, and nothing here ever includes a token.
@@ -18,69 +20,50 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 
 macro_rules! problem_table {
     ($( $(#[$doc:meta])* $variant:ident => ($slug:literal, $status:ident, $title:literal), )+) => {
-        /// The stable problem types: slug, HTTP status and title. This is the one table; the
-        /// OpenAPI description of [`ProblemDetails`] lists the slugs from it.
+        /// The stable problem types: an engine problem kind (its row is in the engine's table) or
+        /// one of the API's own rows (slug, HTTP status and title). The OpenAPI description of
+        /// [`ProblemDetails`] lists the slugs of both.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ProblemType {
+            /// A problem the engine reports; slug, status and title come from [`ProblemKind`].
+            Engine(ProblemKind),
             $( $(#[$doc])* $variant, )+
         }
 
         impl ProblemType {
-            /// Every problem type, in table order.
-            pub const ALL: &'static [ProblemType] = &[$(ProblemType::$variant,)+];
+            /// The API's own problem types, in table order.
+            const API: &'static [ProblemType] = &[$(ProblemType::$variant,)+];
 
             /// The stable `type` slug.
             pub fn slug(self) -> &'static str {
-                match self { $(ProblemType::$variant => $slug,)+ }
+                match self {
+                    ProblemType::Engine(kind) => kind.slug(),
+                    $(ProblemType::$variant => $slug,)+
+                }
             }
 
             /// The HTTP status answered with this problem.
             pub fn status(self) -> StatusCode {
-                match self { $(ProblemType::$variant => StatusCode::$status,)+ }
+                match self {
+                    ProblemType::Engine(kind) => {
+                        StatusCode::from_u16(kind.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                    $(ProblemType::$variant => StatusCode::$status,)+
+                }
             }
 
             /// A short, human-readable summary that never changes between occurrences.
             pub fn title(self) -> &'static str {
-                match self { $(ProblemType::$variant => $title,)+ }
+                match self {
+                    ProblemType::Engine(kind) => kind.title(),
+                    $(ProblemType::$variant => $title,)+
+                }
             }
         }
     };
 }
 
 problem_table! {
-    // ----- engine problems (crate::engine::ProblemKind) -----
-    /// A mirror or topic name breaks the naming rules.
-    InvalidName => ("invalid-name", BAD_REQUEST, "Invalid name"),
-    /// A topic pattern is not a valid regular expression.
-    InvalidPattern => ("invalid-pattern", BAD_REQUEST, "Invalid topic pattern"),
-    /// A source or destination client property is refused: not on the allow list, loads code,
-    /// is set by kmirror itself, or a reference the policy does not allow. Names the property,
-    /// never its value.
-    InvalidProperty => ("invalid-property", UNPROCESSABLE_ENTITY, "Invalid client property"),
-    MirrorNotFound => ("mirror-not-found", NOT_FOUND, "Mirror not found"),
-    MirrorExists => ("mirror-exists", CONFLICT, "Mirror already exists"),
-    /// The topic does not exist on the source cluster.
-    TopicNotFound => ("topic-not-found", NOT_FOUND, "Topic not found"),
-    /// The topic is not part of the mirror.
-    TopicNotInMirror => ("topic-not-in-mirror", NOT_FOUND, "Topic not in mirror"),
-    /// The requested lifecycle change is not allowed from the topic's current state.
-    IllegalTransition => ("illegal-transition", CONFLICT, "Illegal state transition"),
-    DestinationDiverged => ("destination-diverged", CONFLICT, "Destination diverged"),
-    DestinationTopicConflict => ("destination-topic-conflict", CONFLICT, "Destination topic conflict"),
-    SourceClusterIdMismatch => ("source-cluster-id-mismatch", CONFLICT, "Source cluster ID mismatch"),
-    /// The operator-supplied source does not answer (a problem with the request's source, so 422
-    /// rather than a 5xx of kmirror's own).
-    SourceUnreachable => ("source-unreachable", UNPROCESSABLE_ENTITY, "Source cluster unreachable"),
-    DestinationUnavailable => ("destination-unavailable", SERVICE_UNAVAILABLE, "Destination cluster unavailable"),
-    MirrorHasActiveTopics => ("mirror-has-active-topics", CONFLICT, "Mirror has topics that are not STOPPED"),
-    /// Another kmirror instance with the same instance ID took over; this one no longer writes.
-    Fenced => ("fenced", CONFLICT, "This instance is fenced"),
-    ShuttingDown => ("shutting-down", SERVICE_UNAVAILABLE, "Shutting down"),
-    Internal => ("internal", INTERNAL_SERVER_ERROR, "Internal error"),
-    /// A lifecycle call names or matches more than `MAX_TOPICS_PER_CALL` (1,000) topics, or a
-    /// mirror lists more than 100 group patterns; nothing was changed.
-    TooManyTopics => ("too-many-topics", BAD_REQUEST, "Too many topics in one call"),
-    // ----- API problems -----
     /// No credentials, or credentials that match no identity.
     Unauthorized => ("unauthorized", UNAUTHORIZED, "Authentication required"),
     /// The identity's role does not allow the operation.
@@ -111,28 +94,15 @@ problem_table! {
 }
 
 impl ProblemType {
-    /// The API problem type of an engine problem kind.
-    pub fn from_kind(kind: ProblemKind) -> ProblemType {
-        match kind {
-            ProblemKind::InvalidName => ProblemType::InvalidName,
-            ProblemKind::InvalidPattern => ProblemType::InvalidPattern,
-            ProblemKind::InvalidProperty => ProblemType::InvalidProperty,
-            ProblemKind::MirrorNotFound => ProblemType::MirrorNotFound,
-            ProblemKind::MirrorExists => ProblemType::MirrorExists,
-            ProblemKind::TopicNotFound => ProblemType::TopicNotFound,
-            ProblemKind::TopicNotInMirror => ProblemType::TopicNotInMirror,
-            ProblemKind::IllegalTransition => ProblemType::IllegalTransition,
-            ProblemKind::DestinationDiverged => ProblemType::DestinationDiverged,
-            ProblemKind::DestinationTopicConflict => ProblemType::DestinationTopicConflict,
-            ProblemKind::SourceClusterIdMismatch => ProblemType::SourceClusterIdMismatch,
-            ProblemKind::SourceUnreachable => ProblemType::SourceUnreachable,
-            ProblemKind::DestinationUnavailable => ProblemType::DestinationUnavailable,
-            ProblemKind::MirrorHasActiveTopics => ProblemType::MirrorHasActiveTopics,
-            ProblemKind::Fenced => ProblemType::Fenced,
-            ProblemKind::ShuttingDown => ProblemType::ShuttingDown,
-            ProblemKind::Internal => ProblemType::Internal,
-            ProblemKind::TooManyTopics => ProblemType::TooManyTopics,
-        }
+    /// Every problem type: the engine's kinds, then the API's own.
+    pub fn all() -> impl Iterator<Item = ProblemType> {
+        ProblemKind::ALL.iter().copied().map(ProblemType::Engine).chain(ProblemType::API.iter().copied())
+    }
+}
+
+impl From<ProblemKind> for ProblemType {
+    fn from(kind: ProblemKind) -> ProblemType {
+        ProblemType::Engine(kind)
     }
 }
 
@@ -179,8 +149,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(problem: ProblemType, detail: impl Into<String>) -> ApiError {
-        ApiError { problem, detail: detail.into(), bearer_error: None, retry_after_secs: None }
+    pub fn new(problem: impl Into<ProblemType>, detail: impl Into<String>) -> ApiError {
+        ApiError { problem: problem.into(), detail: detail.into(), bearer_error: None, retry_after_secs: None }
     }
 
     pub fn unauthorized(detail: impl Into<String>, invalid_token: bool) -> ApiError {
@@ -222,7 +192,7 @@ impl std::fmt::Display for ApiError {
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> ApiError {
-        ApiError::new(ProblemType::from_kind(e.kind()), e.to_string())
+        ApiError::new(e.kind(), e.to_string())
     }
 }
 
@@ -249,7 +219,7 @@ impl From<QueryRejection> for ApiError {
 
 impl From<PathRejection> for ApiError {
     fn from(r: PathRejection) -> ApiError {
-        ApiError::new(ProblemType::InvalidName, r.body_text())
+        ApiError::new(ProblemKind::InvalidName, r.body_text())
     }
 }
 
@@ -285,7 +255,7 @@ mod tests {
     #[test]
     fn slugs_are_unique_and_kebab_case() {
         let mut seen = std::collections::HashSet::new();
-        for p in ProblemType::ALL {
+        for p in ProblemType::all() {
             assert!(seen.insert(p.slug()), "duplicate slug {}", p.slug());
             assert!(p.slug().bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{}", p.slug());
             assert!(p.status().is_client_error() || p.status().is_server_error(), "{}", p.slug());
@@ -293,35 +263,20 @@ mod tests {
     }
 
     #[test]
-    fn every_engine_kind_keeps_its_slug() {
-        use ProblemKind::*;
-        for kind in [
-            InvalidName,
-            InvalidPattern,
-            MirrorNotFound,
-            MirrorExists,
-            TopicNotFound,
-            TopicNotInMirror,
-            IllegalTransition,
-            DestinationDiverged,
-            DestinationTopicConflict,
-            SourceClusterIdMismatch,
-            SourceUnreachable,
-            DestinationUnavailable,
-            MirrorHasActiveTopics,
-            Fenced,
-            ShuttingDown,
-            Internal,
-            TooManyTopics,
-        ] {
-            assert_eq!(ProblemType::from_kind(kind).slug(), kind.slug());
+    fn engine_kinds_answer_from_the_engine_table() {
+        for kind in ProblemKind::ALL {
+            let body = ApiError::from(EngineError::rejected(*kind, "x")).body();
+            assert_eq!(
+                (body.problem_type.as_str(), body.status, body.title.as_str()),
+                (kind.slug(), kind.status(), kind.title())
+            );
         }
     }
 
     #[test]
     fn the_schema_description_lists_every_slug_with_its_status() {
         let schema = serde_json::to_string(&<ProblemDetails as utoipa::PartialSchema>::schema()).unwrap();
-        for p in ProblemType::ALL {
+        for p in ProblemType::all() {
             let entry = format!("{} {}", p.slug(), p.status().as_u16());
             assert!(schema.contains(&entry), "ProblemDetails' doc must list `{entry}`");
         }

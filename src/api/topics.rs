@@ -11,8 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::domain::{PartitionState, Truncation};
 use crate::engine::{
-    LifecycleOp, MirrorSnapshot, PartitionSnapshot, TopicSelector, check_topic_count, validate_mirror_name,
-    validate_topic_name,
+    LifecycleOp, MirrorSnapshot, PartitionSnapshot, ProblemKind, TopicSelector, check_topic_count,
+    validate_mirror_name, validate_topic_name,
 };
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
@@ -82,7 +82,7 @@ pub async fn topic_get(
     let m = find_mirror(&snap, &mirror)?;
     validate_topic_name(&topic)?;
     let t = m.topic(&topic).ok_or_else(|| {
-        ApiError::new(ProblemType::TopicNotInMirror, format!("topic {topic:?} is not part of mirror {mirror:?}"))
+        ApiError::new(ProblemKind::TopicNotInMirror, format!("topic {topic:?} is not part of mirror {mirror:?}"))
     })?;
     Ok(Json(TopicResponse {
         mirror: m.name.clone(),
@@ -120,7 +120,7 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<Topi
             regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
                 .size_limit(1 << 20)
                 .build()
-                .map_err(|e| ApiError::new(ProblemType::InvalidPattern, format!("invalid pattern {pattern:?}: {e}")))?;
+                .map_err(|e| ApiError::new(ProblemKind::InvalidPattern, format!("invalid pattern {pattern:?}: {e}")))?;
             Ok(TopicSelector::Pattern(pattern))
         }
         _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics` and `pattern`")),
@@ -409,7 +409,7 @@ mod tests {
         let names = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
         assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None).is_ok());
         let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None).unwrap_err();
-        assert_eq!(e.problem, ProblemType::TooManyTopics);
+        assert_eq!(e.problem, ProblemType::Engine(ProblemKind::TooManyTopics));
         assert_eq!(e.problem.status().as_u16(), 400);
         assert!(e.detail.contains("at most 1000"), "{}", e.detail);
         let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None).unwrap_err();

@@ -186,57 +186,9 @@ impl LifecycleOp {
     }
 }
 
-/// A stable, machine-readable problem kind (the API's problem `type` slug).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProblemKind {
-    InvalidName,
-    InvalidPattern,
-    /// A client property is not accepted (allow list, reference policy or librdkafka's check).
-    InvalidProperty,
-    MirrorNotFound,
-    MirrorExists,
-    TopicNotFound,
-    TopicNotInMirror,
-    IllegalTransition,
-    DestinationDiverged,
-    DestinationTopicConflict,
-    SourceClusterIdMismatch,
-    SourceUnreachable,
-    DestinationUnavailable,
-    MirrorHasActiveTopics,
-    Fenced,
-    ShuttingDown,
-    Internal,
-    /// A call names (or its pattern matches) more topics than [`MAX_TOPICS_PER_CALL`], or a
-    /// mirror lists more group patterns than [`MAX_GROUP_PATTERNS`].
-    TooManyTopics,
-}
-
-impl ProblemKind {
-    pub fn slug(self) -> &'static str {
-        match self {
-            ProblemKind::InvalidName => "invalid-name",
-            ProblemKind::InvalidPattern => "invalid-pattern",
-            ProblemKind::InvalidProperty => "invalid-property",
-            ProblemKind::MirrorNotFound => "mirror-not-found",
-            ProblemKind::MirrorExists => "mirror-exists",
-            ProblemKind::TopicNotFound => "topic-not-found",
-            ProblemKind::TopicNotInMirror => "topic-not-in-mirror",
-            ProblemKind::IllegalTransition => "illegal-transition",
-            ProblemKind::DestinationDiverged => "destination-diverged",
-            ProblemKind::DestinationTopicConflict => "destination-topic-conflict",
-            ProblemKind::SourceClusterIdMismatch => "source-cluster-id-mismatch",
-            ProblemKind::SourceUnreachable => "source-unreachable",
-            ProblemKind::DestinationUnavailable => "destination-unavailable",
-            ProblemKind::MirrorHasActiveTopics => "mirror-has-active-topics",
-            ProblemKind::Fenced => "fenced",
-            ProblemKind::ShuttingDown => "shutting-down",
-            ProblemKind::Internal => "internal",
-            ProblemKind::TooManyTopics => "too-many-topics",
-        }
-    }
-}
+// The problem table (slug, HTTP status, title) lives in `problem.rs`.
+mod problem;
+pub use problem::ProblemKind;
 
 /// A per-topic failure of a lifecycle call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

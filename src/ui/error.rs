@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::engine::{EngineError, ProblemKind};
 
 use super::pages::{Chrome, ErrorPage, Toast};
-use super::view::{Viewer, problem_title};
+use super::view::Viewer;
 
 /// An error shown to a person.
 #[derive(Debug, Clone)]
@@ -52,29 +52,16 @@ impl UiError {
         UiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong in kmirror", detail)
     }
 
-    /// A whole engine call failed: a readable title from the problem kind, the engine's detail.
+    /// A whole engine call failed: the status and title of the problem kind from the engine's
+    /// problem table (the same the API answers with), and the engine's detail.
     pub fn engine(e: &EngineError) -> UiError {
-        let kind = e.kind();
-        let status = match kind {
-            ProblemKind::MirrorNotFound | ProblemKind::TopicNotFound | ProblemKind::TopicNotInMirror => {
-                StatusCode::NOT_FOUND
-            }
-            ProblemKind::InvalidName | ProblemKind::InvalidPattern | ProblemKind::InvalidProperty => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            ProblemKind::MirrorExists
-            | ProblemKind::IllegalTransition
-            | ProblemKind::DestinationDiverged
-            | ProblemKind::DestinationTopicConflict
-            | ProblemKind::MirrorHasActiveTopics => StatusCode::CONFLICT,
-            ProblemKind::SourceClusterIdMismatch | ProblemKind::SourceUnreachable => StatusCode::BAD_GATEWAY,
-            ProblemKind::DestinationUnavailable | ProblemKind::Fenced | ProblemKind::ShuttingDown => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ProblemKind::TooManyTopics => StatusCode::UNPROCESSABLE_ENTITY,
-        };
-        UiError::new(status, problem_title(kind), e.to_string())
+        UiError::problem(e.kind(), e.to_string())
+    }
+
+    /// A problem of kind `kind`, with its status and title from the problem table.
+    pub fn problem(kind: ProblemKind, detail: impl Into<String>) -> UiError {
+        let status = StatusCode::from_u16(kind.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        UiError::new(status, kind.title(), detail)
     }
 }
 
@@ -118,5 +105,25 @@ pub fn render(resp: Response, htmx: bool, viewer: Option<&Viewer>) -> Response {
     match page.render() {
         Ok(body) => (err.status, Html(body)).into_response(),
         Err(_) => (err.status, format!("{}: {}", err.title, err.detail)).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ApiError;
+
+    #[test]
+    fn pages_and_the_api_answer_every_engine_problem_alike() {
+        for kind in ProblemKind::ALL {
+            let e = EngineError::rejected(*kind, "detail");
+            let page = UiError::engine(&e);
+            let api = ApiError::from(e).into_response();
+            assert_eq!(page.status, api.status(), "{}", kind.slug());
+            assert!(page.status.is_client_error() || page.status.is_server_error(), "{}", kind.slug());
+            assert_eq!(page.title, kind.title());
+            let rendered = render(page.into_response(), false, None);
+            assert_eq!(rendered.status(), api.status(), "{}", kind.slug());
+        }
     }
 }

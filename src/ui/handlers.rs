@@ -248,6 +248,8 @@ pub async fn actions_post(
         UiOp::Failover => {
             let expected = if topics.len() == 1 { topics[0].as_str() } else { m.as_str() };
             if f.get("confirm") != expected {
+                // Page-only: the API has no typed confirmation, so no problem kind applies; 422
+                // says the form was read but its confirmation does not match.
                 return Err(UiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "Failover not confirmed",
@@ -322,7 +324,10 @@ pub async fn mirror_create_post(
     let bootstrap = f.get("bootstrap").to_string();
     let cluster_id = f.get("cluster_id").to_string();
     let properties_text = f.0.iter().find(|(k, _)| k == "properties").map(|(_, v)| v.clone()).unwrap_or_default();
-    let again = |error: String| -> Page {
+    // The form comes back with the error and the status the API would answer for the same
+    // request: the problem table's for an engine refusal, 400 (the API's invalid-body) for a
+    // form that cannot be read.
+    let again = |status: StatusCode, error: String| -> Page {
         let page = NewMirrorPage {
             chrome: Chrome::new("New mirror", "overview", Some(viewer.clone())),
             error: Some(error),
@@ -332,14 +337,14 @@ pub async fn mirror_create_post(
             cluster_id: cluster_id.clone(),
             properties: properties_text.clone(),
         };
-        Ok((StatusCode::UNPROCESSABLE_ENTITY, html(askama::Template::render(&page)?)).into_response())
+        Ok((status, html(askama::Template::render(&page)?)).into_response())
     };
     if bootstrap.is_empty() {
-        return again("Give the source cluster's bootstrap servers.".into());
+        return again(StatusCode::BAD_REQUEST, "Give the source cluster's bootstrap servers.".into());
     }
     let properties = match parse_properties(&properties_text) {
         Ok(p) => p,
-        Err(e) => return again(e),
+        Err(e) => return again(StatusCode::BAD_REQUEST, e),
     };
     let spec = MirrorSpec {
         name: name.clone(),
@@ -356,7 +361,7 @@ pub async fn mirror_create_post(
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),
         Err(e) => {
             let u = UiError::engine(&e);
-            again(format!("{}: {}", u.title, u.detail))
+            again(u.status, format!("{}: {}", u.title, u.detail))
         }
     }
 }
@@ -373,6 +378,7 @@ pub async fn mirror_delete_post(
     check_csrf(&viewer, &f, &headers)?;
     require(&viewer, Role::Admin, "deleting a mirror")?;
     if f.get("confirm") != m {
+        // Page-only, like the failover confirmation: the API has no typed confirmation.
         return Err(UiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Deletion not confirmed",

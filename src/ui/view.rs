@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use crate::auth::{Identity, Role};
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{
-    ClusterIdStatus, GroupSyncView, MirrorSnapshot, OperationView, PartitionSnapshot, ProblemKind, Snapshot, SyncKind,
+    ClusterIdStatus, GroupSyncView, MirrorSnapshot, OperationView, PartitionSnapshot, Snapshot, SyncKind,
     SyncStatus, TopicOutcome, TopicSnapshot,
 };
 
@@ -1468,30 +1468,6 @@ pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer)
 
 // ----- results and operations -----------------------------------------------------------------
 
-/// A readable title for a problem kind (never the raw slug alone).
-pub fn problem_title(k: ProblemKind) -> &'static str {
-    match k {
-        ProblemKind::InvalidName => "Invalid name",
-        ProblemKind::InvalidPattern => "Invalid pattern",
-        ProblemKind::InvalidProperty => "A client property is not accepted",
-        ProblemKind::MirrorNotFound => "No such mirror",
-        ProblemKind::MirrorExists => "A mirror with this name exists",
-        ProblemKind::TopicNotFound => "No such topic on the source",
-        ProblemKind::TopicNotInMirror => "Not a topic of this mirror",
-        ProblemKind::IllegalTransition => "Not possible in the current state",
-        ProblemKind::DestinationDiverged => "The destination has local writes",
-        ProblemKind::DestinationTopicConflict => "The destination topic is in the way",
-        ProblemKind::SourceClusterIdMismatch => "The source cluster ID does not match",
-        ProblemKind::SourceUnreachable => "The source cluster does not answer",
-        ProblemKind::DestinationUnavailable => "The destination cluster is unavailable",
-        ProblemKind::MirrorHasActiveTopics => "The mirror still has active topics",
-        ProblemKind::Fenced => "This kmirror instance was fenced by another one",
-        ProblemKind::ShuttingDown => "kmirror is shutting down",
-        ProblemKind::Internal => "Internal error",
-        ProblemKind::TooManyTopics => "Too many topics in one call",
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct OutcomeView {
     pub topic: String,
@@ -1506,7 +1482,7 @@ fn outcome_view(mirror: &str, o: &TopicOutcome) -> OutcomeView {
         topic: o.topic.clone(),
         href: topic_href(mirror, &o.topic),
         ok: o.ok,
-        title: o.error.as_ref().map_or_else(|| "accepted".to_string(), |e| problem_title(e.kind).to_string()),
+        title: o.error.as_ref().map_or_else(|| "accepted".to_string(), |e| e.kind.title().to_string()),
         detail: o.error.as_ref().map(|e| e.detail.clone()).unwrap_or_default(),
     }
 }

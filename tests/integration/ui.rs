@@ -440,7 +440,7 @@ fn operations_and_audit_render() {
     .unwrap();
     assert!(filtered.contains("Create mirror") && !filtered.contains(">Pause<"));
     let detail = pages::operation(&snap, &operations()[0], &viewer(Role::Viewer), now(), Part::Page).unwrap();
-    assert!(detail.contains("Not possible in the current state") && detail.contains("partition 1 is FAILED"));
+    assert!(detail.contains("Illegal state transition") && detail.contains("partition 1 is FAILED"));
     assert!(detail.contains("2/3 PAUSED"), "per-partition progress from the snapshot");
 }
 
@@ -928,7 +928,7 @@ async fn csrf_roles_and_pages_without_javascript() {
         .await;
     assert_eq!(r.status, 200);
     assert!(
-        r.text.contains("refused for 1 topic") && r.text.contains("Not possible in the current state"),
+        r.text.contains("refused for 1 topic") && r.text.contains("Illegal state transition"),
         "{}",
         r.text
     );
@@ -974,7 +974,7 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
             &[],
         )
         .await;
-    assert_eq!(r.status, 422);
+    assert_eq!(r.status, 400, "invalid-name, as the API answers");
     assert!(r.text.contains("Invalid name") && r.text.contains("bad name!"), "the form comes back with the error");
     let r = s
         .post(

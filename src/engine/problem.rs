@@ -1,0 +1,107 @@
+//! The one problem table: for every [`ProblemKind`] its stable slug, its HTTP status and its
+//! title. The engine records the slug (audit trail), the API answers with all three
+//! (`crate::api::ProblemType`), and the dashboard shows the title with the same status, so a
+//! problem reads and answers the same wherever it surfaces.
+//!
+//! The statuses are the API's contract (`openapi/openapi.json` lists them in `ProblemDetails`).
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! problem_kinds {
+    ($( $(#[$doc:meta])* $variant:ident => ($slug:literal, $status:literal, $title:literal), )+) => {
+        /// A stable, machine-readable problem kind (the API's problem `type` slug).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum ProblemKind {
+            $( $(#[$doc])* #[serde(rename = $slug)] $variant, )+
+        }
+
+        impl ProblemKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [ProblemKind] = &[$(ProblemKind::$variant,)+];
+
+            /// The stable slug: the API's problem `type`, the audit trail's error code.
+            pub const fn slug(self) -> &'static str {
+                match self { $(ProblemKind::$variant => $slug,)+ }
+            }
+
+            /// The HTTP status the API and the dashboard answer with.
+            pub const fn status(self) -> u16 {
+                match self { $(ProblemKind::$variant => $status,)+ }
+            }
+
+            /// A short, human-readable summary that never changes between occurrences (the API's
+            /// problem `title`, the dashboard's heading).
+            pub const fn title(self) -> &'static str {
+                match self { $(ProblemKind::$variant => $title,)+ }
+            }
+        }
+    };
+}
+
+problem_kinds! {
+    /// A mirror or topic name breaks the naming rules.
+    InvalidName => ("invalid-name", 400, "Invalid name"),
+    /// A topic pattern is not a valid regular expression.
+    InvalidPattern => ("invalid-pattern", 400, "Invalid topic pattern"),
+    /// A source or destination client property is refused: not on the allow list, loads code,
+    /// is set by kmirror itself, a reference the policy does not allow, or a value librdkafka
+    /// refuses. Names the property, never its value.
+    InvalidProperty => ("invalid-property", 422, "Invalid client property"),
+    MirrorNotFound => ("mirror-not-found", 404, "Mirror not found"),
+    MirrorExists => ("mirror-exists", 409, "Mirror already exists"),
+    /// The topic does not exist on the source cluster.
+    TopicNotFound => ("topic-not-found", 404, "Topic not found"),
+    /// The topic is not part of the mirror.
+    TopicNotInMirror => ("topic-not-in-mirror", 404, "Topic not in mirror"),
+    /// The requested lifecycle change is not allowed from the topic's current state.
+    IllegalTransition => ("illegal-transition", 409, "Illegal state transition"),
+    DestinationDiverged => ("destination-diverged", 409, "Destination diverged"),
+    DestinationTopicConflict => ("destination-topic-conflict", 409, "Destination topic conflict"),
+    SourceClusterIdMismatch => ("source-cluster-id-mismatch", 409, "Source cluster ID mismatch"),
+    /// The operator-supplied source does not answer (a problem with the request's source, so 422
+    /// rather than a 5xx of kmirror's own).
+    SourceUnreachable => ("source-unreachable", 422, "Source cluster unreachable"),
+    DestinationUnavailable => ("destination-unavailable", 503, "Destination cluster unavailable"),
+    MirrorHasActiveTopics => ("mirror-has-active-topics", 409, "Mirror has topics that are not STOPPED"),
+    /// Another kmirror instance with the same instance ID took over; this one no longer writes.
+    Fenced => ("fenced", 409, "This instance is fenced"),
+    ShuttingDown => ("shutting-down", 503, "Shutting down"),
+    Internal => ("internal", 500, "Internal error"),
+    /// A call names (or its pattern matches) more topics than
+    /// [`MAX_TOPICS_PER_CALL`](super::MAX_TOPICS_PER_CALL), or a mirror lists more group patterns
+    /// than [`MAX_GROUP_PATTERNS`](super::MAX_GROUP_PATTERNS); nothing was changed.
+    TooManyTopics => ("too-many-topics", 400, "Too many topics in one call"),
+}
+
+impl ProblemKind {
+    /// The kind whose slug is `slug` (audit records store slugs).
+    pub fn from_slug(slug: &str) -> Option<ProblemKind> {
+        ProblemKind::ALL.iter().copied().find(|k| k.slug() == slug)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_a_distinct_kebab_slug_and_an_error_status() {
+        let mut seen = std::collections::HashSet::new();
+        for k in ProblemKind::ALL {
+            assert!(seen.insert(k.slug()), "duplicate slug {}", k.slug());
+            assert!(k.slug().bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{}", k.slug());
+            assert!((400..600).contains(&k.status()), "{}: {}", k.slug(), k.status());
+            assert!(!k.title().is_empty(), "{}", k.slug());
+            assert_eq!(ProblemKind::from_slug(k.slug()), Some(*k));
+        }
+        assert_eq!(ProblemKind::from_slug("no-such-problem"), None);
+    }
+
+    #[test]
+    fn serde_uses_the_slug() {
+        for k in ProblemKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.slug().into()));
+            assert_eq!(serde_json::from_value::<ProblemKind>(k.slug().into()).unwrap(), *k);
+        }
+    }
+}
