@@ -15,7 +15,7 @@ use crate::domain::offset_map::Translation;
 use crate::domain::{MirrorPosition, PartitionState, Timestamp};
 use crate::kafka::{
     AclBinding, AclFilter, AclOperation, AclPermission, ConfigOp, ConfigSource, GroupOffset, GroupState,
-    IsolationLevel, KafkaAdmin, OffsetSpec, PatternType, ResourceType,
+    IsolationLevel, OffsetSpec, PatternType, ResourceType,
 };
 
 use super::SyncSpec;
@@ -34,8 +34,8 @@ pub(super) struct RefreshInput {
     pub mirror: String,
     pub sync: SyncSpec,
     pub expected_cluster_id: Option<String>,
-    pub source: KafkaAdmin,
-    pub destination: KafkaAdmin,
+    pub source: super::ports::Admin,
+    pub destination: super::ports::Admin,
     pub topics: Vec<TopicInput>,
     pub offset_maps: OffsetMaps,
     pub created_acls: Vec<AclBinding>,
@@ -83,7 +83,7 @@ pub(super) struct RefreshReport {
 /// Whether a failed sync call means the cluster does not offer the feature at all (a cluster
 /// denying a permission is shown the same way): an explicit "unsupported" answer, or a timeout
 /// from a cluster known to serve only the core APIs.
-fn unsupported(admin: &KafkaAdmin, e: &crate::kafka::KafkaError) -> bool {
+fn unsupported(admin: &dyn super::ports::ClusterAdmin, e: &crate::kafka::KafkaError) -> bool {
     e.is("_UNSUPPORTED_FEATURE")
         || e.is("UNSUPPORTED_VERSION")
         || e.is("SECURITY_DISABLED")

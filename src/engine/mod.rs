@@ -23,6 +23,7 @@
 mod coordinator;
 mod metadata;
 mod persist;
+mod ports;
 mod snapshot;
 
 use std::collections::BTreeMap;

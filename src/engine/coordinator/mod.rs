@@ -22,11 +22,12 @@ use crate::domain::{
     Truncation, roll_up, transition,
 };
 use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeEvent};
-use crate::kafka::state_log::{self, StateWriter};
-use crate::kafka::{IsolationLevel, KafkaAdmin, KafkaError, OffsetSpec};
+use crate::kafka::state_log;
+use crate::kafka::{IsolationLevel, KafkaError, OffsetSpec};
 
 use super::metadata;
 use super::persist::{self, Loaded, StoredMirror};
+use super::ports::{Admin, ClusterAdmin, Ports, StateStore};
 use super::snapshot::*;
 use super::*;
 
@@ -110,7 +111,7 @@ impl PipeRt {
 
 struct MirrorRt {
     stored: StoredMirror,
-    source_admin: KafkaAdmin,
+    source_admin: Admin,
     pipe: Option<PipeRt>,
     data_path: String,
     fenced: bool,
@@ -168,10 +169,12 @@ enum Internal {
 
 pub(super) struct Coordinator {
     config: EngineConfig,
-    destination_admin: KafkaAdmin,
+    destination_admin: Admin,
     destination_cluster_id: String,
     destination_brokers: Vec<BrokerSnapshot>,
-    writer: Arc<StateWriter>,
+    writer: Arc<dyn StateStore>,
+    /// The clusters, the state topic and the data paths (`engine::ports`).
+    ports: Arc<dyn Ports>,
     state_partitions: i32,
     mirrors: BTreeMap<String, MirrorRt>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
@@ -195,39 +198,30 @@ fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
 }
 
 pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), EngineError> {
+    let ports = super::ports::KafkaPorts::connect(&config).map_err(|e| EngineError::Destination(e.to_string()))?;
+    start_with_ports(config, Arc::new(ports)).await
+}
+
+/// [`start`] on the given clusters (the unit tests give it a fake: `engine::fake`).
+pub(super) async fn start_with_ports(
+    config: EngineConfig,
+    ports: Arc<dyn Ports>,
+) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), EngineError> {
     let dest_err = |e: KafkaError| EngineError::Destination(e.to_string());
-    let destination_admin =
-        KafkaAdmin::connect(&config.destination_bootstrap, &config.destination_properties, config.request_timeout)
-            .map_err(dest_err)?;
+    let destination_admin = ports.destination();
     let cluster = destination_admin.describe_cluster().await.map_err(dest_err)?;
     let state_partitions =
-        state_log::ensure_state_topic(&destination_admin, &config.state_topic, config.state_partitions)
-            .await
-            .map_err(dest_err)?;
+        ports.ensure_state_topic(&config.state_topic, config.state_partitions).await.map_err(dest_err)?;
 
     // First read: which mirrors exist.
-    let records = read_state(&config, &destination_admin).await?;
+    let records = read_state(&config, &*ports).await?;
     let (loaded, warnings) = persist::load(&records);
     for w in &warnings {
         tracing::warn!(target: "kmirror::state", "{w}");
     }
 
     // The engine-level writer: creating it fences any earlier instance's writer.
-    let writer = {
-        let c = config.clone();
-        tokio::task::spawn_blocking(move || {
-            StateWriter::new(
-                &c.destination_bootstrap,
-                &c.destination_properties,
-                &format!("{}.state", c.instance_id),
-                &c.state_topic,
-                c.request_timeout,
-            )
-        })
-        .await
-        .map_err(|e| EngineError::Destination(e.to_string()))?
-        .map_err(dest_err)?
-    };
+    let writer = ports.open_state_writer(&config).await.map_err(dest_err)?;
 
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (internal_tx, internal_rx) = mpsc::unbounded_channel();
@@ -241,7 +235,8 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
             .iter()
             .map(|n| BrokerSnapshot { id: n.id, host: n.host.clone(), port: n.port, rack: n.rack.clone() })
             .collect(),
-        writer: Arc::new(writer),
+        writer,
+        ports: Arc::clone(&ports),
         state_partitions,
         mirrors: BTreeMap::new(),
         snapshot_tx,
@@ -266,7 +261,7 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
         }
     }
     coord.wait_ready(ready).await;
-    let records = read_state(&config, &coord.destination_admin).await?;
+    let records = read_state(&config, &*ports).await?;
     let (mut loaded, _) = persist::load(&records);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
@@ -285,16 +280,11 @@ pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::
     Ok((handle, join))
 }
 
-async fn read_state(config: &EngineConfig, admin: &KafkaAdmin) -> Result<Vec<state_log::LogRecord>, EngineError> {
-    state_log::read_to_end(
-        admin,
-        &config.destination_bootstrap,
-        &config.destination_properties,
-        &config.state_topic,
-        config.request_timeout * 4,
-    )
-    .await
-    .map_err(|e| EngineError::Destination(format!("cannot read {}: {e}", config.state_topic)))
+async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<state_log::LogRecord>, EngineError> {
+    ports
+        .read_state(config)
+        .await
+        .map_err(|e| EngineError::Destination(format!("cannot read {}: {e}", config.state_topic)))
 }
 
 /// The most often background events republish the snapshot.
@@ -532,7 +522,7 @@ impl Coordinator {
     /// the data path's producer is initialised (and any predecessor fenced).
     fn add_mirror(&mut self, stored: StoredMirror) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let name = stored.spec.name.clone();
-        let source_admin = match KafkaAdmin::connect(
+        let source_admin = match self.ports.connect_source(
             &stored.spec.source.bootstrap_servers,
             &stored.spec.source.properties,
             self.config.request_timeout.min(Duration::from_secs(10)),
@@ -541,7 +531,8 @@ impl Coordinator {
             Err(e) => {
                 tracing::error!(mirror = %name, "cannot create source client: {e}");
                 // A broken client config: keep the mirror visible with the reason.
-                KafkaAdmin::connect(&stored.spec.source.bootstrap_servers, &BTreeMap::new(), Duration::from_secs(5))
+                self.ports
+                    .connect_source(&stored.spec.source.bootstrap_servers, &BTreeMap::new(), Duration::from_secs(5))
                     .ok()?
             }
         };
@@ -615,7 +606,7 @@ impl Coordinator {
                 }
             }
         });
-        match pipe::spawn(config, encode, ev_tx, self.runtime.clone()) {
+        match self.ports.spawn_data_path(config, encode, ev_tx, self.runtime.clone()) {
             Ok((tx, join)) => {
                 m.pipe = Some(PipeRt { tx, join: Some(join) });
                 Some(ready_rx)
@@ -720,7 +711,7 @@ impl Coordinator {
         let m = self.mirrors.get_mut(name).expect("checked above");
         m.stored = stored;
         if source_changed {
-            match KafkaAdmin::connect(
+            match self.ports.connect_source(
                 &m.stored.spec.source.bootstrap_servers,
                 &m.stored.spec.source.properties,
                 self.config.request_timeout.min(Duration::from_secs(10)),
@@ -954,8 +945,8 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
 }
 
 async fn read_offsets(
-    source: &KafkaAdmin,
-    dest: &KafkaAdmin,
+    source: &dyn ClusterAdmin,
+    dest: &dyn ClusterAdmin,
     keys: &[(String, i32)],
 ) -> (Vec<((String, i32), Offsets)>, Option<String>) {
     let mut out: HashMap<(String, i32), Offsets> = keys.iter().map(|k| (k.clone(), Offsets::default())).collect();

@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::kafka::{ClusterDescription, KafkaAdmin, KafkaResult, TopicDescription};
+use crate::engine::ports::{Admin, ClusterAdmin, Ports};
+use crate::kafka::{ClusterDescription, KafkaResult, TopicDescription};
 
 use super::{Coordinator, Internal, not_found};
 use crate::engine::snapshot::ClusterIdStatus;
@@ -85,7 +86,7 @@ pub(super) struct StartJob {
 /// A start's mirror topics that [`start_survey`] may create ahead of `start_topic`: topics no
 /// mirror has, on a source whose cluster ID is the expected one.
 struct Precreate {
-    destination: KafkaAdmin,
+    destination: Admin,
     expected_cluster_id: String,
     /// Topics some mirror already has: never created here (a restart, or another mirror's topic
     /// that the start refuses).
@@ -103,9 +104,9 @@ pub(super) struct Survey {
 
 /// Connects to a new mirror's source and asks for its cluster ID. Runs in its own task: an
 /// unreachable source takes [`CREATE_PROBE_TIMEOUT`] to give up.
-async fn create_probe(source: SourceSpec) -> Result<ClusterDescription, EngineError> {
+async fn create_probe(ports: &dyn Ports, source: SourceSpec) -> Result<ClusterDescription, EngineError> {
     let admin =
-        KafkaAdmin::connect(&source.bootstrap_servers, &source.properties, CREATE_PROBE_TIMEOUT).map_err(|e| {
+        ports.connect_source(&source.bootstrap_servers, &source.properties, CREATE_PROBE_TIMEOUT).map_err(|e| {
             EngineError::rejected(ProblemKind::InvalidName, format!("invalid source client properties: {e}"))
         })?;
     let cluster = admin.describe_cluster().await.map_err(|e| {
@@ -121,7 +122,7 @@ async fn create_probe(source: SourceSpec) -> Result<ClusterDescription, EngineEr
 /// partitions in one DescribeTopics. Names that break the naming rules or are internal topics are
 /// left to the coordinator, which refuses them without asking Kafka.
 async fn start_survey(
-    source: KafkaAdmin,
+    source: Admin,
     selector: TopicSelector,
     mirror_topics: Vec<String>,
     state_topic: String,
@@ -184,7 +185,7 @@ const MIRROR_TOPIC_VISIBLE_WITHIN: Duration = Duration::from_secs(10);
 /// lacks, the way `start_topic` creates one (the source's partition count and dynamic topic
 /// configs), and waits until they have leaders. Best effort: whatever fails here, `start_topic`
 /// does again and reports.
-async fn create_mirror_topics(source: &KafkaAdmin, destination: &KafkaAdmin, topics: Vec<(String, i32)>) {
+async fn create_mirror_topics(source: &dyn ClusterAdmin, destination: &dyn ClusterAdmin, topics: Vec<(String, i32)>) {
     if topics.is_empty() {
         return;
     }
@@ -278,8 +279,9 @@ impl Coordinator {
         }
         self.off_loop.creating.insert(spec.name.clone());
         let internal = self.internal_tx.clone();
+        let ports = std::sync::Arc::clone(&self.ports);
         tokio::spawn(async move {
-            let cluster = create_probe(spec.source.clone()).await;
+            let cluster = create_probe(&*ports, spec.source.clone()).await;
             let _ = internal.send(Internal::OffLoop(Box::new(Done::Probed { spec, actor, reply, cluster })));
         });
     }
@@ -405,7 +407,7 @@ impl Coordinator {
     }
 
     /// The source's cluster, for a start: from its survey, or asked now.
-    pub(super) async fn source_cluster(&self, source: &KafkaAdmin) -> KafkaResult<ClusterDescription> {
+    pub(super) async fn source_cluster(&self, source: &dyn ClusterAdmin) -> KafkaResult<ClusterDescription> {
         match &self.off_loop.survey {
             Some(s) => s.cluster.clone(),
             None => source.describe_cluster().await,
@@ -413,7 +415,7 @@ impl Coordinator {
     }
 
     /// A source topic's ID and partitions, for a start: from its survey, or asked now.
-    pub(super) async fn source_topic(&self, source: &KafkaAdmin, topic: &str) -> KafkaResult<TopicDescription> {
+    pub(super) async fn source_topic(&self, source: &dyn ClusterAdmin, topic: &str) -> KafkaResult<TopicDescription> {
         match self.off_loop.survey.as_ref().and_then(|s| s.topics.get(topic)) {
             Some(described) => described.clone(),
             None => source.describe_topic(topic).await,
@@ -421,7 +423,7 @@ impl Coordinator {
     }
 
     /// The source's topics, for a start with a pattern: from its survey, or asked now.
-    pub(super) async fn source_listing(&self, source: &KafkaAdmin) -> KafkaResult<Vec<String>> {
+    pub(super) async fn source_listing(&self, source: &dyn ClusterAdmin) -> KafkaResult<Vec<String>> {
         match self.off_loop.survey.as_ref().and_then(|s| s.listing.as_ref()) {
             Some(listed) => Ok(listed.clone()),
             None => source.list_topics().await,

@@ -1,0 +1,379 @@
+//! The clusters as the coordinator sees them: the seams between the engine and Kafka.
+//!
+//! The coordinator reaches the outside world only through these traits:
+//!
+//! - [`ClusterAdmin`]: the admin calls it (and the metadata sync) make on the destination and on
+//!   each mirror's source. The method names and arguments are [`KafkaAdmin`]'s, so a call site
+//!   reads the same whichever implementation is behind it.
+//! - [`StateStore`]: the engine-level transactional writer of `__mirror_state`.
+//! - [`Ports`]: everything else, bundled: the destination's admin client, connecting a source,
+//!   creating and reading the state topic at startup, opening the state writer and starting a
+//!   mirror's data path (whose commands and events are already messages: `PipeCommand`,
+//!   `PipeEvent`).
+//!
+//! [`KafkaPorts`] is the real thing (thin wrappers over `crate::kafka`); `engine::start` uses it.
+//! The unit tests use an in-memory fake (`engine::fake`), so every edge the coordinator drives
+//! runs in milliseconds without a Kafka cluster.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
+use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter};
+use crate::kafka::{
+    AclBinding, AclFilter, ClusterDescription, ConfigEntry, ConfigOp, GroupDescription, GroupListing, GroupOffset,
+    IsolationLevel, KafkaAdmin, KafkaError, KafkaResult, ListedOffset, OffsetSpec, TopicDescription,
+};
+
+use super::EngineConfig;
+
+/// An admin client as the coordinator holds it.
+pub(crate) type Admin = Arc<dyn ClusterAdmin>;
+
+/// The admin calls the engine makes on a cluster (see [`KafkaAdmin`] for what each one does).
+pub(crate) trait ClusterAdmin: Send + Sync {
+    /// True once the cluster has shown it serves only the core APIs ([`KafkaAdmin::is_limited`]).
+    fn is_limited(&self) -> bool;
+    fn describe_cluster(&self) -> BoxFuture<'_, KafkaResult<ClusterDescription>>;
+    fn describe_topics<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<TopicDescription>>>>;
+    fn describe_topic<'a>(&'a self, name: &'a str) -> BoxFuture<'a, KafkaResult<TopicDescription>>;
+    fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>>;
+    fn list_offsets<'a>(
+        &'a self,
+        requests: &'a [(String, i32, OffsetSpec)],
+        isolation: IsolationLevel,
+    ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>>;
+    fn describe_topic_configs<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, KafkaResult<Vec<ConfigEntry>>>;
+    fn alter_topic_configs<'a>(
+        &'a self,
+        topic: &'a str,
+        ops: &'a [(String, ConfigOp)],
+    ) -> BoxFuture<'a, KafkaResult<()>>;
+    fn create_topic<'a>(
+        &'a self,
+        name: &'a str,
+        partitions: i32,
+        replication: i32,
+        configs: &'a [(String, String)],
+    ) -> BoxFuture<'a, KafkaResult<()>>;
+    fn create_partitions<'a>(&'a self, topic: &'a str, total: usize) -> BoxFuture<'a, KafkaResult<()>>;
+    fn delete_records<'a>(&'a self, topic: &'a str, partitions: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>>;
+    fn list_consumer_groups(&self) -> BoxFuture<'_, KafkaResult<Vec<GroupListing>>>;
+    fn describe_consumer_groups<'a>(
+        &'a self,
+        groups: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<GroupDescription>>>>;
+    fn list_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        partitions: Option<&'a [(String, i32)]>,
+        require_stable: bool,
+    ) -> BoxFuture<'a, KafkaResult<Vec<GroupOffset>>>;
+    fn alter_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        offsets: &'a [GroupOffset],
+    ) -> BoxFuture<'a, KafkaResult<()>>;
+    fn describe_acls<'a>(&'a self, filter: &'a AclFilter) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>>;
+    fn create_acls<'a>(&'a self, bindings: &'a [AclBinding]) -> BoxFuture<'a, KafkaResult<()>>;
+    fn delete_acls<'a>(&'a self, filters: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>>;
+}
+
+/// The engine-level writer of `__mirror_state` (lifecycle transitions, mirror definitions,
+/// operations): every call is one transaction.
+pub(crate) trait StateStore: Send + Sync {
+    /// Writes `records` atomically. Blocking: the coordinator calls it on the blocking pool.
+    fn write(&self, records: &[StateWrite]) -> Result<(), StateWriteError>;
+}
+
+/// A data path's command sender and its thread (see [`pipe::spawn`]).
+pub(crate) type SpawnedDataPath = (std::sync::mpsc::Sender<PipeCommand>, std::thread::JoinHandle<()>);
+
+/// Everything the coordinator reaches outside itself.
+pub(crate) trait Ports: Send + Sync {
+    /// The destination cluster's admin client.
+    fn destination(&self) -> Admin;
+    /// An admin client for a mirror's source. Connecting is lazy: an unreachable cluster shows
+    /// up on the first call.
+    fn connect_source(
+        &self,
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> KafkaResult<Admin>;
+    /// Creates the state topic on the destination if needed; returns its partition count.
+    fn ensure_state_topic<'a>(&'a self, topic: &'a str, partitions: i32) -> BoxFuture<'a, KafkaResult<i32>>;
+    /// Every committed record of the state topic, from the beginning up to its end.
+    fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
+    /// Opens the engine-level state writer; opening it fences any earlier instance's.
+    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>>;
+    /// Starts a mirror's data path: commands go to the returned sender, events come on `events`.
+    fn spawn_data_path(
+        &self,
+        config: PipeConfig,
+        encode: EncodeProgress,
+        events: mpsc::UnboundedSender<PipeEvent>,
+        runtime: tokio::runtime::Handle,
+    ) -> std::io::Result<SpawnedDataPath>;
+}
+
+// ----- the real clusters ---------------------------------------------------------------------
+
+impl ClusterAdmin for KafkaAdmin {
+    fn is_limited(&self) -> bool {
+        KafkaAdmin::is_limited(self)
+    }
+    fn describe_cluster(&self) -> BoxFuture<'_, KafkaResult<ClusterDescription>> {
+        Box::pin(KafkaAdmin::describe_cluster(self))
+    }
+    fn describe_topics<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<TopicDescription>>>> {
+        Box::pin(KafkaAdmin::describe_topics(self, names))
+    }
+    fn describe_topic<'a>(&'a self, name: &'a str) -> BoxFuture<'a, KafkaResult<TopicDescription>> {
+        Box::pin(KafkaAdmin::describe_topic(self, name))
+    }
+    fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>> {
+        Box::pin(KafkaAdmin::list_topics(self))
+    }
+    fn list_offsets<'a>(
+        &'a self,
+        requests: &'a [(String, i32, OffsetSpec)],
+        isolation: IsolationLevel,
+    ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
+        Box::pin(KafkaAdmin::list_offsets(self, requests, isolation))
+    }
+    fn describe_topic_configs<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, KafkaResult<Vec<ConfigEntry>>> {
+        Box::pin(KafkaAdmin::describe_topic_configs(self, topic))
+    }
+    fn alter_topic_configs<'a>(
+        &'a self,
+        topic: &'a str,
+        ops: &'a [(String, ConfigOp)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::alter_topic_configs(self, topic, ops))
+    }
+    fn create_topic<'a>(
+        &'a self,
+        name: &'a str,
+        partitions: i32,
+        replication: i32,
+        configs: &'a [(String, String)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::create_topic(self, name, partitions, replication, configs))
+    }
+    fn create_partitions<'a>(&'a self, topic: &'a str, total: usize) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::create_partitions(self, topic, total))
+    }
+    fn delete_records<'a>(&'a self, topic: &'a str, partitions: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::delete_records(self, topic, partitions))
+    }
+    fn list_consumer_groups(&self) -> BoxFuture<'_, KafkaResult<Vec<GroupListing>>> {
+        Box::pin(KafkaAdmin::list_consumer_groups(self))
+    }
+    fn describe_consumer_groups<'a>(
+        &'a self,
+        groups: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<GroupDescription>>>> {
+        Box::pin(KafkaAdmin::describe_consumer_groups(self, groups))
+    }
+    fn list_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        partitions: Option<&'a [(String, i32)]>,
+        require_stable: bool,
+    ) -> BoxFuture<'a, KafkaResult<Vec<GroupOffset>>> {
+        Box::pin(KafkaAdmin::list_consumer_group_offsets(self, group, partitions, require_stable))
+    }
+    fn alter_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        offsets: &'a [GroupOffset],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::alter_consumer_group_offsets(self, group, offsets))
+    }
+    fn describe_acls<'a>(&'a self, filter: &'a AclFilter) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        Box::pin(KafkaAdmin::describe_acls(self, filter))
+    }
+    fn create_acls<'a>(&'a self, bindings: &'a [AclBinding]) -> BoxFuture<'a, KafkaResult<()>> {
+        Box::pin(KafkaAdmin::create_acls(self, bindings))
+    }
+    fn delete_acls<'a>(&'a self, filters: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        Box::pin(KafkaAdmin::delete_acls(self, filters))
+    }
+}
+
+/// A shared client is a client: `&Arc<dyn ClusterAdmin>` passes where `&dyn ClusterAdmin` is
+/// expected.
+impl<T: ClusterAdmin + ?Sized> ClusterAdmin for Arc<T> {
+    fn is_limited(&self) -> bool {
+        (**self).is_limited()
+    }
+    fn describe_cluster(&self) -> BoxFuture<'_, KafkaResult<ClusterDescription>> {
+        (**self).describe_cluster()
+    }
+    fn describe_topics<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<TopicDescription>>>> {
+        (**self).describe_topics(names)
+    }
+    fn describe_topic<'a>(&'a self, name: &'a str) -> BoxFuture<'a, KafkaResult<TopicDescription>> {
+        (**self).describe_topic(name)
+    }
+    fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>> {
+        (**self).list_topics()
+    }
+    fn list_offsets<'a>(
+        &'a self,
+        requests: &'a [(String, i32, OffsetSpec)],
+        isolation: IsolationLevel,
+    ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
+        (**self).list_offsets(requests, isolation)
+    }
+    fn describe_topic_configs<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, KafkaResult<Vec<ConfigEntry>>> {
+        (**self).describe_topic_configs(topic)
+    }
+    fn alter_topic_configs<'a>(
+        &'a self,
+        topic: &'a str,
+        ops: &'a [(String, ConfigOp)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).alter_topic_configs(topic, ops)
+    }
+    fn create_topic<'a>(
+        &'a self,
+        name: &'a str,
+        partitions: i32,
+        replication: i32,
+        configs: &'a [(String, String)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).create_topic(name, partitions, replication, configs)
+    }
+    fn create_partitions<'a>(&'a self, topic: &'a str, total: usize) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).create_partitions(topic, total)
+    }
+    fn delete_records<'a>(&'a self, topic: &'a str, partitions: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).delete_records(topic, partitions)
+    }
+    fn list_consumer_groups(&self) -> BoxFuture<'_, KafkaResult<Vec<GroupListing>>> {
+        (**self).list_consumer_groups()
+    }
+    fn describe_consumer_groups<'a>(
+        &'a self,
+        groups: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<GroupDescription>>>> {
+        (**self).describe_consumer_groups(groups)
+    }
+    fn list_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        partitions: Option<&'a [(String, i32)]>,
+        require_stable: bool,
+    ) -> BoxFuture<'a, KafkaResult<Vec<GroupOffset>>> {
+        (**self).list_consumer_group_offsets(group, partitions, require_stable)
+    }
+    fn alter_consumer_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        offsets: &'a [GroupOffset],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).alter_consumer_group_offsets(group, offsets)
+    }
+    fn describe_acls<'a>(&'a self, filter: &'a AclFilter) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        (**self).describe_acls(filter)
+    }
+    fn create_acls<'a>(&'a self, bindings: &'a [AclBinding]) -> BoxFuture<'a, KafkaResult<()>> {
+        (**self).create_acls(bindings)
+    }
+    fn delete_acls<'a>(&'a self, filters: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        (**self).delete_acls(filters)
+    }
+}
+
+impl StateStore for StateWriter {
+    fn write(&self, records: &[StateWrite]) -> Result<(), StateWriteError> {
+        StateWriter::write(self, records)
+    }
+}
+
+/// The real clusters: librdkafka clients, the state topic on the destination, data-path threads.
+#[derive(Debug)]
+pub(crate) struct KafkaPorts {
+    destination: KafkaAdmin,
+}
+
+impl KafkaPorts {
+    /// Connects the destination's admin client (lazily: nothing is asked yet).
+    pub(crate) fn connect(config: &EngineConfig) -> KafkaResult<KafkaPorts> {
+        let destination =
+            KafkaAdmin::connect(&config.destination_bootstrap, &config.destination_properties, config.request_timeout)?;
+        Ok(KafkaPorts { destination })
+    }
+}
+
+impl Ports for KafkaPorts {
+    fn destination(&self) -> Admin {
+        Arc::new(self.destination.clone())
+    }
+
+    fn connect_source(
+        &self,
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> KafkaResult<Admin> {
+        Ok(Arc::new(KafkaAdmin::connect(bootstrap, properties, timeout)?))
+    }
+
+    fn ensure_state_topic<'a>(&'a self, topic: &'a str, partitions: i32) -> BoxFuture<'a, KafkaResult<i32>> {
+        Box::pin(state_log::ensure_state_topic(&self.destination, topic, partitions))
+    }
+
+    fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+        Box::pin(state_log::read_to_end(
+            &self.destination,
+            &config.destination_bootstrap,
+            &config.destination_properties,
+            &config.state_topic,
+            config.request_timeout * 4,
+        ))
+    }
+
+    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
+        let c = config.clone();
+        Box::pin(async move {
+            let writer = tokio::task::spawn_blocking(move || {
+                StateWriter::new(
+                    &c.destination_bootstrap,
+                    &c.destination_properties,
+                    &format!("{}.state", c.instance_id),
+                    &c.state_topic,
+                    c.request_timeout,
+                )
+            })
+            .await
+            .map_err(|e| KafkaError::Task { operation: "open state writer", message: e.to_string() })??;
+            Ok(Arc::new(writer) as Arc<dyn StateStore>)
+        })
+    }
+
+    fn spawn_data_path(
+        &self,
+        config: PipeConfig,
+        encode: EncodeProgress,
+        events: mpsc::UnboundedSender<PipeEvent>,
+        runtime: tokio::runtime::Handle,
+    ) -> std::io::Result<SpawnedDataPath> {
+        pipe::spawn(config, encode, events, runtime)
+    }
+}
