@@ -355,7 +355,8 @@ fn pausing_actions() -> Vec<Action> {
     vec![Action::Unassign, Action::CommitOpenTransaction]
 }
 
-fn stopping_actions() -> Vec<Action> {
+/// The STOPPING sequence: what a stop runs, and runs again when an earlier stop did not finish.
+pub fn stopping_actions() -> Vec<Action> {
     vec![Action::Unassign, Action::AbortOpenTransaction, Action::PersistLastMirrorEpochs, Action::FenceProducer]
 }
 

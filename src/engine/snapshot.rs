@@ -48,6 +48,76 @@ pub enum ClusterIdStatus {
     Unreachable,
 }
 
+/// What a mirror's data path is doing. The dashboard colours it by [`DataPathStatus::health`]
+/// and the API reports its words (`Display`) and its `status` slug.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum DataPathStatus {
+    /// No data path runs (no topic was started yet).
+    Idle,
+    /// The data path is being created (its producer fences any predecessor).
+    Starting,
+    /// Mirroring normally.
+    Running,
+    /// A transient failure: the open transaction was aborted and the data path, or the attempt
+    /// to create it, is retried after a backoff.
+    Retrying { attempt: u32, message: String },
+    /// Being replaced: the source connection changed, or after a producer failure.
+    Restarting { reason: String },
+    /// Another kmirror instance took this destination over: this instance is read-only.
+    Fenced { message: String },
+    /// It stopped or could not be created, and nothing retries it by itself.
+    Failed { message: String },
+}
+
+/// How an operator should read a status (the dashboard's colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Health {
+    Ok,
+    Idle,
+    Warning,
+    Critical,
+}
+
+impl DataPathStatus {
+    pub fn health(&self) -> Health {
+        match self {
+            DataPathStatus::Running => Health::Ok,
+            DataPathStatus::Idle => Health::Idle,
+            DataPathStatus::Starting | DataPathStatus::Retrying { .. } | DataPathStatus::Restarting { .. } => {
+                Health::Warning
+            }
+            DataPathStatus::Fenced { .. } | DataPathStatus::Failed { .. } => Health::Critical,
+        }
+    }
+
+    /// The stable slug (`running`, `retrying`, ...).
+    pub fn slug(&self) -> &'static str {
+        match self {
+            DataPathStatus::Idle => "idle",
+            DataPathStatus::Starting => "starting",
+            DataPathStatus::Running => "running",
+            DataPathStatus::Retrying { .. } => "retrying",
+            DataPathStatus::Restarting { .. } => "restarting",
+            DataPathStatus::Fenced { .. } => "fenced",
+            DataPathStatus::Failed { .. } => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for DataPathStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataPathStatus::Idle | DataPathStatus::Starting | DataPathStatus::Running => f.write_str(self.slug()),
+            DataPathStatus::Retrying { attempt, message } => write!(f, "retrying (attempt {attempt}): {message}"),
+            DataPathStatus::Restarting { reason } => write!(f, "restarting: {reason}"),
+            DataPathStatus::Fenced { message } => write!(f, "fenced: {message}"),
+            DataPathStatus::Failed { message } => write!(f, "failed: {message}"),
+        }
+    }
+}
+
 /// One mirror.
 #[derive(Debug, Clone, Serialize)]
 pub struct MirrorSnapshot {

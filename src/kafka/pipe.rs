@@ -178,7 +178,29 @@ pub struct FinalPosition {
     pub destination_end_offset: i64,
 }
 
-pub type Reply<T> = oneshot::Sender<Result<T, String>>;
+pub type Reply<T> = oneshot::Sender<Result<T, PipeError>>;
+
+/// Why the data path could not carry out a command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipeError {
+    /// The data path's thread is gone (it could not start, or it ended).
+    #[error("the data path stopped: {0}")]
+    Stopped(String),
+    /// The data path did not answer within the engine's deadline.
+    #[error("the data path did not answer in time")]
+    NoAnswer,
+    /// Another kmirror instance took this writer over; this data path is done for good.
+    #[error("fenced by another kmirror instance: {0}")]
+    Fenced(String),
+    /// Re-initialising the transactional producer (the fence of a stop) failed: the destination
+    /// did not answer.
+    #[error("fence: {0}")]
+    Fence(String),
+    /// A commit whose outcome is unknown could not be resolved yet (the destination does not
+    /// answer), so final positions cannot be given.
+    #[error("commit in doubt: {0}")]
+    InDoubt(String),
+}
 
 /// Commands the engine sends to a pipe.
 #[derive(Debug)]
@@ -314,8 +336,10 @@ pub fn spawn(
 fn reject(cmd: PipeCommand, why: &str) {
     match cmd {
         PipeCommand::Assign(_) => {}
-        PipeCommand::Unassign { reply, .. } => drop(reply.send(Err(why.to_string()))),
-        PipeCommand::Fence { reply } | PipeCommand::Shutdown { reply } => drop(reply.send(Err(why.to_string()))),
+        PipeCommand::Unassign { reply, .. } => drop(reply.send(Err(PipeError::Stopped(why.to_string())))),
+        PipeCommand::Fence { reply } | PipeCommand::Shutdown { reply } => {
+            drop(reply.send(Err(PipeError::Stopped(why.to_string()))))
+        }
     }
 }
 
@@ -557,13 +581,13 @@ impl Pipe {
                 let started = Instant::now();
                 // Final positions must not predate a commit whose outcome is still unknown.
                 if let Err(e) = self.recover() {
-                    let _ = reply.send(Err(e));
+                    let _ = reply.send(Err(PipeError::InDoubt(e)));
                     return false;
                 }
                 let mut r = self.unassign(&partitions, finish);
                 let unassigned = started.elapsed();
                 if fence && r.is_ok() {
-                    r = self.fence_checked().and(r).map_err(|e| format!("fence: {e}"));
+                    r = self.fence_checked().and(r);
                 }
                 tracing::debug!(
                     mirror = %self.config.mirror,
@@ -576,7 +600,7 @@ impl Pipe {
                 false
             }
             PipeCommand::Fence { reply } => {
-                let r = self.recover().and_then(|()| self.fence_checked());
+                let r = self.recover().map_err(PipeError::InDoubt).and_then(|()| self.fence_checked());
                 let _ = reply.send(r);
                 false
             }
@@ -1426,7 +1450,7 @@ impl Pipe {
         }
     }
 
-    fn unassign(&mut self, partitions: &[Key], finish: Finish) -> Result<Vec<FinalPosition>, String> {
+    fn unassign(&mut self, partitions: &[Key], finish: Finish) -> Result<Vec<FinalPosition>, PipeError> {
         if self.in_txn {
             match finish {
                 Finish::Commit => match self.commit() {
@@ -1439,7 +1463,7 @@ impl Pipe {
                     }
                     TxnOutcome::Fenced(m) => {
                         self.on_fenced(m.clone());
-                        return Err(m);
+                        return Err(PipeError::Fenced(m));
                     }
                 },
                 Finish::Abort => self.abort_and_rewind(),
@@ -1447,7 +1471,7 @@ impl Pipe {
         }
         // A commit (or abort) that just timed out left the producer broken: a commit in doubt may
         // have committed, so the final positions wait for its outcome (see `recover`).
-        self.recover()?;
+        self.recover().map_err(PipeError::InDoubt)?;
         let mut out = Vec::new();
         let mut removed = Vec::new();
         for key in partitions {
@@ -1469,11 +1493,11 @@ impl Pipe {
     }
 
     /// Fences, unless another instance already fenced this writer (then says so).
-    fn fence_checked(&mut self) -> Result<(), String> {
+    fn fence_checked(&mut self) -> Result<(), PipeError> {
         if self.fenced {
-            return Err("this writer was fenced by another kmirror instance".to_string());
+            return Err(PipeError::Fenced("this writer was fenced by another kmirror instance".to_string()));
         }
-        self.fence()
+        self.fence().map_err(PipeError::Fence)
     }
 
     fn fence(&mut self) -> Result<(), String> {

@@ -671,7 +671,7 @@ async fn restart_is_incremental_refuses_divergence_and_resyncs() {
     let r = eng.op(&mirror, &[&topic.name], start).await;
     let err = r.results[0].error.as_ref().expect("refused");
     assert_eq!(err.kind, ProblemKind::DestinationDiverged, "{r:?}");
-    assert!(err.detail.contains("partition 1: 3 local record offset(s)"), "{}", err.detail);
+    assert!(err.detail.contains("partition 1: the destination has 3 local records at offsets"), "{}", err.detail);
     assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Stopped), "refusal changes nothing");
     // Quarantine is not available yet: refused, nothing deleted.
     let r = eng

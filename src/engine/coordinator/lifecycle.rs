@@ -1,6 +1,8 @@
 //! Lifecycle calls: start (with its prepare), pause, resume and stop, each checked against the
 //! state machine, persisted, then carried out on the data path.
 
+use crate::domain::lineage::{LogBounds, Refusal, StartDecision, StartInput, decide_start, divergence};
+
 use super::*;
 
 impl Coordinator {
@@ -24,19 +26,22 @@ impl Coordinator {
         let operation_id = self.next_operation_id();
         let requested_at = now();
         let mut results = Vec::with_capacity(topics.len());
-        // A failover of many topics is one stop: one abort and one fence of the data path, not
-        // one per topic (1,000 partitions in 10 topics took 8 s the other way).
-        let mut stops = if matches!(op, LifecycleOp::Stop) && !validate_only {
-            Some(self.stop_topics(mirror, &topics).await.into_iter())
-        } else {
-            None
+        // Pause, resume and stop run as one batch: one commit (pause), one abort and one fence
+        // (stop), one assign (resume) for the data path, not one per topic (a failover of 1,000
+        // partitions in 10 topics took 8 s the other way).
+        let mut batched = match op {
+            _ if validate_only => None,
+            LifecycleOp::Stop => Some(self.stop_topics(mirror, &topics).await.into_iter()),
+            LifecycleOp::Pause => Some(self.pause_topics(mirror, &topics).await.into_iter()),
+            LifecycleOp::Resume => Some(self.resume_topics(mirror, &topics).await.into_iter()),
+            LifecycleOp::Start { .. } => None,
         };
         for topic in topics {
             // A stop or pause that arrived meanwhile goes first. Between two topics none is
             // half-done, so it sees consistent state (as if it had come before the next topic).
             self.serve_priority().await;
-            let outcome = if let Some(stop) = stops.as_mut().and_then(Iterator::next) {
-                stop
+            let outcome = if let Some(done) = batched.as_mut().and_then(Iterator::next) {
+                done
             } else {
                 // Internal topics are never started, whether named or matched by a pattern.
                 let checked = validate_topic_name(&topic).and_then(|()| match op {
@@ -48,11 +53,9 @@ impl Coordinator {
                     Ok(()) if validate_only => self.validate(mirror, &topic, op).await,
                     Ok(()) => match op {
                         LifecycleOp::Start { truncation } => self.start_topic(mirror, &topic, truncation).await,
-                        LifecycleOp::Pause => self.pause_topic(mirror, &topic).await,
-                        LifecycleOp::Resume => self.resume_topic(mirror, &topic).await,
-                        // Stops ran as one batch above; this arm is never taken.
-                        LifecycleOp::Stop => {
-                            Err(Problem { kind: ProblemKind::Internal, detail: "stop outcome missing".into() })
+                        // These ran as one batch above; this arm is never taken.
+                        LifecycleOp::Pause | LifecycleOp::Resume | LifecycleOp::Stop => {
+                            Err(Problem { kind: ProblemKind::Internal, detail: "batch outcome missing".into() })
                         }
                     },
                 }
@@ -99,7 +102,7 @@ impl Coordinator {
                 })?;
                 let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
                 if matches!(op, LifecycleOp::Start { .. }) {
-                    let listed = self.source_listing(&m.source_admin).await.map_err(|e| {
+                    let listed = self.source_listing(&*m.source_admin).await.map_err(|e| {
                         EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
                     })?;
                     let state_topic = &self.config.state_topic;
@@ -121,7 +124,7 @@ impl Coordinator {
             LifecycleOp::Stop => crate::domain::EventKind::Stop,
         };
         match m.topics.get(topic) {
-            None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&m.source_admin, topic).await {
+            None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&*m.source_admin, topic).await {
                 Ok(_) => Ok(()),
                 Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
                     kind: ProblemKind::TopicNotFound,
@@ -167,7 +170,7 @@ impl Coordinator {
         }
         let m = &self.mirrors[mirror];
         if m.fenced {
-            return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.clone() });
+            return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
         }
         if m.cluster_id_status == ClusterIdStatus::Mismatch {
             return Err(Problem {
@@ -221,7 +224,7 @@ impl Coordinator {
         let source = m.source_admin.clone();
         // Both read by the start's survey, off the loop, when there is one.
         let cluster =
-            self.source_cluster(&source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
+            self.source_cluster(&*source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
         if let Some(expected) = &m.stored.spec.expected_source_cluster_id
             && *expected != cluster.cluster_id
         {
@@ -229,7 +232,7 @@ impl Coordinator {
             self.cluster_id_mismatch(mirror, &cluster.cluster_id, &detail);
             return Err(Problem { kind: ProblemKind::SourceClusterIdMismatch, detail });
         }
-        let src = self.source_topic(&source, topic).await.map_err(|e| {
+        let src = self.source_topic(&*source, topic).await.map_err(|e| {
             if e.is("UNKNOWN_TOPIC_OR_PART") {
                 Problem {
                     kind: ProblemKind::TopicNotFound,
@@ -340,33 +343,41 @@ impl Coordinator {
             .map(|o| (o.partition, o.offset))
             .collect();
 
-        // A restart must not silently mirror over local writes (DESIGN.md section 5).
+        // A restart must not silently mirror over local writes (DESIGN.md section 5): refused
+        // before anything changes, with the lineage's own count and range (the same words as
+        // the refusal `prepare` gives a retry).
         if let Some(t) = &existing
             && truncation == Truncation::None
+            && t.partitions.values().any(|rt| rt.record.stop_point.is_some())
         {
+            let early: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Earliest)).collect();
+            let dest_starts: BTreeMap<i32, i64> = dest
+                .list_offsets(&early, IsolationLevel::ReadUncommitted)
+                .await
+                .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
+                .into_iter()
+                .map(|o| (o.partition, o.offset))
+                .collect();
             let mut diverged = Vec::new();
             for (p, rt) in &t.partitions {
                 if rt.record.state != PartitionState::Stopped {
                     continue;
                 }
                 if let Some(stop) = rt.record.stop_point {
-                    let hwm = dest_ends.get(p).copied().unwrap_or(0);
-                    if hwm > stop.destination_stop_offset {
-                        diverged.push(format!(
-                            "partition {p}: {} local record offset(s) in [{}, {hwm})",
-                            hwm - stop.destination_stop_offset,
-                            stop.destination_stop_offset
-                        ));
+                    let hwm = dest_ends.get(p).copied().unwrap_or(0).max(0);
+                    let bounds = LogBounds::new(dest_starts.get(p).copied().unwrap_or(0).clamp(0, hwm), hwm);
+                    if let Ok(divergence) = divergence(&stop, bounds)
+                        && divergence.is_diverged()
+                    {
+                        let why = Refusal::LocalWrites { lineage_end: stop.destination_stop_offset, divergence };
+                        diverged.push(format!("partition {p}: {why}"));
                     }
                 }
             }
             if !diverged.is_empty() {
                 return Err(Problem {
                     kind: ProblemKind::DestinationDiverged,
-                    detail: format!(
-                        "DESTINATION_DIVERGED: topic {topic:?} was written to after it stopped ({}); restart with truncation \"resync\" to delete them and mirror the source again",
-                        diverged.join("; ")
-                    ),
+                    detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
                 });
             }
         }
@@ -437,49 +448,72 @@ impl Coordinator {
                 }
             }
         };
+        // The other inputs of the start decision: the destination's log start (records below it
+        // are in nobody's way) and the source's (where a first start or a resync begins).
+        let early: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
+        let dest_starts: BTreeMap<i32, i64> = match dest.list_offsets(&early, IsolationLevel::ReadUncommitted).await {
+            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+            Err(e) => {
+                for p in partitions {
+                    self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, e.to_string());
+                }
+                return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
+            }
+        };
+        let source_starts: BTreeMap<i32, i64> = match source.list_offsets(&early, IsolationLevel::ReadCommitted).await {
+            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
+            Err(e) => {
+                for p in partitions {
+                    self.fail(mirror, topic, *p, ErrorCode::SourceUnreachable, e.to_string());
+                }
+                return Err(kafka_problem(ProblemKind::SourceUnreachable, &e));
+            }
+        };
+
+        // ComputeStartPosition: the lineage decides (domain::lineage::decide_start), here and in
+        // the dashboard's preview alike.
         let mut problem = None;
-        let (resync, plain): (Vec<i32>, Vec<i32>) = partitions
-            .iter()
-            .partition(|p| self.mirrors[mirror].topics[topic].partitions[*p].record.truncation.is_resync());
-        let mut go = Vec::with_capacity(partitions.len());
+        let mut go: Vec<(i32, MirrorPosition)> = Vec::with_capacity(partitions.len());
+        let mut resync: Vec<(i32, MirrorPosition)> = Vec::new();
         let mut diverged = Vec::new();
-        for p in plain {
+        for &p in partitions {
             let record = &self.mirrors[mirror].topics[topic].partitions[&p].record;
-            let hwm = ends.get(&p).copied().unwrap_or(0);
-            match (record.position, record.stop_point) {
-                (_, Some(stop)) if hwm > stop.destination_stop_offset => diverged.push((
-                    p,
-                    format!(
-                        "partition {p}: {} local record offset(s) in [{}, {hwm}) after the stop point",
-                        hwm - stop.destination_stop_offset,
-                        stop.destination_stop_offset
-                    ),
-                )),
-                (None, None) if hwm > 0 => diverged.push((
-                    p,
-                    format!("partition {p}: the destination already holds records (it ends at offset {hwm})"),
-                )),
-                _ => go.push(p),
+            let hwm = ends.remove(&p).unwrap_or(0);
+            let input = StartInput {
+                position: record.position,
+                stop: record.stop_point,
+                truncation: record.truncation,
+                destination: LogBounds::new(dest_starts.get(&p).copied().unwrap_or(0).clamp(0, hwm.max(0)), hwm.max(0)),
+                source_log_start_offset: source_starts.get(&p).copied().unwrap_or(0),
+            };
+            match decide_start(&input) {
+                Ok(d @ StartDecision::Incremental { .. }) => go.extend(d.start_position().map(|s| (p, s))),
+                Ok(d @ StartDecision::Resync { .. }) => resync.extend(d.start_position().map(|s| (p, s))),
+                Ok(StartDecision::Refuse(why)) => diverged.push((p, format!("partition {p}: {why}"))),
+                Err(e) => {
+                    tracing::warn!(%mirror, %topic, partition = p, "inconsistent lineage: {e}");
+                    self.fail(mirror, topic, p, ErrorCode::Internal, format!("inconsistent lineage: {e}"));
+                    problem = Some(Problem { kind: ProblemKind::Internal, detail: format!("partition {p}: {e}") });
+                }
             }
         }
         if !diverged.is_empty() {
-            let hint = "stop the topic, then start it with truncation \"resync\" to delete them and mirror the source";
             for (p, why) in &diverged {
-                self.fail(mirror, topic, *p, ErrorCode::DestinationDiverged, format!("{why}; {hint}"));
+                self.fail(mirror, topic, *p, ErrorCode::DestinationDiverged, why.clone());
             }
             let list: Vec<&str> = diverged.iter().map(|(_, why)| why.as_str()).collect();
             problem = Some(Problem {
                 kind: ProblemKind::DestinationDiverged,
-                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}; {hint}", list.join("; ")),
+                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", list.join("; ")),
             });
         }
         if !resync.is_empty() {
-            let dels: Vec<(i32, i64)> = resync.iter().map(|p| (*p, -1)).collect();
+            let dels: Vec<(i32, i64)> = resync.iter().map(|(p, _)| (*p, -1)).collect();
             if let Err(e) = dest.delete_records(topic, &dels).await {
                 let detail = format!(
                     "resync of {topic:?}: cannot delete the destination's records ({e}); nothing was mirrored, and the retry deletes them again first"
                 );
-                for p in &resync {
+                for (p, _) in &resync {
                     self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, detail.clone());
                 }
                 problem = Some(Problem { kind: ProblemKind::DestinationUnavailable, detail });
@@ -492,7 +526,7 @@ impl Coordinator {
                 let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
                 let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
                 let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
-                for p in &resync {
+                for (p, _) in &resync {
                     lineage.insert((topic.to_string(), *p));
                     let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
                     if let (Some(old), Some(topic_id)) = (old, &topic_id) {
@@ -501,7 +535,7 @@ impl Coordinator {
                         }));
                     }
                 }
-                go.extend(&resync);
+                go.extend(resync);
             }
         }
         if go.is_empty() {
@@ -509,43 +543,16 @@ impl Coordinator {
                 problem.unwrap_or_else(|| Problem { kind: ProblemKind::Internal, detail: "nothing to prepare".into() })
             );
         }
-        let req: Vec<_> = go.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
-        let starts: BTreeMap<i32, i64> = match source.list_offsets(&req, IsolationLevel::ReadCommitted).await {
-            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
-            Err(e) => {
-                for p in &go {
-                    self.fail(mirror, topic, *p, ErrorCode::SourceUnreachable, e.to_string());
-                }
-                return Err(kafka_problem(ProblemKind::SourceUnreachable, &e));
-            }
-        };
         let mut specs = Vec::new();
-        for &p in &go {
-            let rt = &self.mirrors[mirror].topics[topic].partitions[&p];
-            let hwm = ends.remove(&p).unwrap_or(0);
-            let start = match rt.record.position {
-                Some(pos) if !rt.record.truncation.is_resync() => MirrorPosition {
-                    next_source_offset: pos.next_source_offset,
-                    source_leader_epoch: pos.source_leader_epoch,
-                    destination_end_offset: pos.destination_end_offset.max(hwm),
-                },
-                _ => MirrorPosition {
-                    next_source_offset: starts.get(&p).copied().unwrap_or(0),
-                    source_leader_epoch: -1,
-                    destination_end_offset: hwm,
-                },
-            };
+        for (p, start) in go {
             match self.apply(mirror, topic, p, Event::Prepared { start }) {
                 Ok(actions) => {
-                    if actions.iter().any(|a| matches!(a, crate::domain::Action::Assign { .. })) {
-                        specs.push(AssignSpec {
-                            topic: topic.to_string(),
-                            partition: p,
-                            next_source_offset: Some(start.next_source_offset),
-                            source_leader_epoch: (start.source_leader_epoch >= 0).then_some(start.source_leader_epoch),
-                            destination_next_offset: hwm,
-                            destination_end_offset: start.destination_end_offset,
-                        });
+                    if let Some(from) = actions.iter().find_map(|a| match a {
+                        crate::domain::Action::Assign { from } => Some(*from),
+                        _ => None,
+                    }) {
+                        // The decision's destination end is the high watermark read above.
+                        specs.push(assign_spec(topic, p, from, start.destination_end_offset));
                     }
                 }
                 Err(e) if e.is_harmless() => {}
@@ -572,7 +579,7 @@ impl Coordinator {
         if let Some(p) = &m.pipe
             && p.tx.send(PipeCommand::Assign(specs)).is_err()
         {
-            m.data_path = "the data path thread has stopped".into();
+            m.data_path = DataPathStatus::Failed { message: "its thread has stopped".into() };
         }
     }
 
@@ -583,18 +590,6 @@ impl Coordinator {
         r
     }
 
-    /// Sends `Unassign` to the pipe and waits for the final positions.
-    pub(super) async fn unassign(
-        &mut self,
-        mirror: &str,
-        topic: &str,
-        partitions: &[i32],
-        finish: Finish,
-    ) -> Result<Vec<pipe::FinalPosition>, String> {
-        let parts = partitions.iter().map(|p| (topic.to_string(), *p)).collect();
-        self.unassign_many(mirror, parts, finish, false).await
-    }
-
     /// Removes partitions of any topics from the data path in one step (one abort, one fence).
     pub(super) async fn unassign_many(
         &mut self,
@@ -602,16 +597,16 @@ impl Coordinator {
         parts: Vec<(String, i32)>,
         finish: Finish,
         fence: bool,
-    ) -> Result<Vec<pipe::FinalPosition>, String> {
+    ) -> Result<Vec<pipe::FinalPosition>, PipeError> {
         let m = &self.mirrors[mirror];
         let Some(p) = &m.pipe else { return Ok(Vec::new()) };
         let (reply, rx) = tokio::sync::oneshot::channel();
-        p.tx.send(PipeCommand::Unassign { partitions: parts, finish, fence, reply })
-            .map_err(|_| "data path stopped".to_string())?;
+        let gone = || PipeError::Stopped("its thread has ended".into());
+        p.tx.send(PipeCommand::Unassign { partitions: parts, finish, fence, reply }).map_err(|_| gone())?;
         match tokio::time::timeout(self.config.request_timeout * 2, rx).await {
             Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err("data path stopped".into()),
-            Err(_) => Err("data path did not answer in time".into()),
+            Ok(Err(_)) => Err(gone()),
+            Err(_) => Err(PipeError::NoAnswer),
         }
     }
 
@@ -628,12 +623,6 @@ impl Coordinator {
         if rt.record.position.is_none_or(|cur| cur != pos && !pos.is_behind(&cur)) {
             let _ = self.apply(mirror, topic, f.partition, Event::Progress { position: pos });
         }
-    }
-
-    /// The destination's end offsets (high watermarks) of `parts` of `topic`.
-    pub(super) async fn destination_ends(&self, topic: &str, parts: &[i32]) -> Result<BTreeMap<i32, i64>, KafkaError> {
-        let keys: Vec<(String, i32)> = parts.iter().map(|p| (topic.to_string(), *p)).collect();
-        Ok(self.destination_ends_of(&keys).await?.into_iter().map(|((_, p), end)| (p, end)).collect())
     }
 
     /// The destination's end offsets of partitions of any topics, in one request.
@@ -680,189 +669,108 @@ impl Coordinator {
         Ok(())
     }
 
-    pub(super) async fn pause_topic(&mut self, mirror: &str, topic: &str) -> Result<(), Problem> {
-        self.first_rejection(mirror, topic, crate::domain::EventKind::Pause, "pause")?;
-        let parts = self.topic_partitions_in(mirror, topic, &[PartitionState::Mirroring])?;
-        if parts.is_empty() {
-            return Ok(());
-        }
-        for &p in &parts {
-            let _ = self.apply(mirror, topic, p, Event::Pause);
-        }
-        if let Err(e) = self.flush().await {
-            // PAUSING could not be recorded (the destination does not answer) and the data path
-            // still mirrors them: FAILED and retried like an unconfirmed pause, never left
-            // PAUSING in memory with nothing to move it on.
-            for &p in &parts {
-                self.fail(mirror, topic, p, ErrorCode::StateStoreUnavailable, format!("pause not recorded: {e}"));
-            }
-            let _ = self.flush().await;
-            return Err(Problem {
-                kind: e.kind(),
-                detail: format!("{e}; the partitions are FAILED and the pause is retried"),
-            });
-        }
-        self.finish_pause(mirror, topic, &parts).await.map_err(|e| Problem {
-            kind: ProblemKind::Internal,
-            detail: format!("pause: {e}; the partitions are FAILED and the pause is retried"),
-        })
-    }
-
-    /// PAUSING → PAUSED: removes the partitions from the fetcher and commits the open
-    /// transaction, then records PAUSED. If the data path does not confirm (it stopped, or did
-    /// not answer in time), the partitions may still be fetched: they go FAILED with a retryable
-    /// error (failed in PAUSING), and the retry comes back here, so a partition is never left
-    /// PAUSING for ever and never recorded PAUSED while the data path may still hold it.
-    pub(super) async fn finish_pause(&mut self, mirror: &str, topic: &str, parts: &[i32]) -> Result<(), String> {
-        match self.unassign(mirror, topic, parts, Finish::Commit).await {
-            Ok(finals) => {
-                for f in &finals {
-                    self.apply_final(mirror, topic, f);
-                }
-                for &p in parts {
-                    let _ = self.apply(mirror, topic, p, Event::Paused);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                for &p in parts {
-                    self.fail(
-                        mirror,
-                        topic,
-                        p,
-                        ErrorCode::Timeout,
-                        format!("pause not confirmed by the data path: {e}"),
-                    );
-                }
-                let _ = self.flush().await;
-                Err(e)
-            }
-        }
-    }
-
-    pub(super) async fn resume_topic(&mut self, mirror: &str, topic: &str) -> Result<(), Problem> {
-        self.first_rejection(mirror, topic, crate::domain::EventKind::Resume, "resume")?;
-        let parts = self.topic_partitions_in(mirror, topic, &[PartitionState::Paused, PartitionState::Pausing])?;
-        if parts.is_empty() {
-            return Ok(());
-        }
-        let ends = self
-            .destination_ends(topic, &parts)
-            .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-        let mut specs = Vec::new();
-        let mut reprepare = Vec::new();
-        for &p in &parts {
-            match self.apply(mirror, topic, p, Event::Resume) {
-                Ok(actions) => {
-                    if let Some(from) = actions.iter().find_map(|a| match a {
-                        crate::domain::Action::Assign { from } => Some(*from),
-                        _ => None,
-                    }) {
-                        specs.push(AssignSpec {
-                            topic: topic.to_string(),
-                            partition: p,
-                            next_source_offset: Some(from.next_source_offset),
-                            source_leader_epoch: (from.source_leader_epoch >= 0).then_some(from.source_leader_epoch),
-                            destination_next_offset: ends.get(&p).copied().unwrap_or(0),
-                            destination_end_offset: from.destination_end_offset,
-                        });
-                    } else {
-                        reprepare.push(p);
+    /// Checks a batch call's topics and applies `event` to the partitions of each that are in
+    /// `states`. Returns the per-topic outcome so far and the planned actions.
+    fn plan_batch(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+        kind: crate::domain::EventKind,
+        verb: &str,
+        states: &[PartitionState],
+        event: impl Fn() -> Event,
+    ) -> (Vec<Result<(), Problem>>, Planned) {
+        let mut planned = Planned::default();
+        let outcomes = topics
+            .iter()
+            .map(|t| {
+                validate_topic_name(t).map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
+                self.first_rejection(mirror, t, kind, verb)?;
+                for p in self.topic_partitions_in(mirror, t, states)? {
+                    match self.apply(mirror, t, p, event()) {
+                        Ok(actions) => planned.push(t, p, actions),
+                        Err(e) if e.is_harmless() => {}
+                        Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
                     }
                 }
-                Err(e) if e.is_harmless() => {}
-                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
-            }
-        }
-        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
-        self.assign(mirror, specs);
-        if !reprepare.is_empty() {
-            self.prepare(mirror, topic, &reprepare, None).await?;
-        }
-        Ok(())
+                Ok(())
+            })
+            .collect();
+        (outcomes, planned)
     }
 
-    /// The first half of a stop: every partition of the topic that can stop goes STOPPING (not yet
-    /// persisted). Returns the partitions to run the STOPPING sequence on.
-    pub(super) fn begin_stop(&mut self, mirror: &str, topic: &str) -> Result<Vec<i32>, Problem> {
-        if !self.mirrors[mirror].topics.contains_key(topic) {
-            return Err(not_in_mirror(mirror, topic));
+    /// Runs a batch's planned actions and folds their failures into the per-topic outcomes.
+    async fn finish_batch(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+        mut outcomes: Vec<Result<(), Problem>>,
+        planned: Planned,
+        verb: &str,
+    ) -> Vec<Result<(), Problem>> {
+        if planned.is_empty() {
+            return outcomes;
         }
-        let all: Vec<i32> = self.mirrors[mirror].topics[topic].partitions.keys().copied().collect();
-        let mut stopping = Vec::new();
-        for &p in &all {
-            let state = self.mirrors[mirror].topics[topic].partitions[&p].record.state;
-            if state == PartitionState::Stopping {
-                stopping.push(p); // an earlier stop did not finish: run the sequence again
-                continue;
-            }
-            match self.apply(mirror, topic, p, Event::Stop) {
-                Ok(_) => stopping.push(p),
-                Err(e) if e.is_harmless() => {}
-                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+        let failed = self.run_actions(mirror, planned).await;
+        for (t, o) in topics.iter().zip(outcomes.iter_mut()) {
+            if o.is_ok()
+                && let Some(p) = failed.get(t)
+            {
+                *o = Err(Problem {
+                    kind: p.kind,
+                    detail: format!("{verb}: {}; the partitions are FAILED and the {verb} is retried", p.detail),
+                });
             }
         }
-        Ok(stopping)
+        outcomes
+    }
+
+    /// Pauses several topics of a mirror in one step: every MIRRORING partition goes PAUSING
+    /// (persisted once), the data path commits once and lets them go, then PAUSED.
+    pub(super) async fn pause_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
+        use crate::domain::EventKind;
+        let (outcomes, planned) =
+            self.plan_batch(mirror, topics, EventKind::Pause, "pause", &[PartitionState::Mirroring], || Event::Pause);
+        self.finish_batch(mirror, topics, outcomes, planned, "pause").await
+    }
+
+    /// Resumes several topics of a mirror in one step: PAUSED partitions go back to MIRRORING
+    /// from their committed positions (one `Assign`); a partition still PAUSING prepares again.
+    pub(super) async fn resume_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
+        use crate::domain::EventKind;
+        let states = [PartitionState::Paused, PartitionState::Pausing];
+        let (outcomes, planned) = self.plan_batch(mirror, topics, EventKind::Resume, "resume", &states, || Event::Resume);
+        self.finish_batch(mirror, topics, outcomes, planned, "resume").await
     }
 
     /// Stops several topics of a mirror as one failover: every partition goes STOPPING (persisted
-    /// once), then one STOPPING sequence for all of them. Per-topic outcomes, in `topics` order.
+    /// once), then one STOPPING sequence for all of them (one abort, one fence, one read of the
+    /// stop points). A partition left STOPPING by an earlier stop runs the sequence again.
     pub(super) async fn stop_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        let mut outcomes: Vec<Result<Vec<i32>, Problem>> = topics
+        let mut planned = Planned::default();
+        let outcomes = topics
             .iter()
             .map(|t| {
-                validate_topic_name(t)
-                    .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })
-                    .and_then(|()| self.begin_stop(mirror, t))
-            })
-            .collect();
-        let batch: Vec<(String, Vec<i32>)> = topics
-            .iter()
-            .zip(&outcomes)
-            .filter_map(|(t, o)| o.as_ref().ok().filter(|p| !p.is_empty()).map(|p| (t.clone(), p.clone())))
-            .collect();
-        if !batch.is_empty() {
-            let result = match self.flush().await {
-                Ok(()) => self.finish_stop_many(mirror, &batch).await,
-                Err(e) => Err(Problem { kind: e.kind(), detail: e.to_string() }),
-            };
-            if let Err(p) = result {
-                for (t, o) in topics.iter().zip(outcomes.iter_mut()) {
-                    if batch.iter().any(|(b, _)| b == t) {
-                        *o = Err(p.clone());
+                validate_topic_name(t).map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
+                if !self.mirrors[mirror].topics.contains_key(t) {
+                    return Err(not_in_mirror(mirror, t));
+                }
+                let all: Vec<i32> = self.mirrors[mirror].topics[t].partitions.keys().copied().collect();
+                for p in all {
+                    if self.mirrors[mirror].topics[t].partitions[&p].record.state == PartitionState::Stopping {
+                        planned.push(t, p, crate::domain::stopping_actions());
+                        continue;
+                    }
+                    match self.apply(mirror, t, p, Event::Stop) {
+                        Ok(actions) => planned.push(t, p, actions),
+                        Err(e) if e.is_harmless() => {}
+                        Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
                     }
                 }
-            }
-        }
-        outcomes.into_iter().map(|o| o.map(|_| ())).collect()
-    }
-
-    /// The STOPPING sequence for one topic's partitions.
-    pub(super) async fn finish_stop(&mut self, mirror: &str, topic: &str, parts: &[i32]) -> Result<(), Problem> {
-        self.finish_stop_many(mirror, &[(topic.to_string(), parts.to_vec())]).await
-    }
-
-    /// The STOPPING sequence: unassign, abort the open transaction (truncate to the LSO) and fence
-    /// in one data-path step, persist the LME and stop point, then STOPPED. Needs only the
-    /// destination. One abort and one fence however many topics stop together.
-    pub(super) async fn finish_stop_many(&mut self, mirror: &str, batch: &[(String, Vec<i32>)]) -> Result<(), Problem> {
-        let all: Vec<(String, i32)> =
-            batch.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p))).collect();
-        // Fence: no earlier incarnation of this mirror's writer may append after STOPPED.
-        let finals = self.unassign_many(mirror, all.clone(), Finish::Abort, true).await.map_err(|e| Problem {
-            kind: if e.starts_with("fence:") { ProblemKind::DestinationUnavailable } else { ProblemKind::Internal },
-            detail: format!("stop: {e}"),
-        })?;
-        for f in &finals {
-            self.apply_final(mirror, &f.topic, f);
-        }
-        let ends =
-            self.destination_ends_of(&all).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-        for (topic, parts) in batch {
-            self.stopped(mirror, topic, parts, &ends);
-        }
-        Ok(())
+                Ok(())
+            })
+            .collect();
+        self.finish_batch(mirror, topics, outcomes, planned, "stop").await
     }
 
     /// STOPPING → STOPPED for a topic's partitions, with their stop points and LME record.

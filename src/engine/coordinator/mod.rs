@@ -21,10 +21,11 @@ use crate::domain::{
     ErrorCode, Event, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp, TransitionError,
     Truncation, roll_up, transition,
 };
-use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeEvent};
+use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent};
 use crate::kafka::state_log;
 use crate::kafka::{IsolationLevel, KafkaError, OffsetSpec};
 
+use self::actions::{Planned, assign_spec};
 use super::metadata;
 use super::persist::{self, Loaded, StoredMirror};
 use super::ports::{Admin, ClusterAdmin, Ports, StateStore};
@@ -36,6 +37,8 @@ use super::*;
 mod off_loop;
 // Replacing a mirror's data path when its source connection changes.
 mod source_change;
+// Carrying out the actions transitions return, batched.
+mod actions;
 // The lifecycle calls an operator makes.
 mod lifecycle;
 // Startup restore, data-path events and retries.
@@ -113,7 +116,7 @@ struct MirrorRt {
     stored: StoredMirror,
     source_admin: Admin,
     pipe: Option<PipeRt>,
-    data_path: String,
+    data_path: DataPathStatus,
     fenced: bool,
     observed_cluster_id: Option<String>,
     cluster_id_status: ClusterIdStatus,
@@ -471,7 +474,7 @@ impl Coordinator {
                 tracing::error!("{why}");
                 self.fenced = Some(why.clone());
                 for m in self.mirrors.values_mut() {
-                    m.data_path = why.clone();
+                    m.data_path = DataPathStatus::Fenced { message: why.clone() };
                 }
                 return Err(EngineError::rejected(ProblemKind::Fenced, why));
             }
@@ -507,12 +510,28 @@ impl Coordinator {
         Ok(step.actions)
     }
 
-    fn fail(&mut self, mirror: &str, topic: &str, partition: i32, code: ErrorCode, message: String) {
+    /// Applies `Event::Error` and returns its actions. Most callers drop them because the data
+    /// path already let the partition go (it reported the fault, or was halted first); a caller
+    /// that must release it runs them (see `actions::run_actions`).
+    fn fail(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        partition: i32,
+        code: ErrorCode,
+        message: String,
+    ) -> Vec<crate::domain::Action> {
         let jitter = self.jitter();
         match self.apply(mirror, topic, partition, Event::error(code, message.clone(), jitter)) {
-            Ok(_) => tracing::warn!(%mirror, %topic, partition, ?code, "partition failed: {message}"),
-            Err(e) if e.is_harmless() => {}
-            Err(e) => tracing::warn!(%mirror, %topic, partition, "cannot record failure: {e}"),
+            Ok(actions) => {
+                tracing::warn!(%mirror, %topic, partition, ?code, "partition failed: {message}");
+                actions
+            }
+            Err(e) if e.is_harmless() => Vec::new(),
+            Err(e) => {
+                tracing::warn!(%mirror, %topic, partition, "cannot record failure: {e}");
+                Vec::new()
+            }
         }
     }
 
@@ -542,7 +561,7 @@ impl Coordinator {
             stored,
             source_admin,
             pipe: None,
-            data_path: "starting".into(),
+            data_path: DataPathStatus::Starting,
             fenced: false,
             observed_cluster_id: None,
             cluster_id_status: ClusterIdStatus::Unknown,
@@ -612,7 +631,7 @@ impl Coordinator {
                 Some(ready_rx)
             }
             Err(e) => {
-                m.data_path = format!("cannot start data path thread: {e}");
+                m.data_path = DataPathStatus::Failed { message: format!("cannot start its thread: {e}") };
                 None
             }
         }
@@ -864,7 +883,7 @@ impl Coordinator {
                     cluster_id_status: m.cluster_id_status,
                     cluster_id_checked_at: m.cluster_id_checked_at,
                     cluster_id_error: m.cluster_id_error.clone(),
-                    data_path: m.data_path.clone(),
+                    data_path: m.data_path.to_string(),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),
@@ -902,12 +921,12 @@ fn next_to_mirror(rt: &PartRt) -> Option<i64> {
     }
 }
 
+/// The lag, which is also what a failover now would leave unmirrored: one definition
+/// (`lineage::failover_impact`) for the engine, the API and the failover dialog.
 fn lag_records(rt: &PartRt) -> i64 {
-    match (rt.offsets.source_lso, next_to_mirror(rt)) {
-        (Some(lso), Some(next)) => (lso - next).max(0),
-        (Some(lso), None) => (lso - rt.offsets.source_start.unwrap_or(0)).max(0),
-        _ => 0,
-    }
+    let Some(lso) = rt.offsets.source_lso else { return 0 };
+    let next = next_to_mirror(rt).unwrap_or_else(|| rt.offsets.source_start.unwrap_or(0));
+    crate::domain::lineage::failover_impact(next, lso).unmirrored_records
 }
 
 fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) -> PartitionSnapshot {
@@ -1004,17 +1023,6 @@ fn not_in_mirror(mirror: &str, topic: &str) -> Problem {
     Problem { kind: ProblemKind::TopicNotInMirror, detail: format!("topic {topic:?} is not part of mirror {mirror:?}") }
 }
 
+// Every edge the coordinator drives, against the fake clusters of `engine::fake`.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lag_refresh_stretches_with_the_partition_count_only_for_large_mirrors() {
-        let second = Duration::from_secs(1);
-        assert_eq!(lag_refresh_every(second, 8), second);
-        assert_eq!(lag_refresh_every(second, 1_000), second);
-        assert_eq!(lag_refresh_every(second, 10_000), Duration::from_secs(10));
-        assert_eq!(lag_refresh_every(Duration::from_secs(30), 10_000), Duration::from_secs(30));
-        assert_eq!(lag_refresh_every(second, usize::MAX), LAG_REFRESH_PER_PARTITION * u32::MAX);
-    }
-}
+mod tests;

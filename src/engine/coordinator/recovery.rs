@@ -32,41 +32,19 @@ impl Coordinator {
         // Take every partition over (`Loaded`): in-progress states re-run their actions.
         let mirrors: Vec<String> = self.mirrors.keys().cloned().collect();
         for mirror in mirrors {
+            let mut planned = Planned::default();
             let topics: Vec<String> = self.mirrors[&mirror].topics.keys().cloned().collect();
             for topic in topics {
                 let parts: Vec<i32> = self.mirrors[&mirror].topics[&topic].partitions.keys().copied().collect();
-                let mut prepare = Vec::new();
-                let mut stopping = Vec::new();
-                let mut pausing = Vec::new();
                 for p in parts {
-                    match self.apply(&mirror, &topic, p, Event::Loaded) {
-                        Ok(_) | Err(_) => {}
-                    }
-                    match self.mirrors[&mirror].topics[&topic].partitions[&p].record.state {
-                        PartitionState::Preparing => prepare.push(p),
-                        PartitionState::Stopping => stopping.push(p),
-                        PartitionState::Pausing => pausing.push(p),
-                        _ => {}
+                    // UNKNOWN, PAUSED and STOPPED have nothing to redo (AlreadyInState).
+                    if let Ok(actions) = self.apply(&mirror, &topic, p, Event::Loaded) {
+                        planned.push(&topic, p, actions);
                     }
                 }
-                if let Err(e) = self.flush().await {
-                    tracing::error!(%mirror, "cannot persist restored state: {e}");
-                    return;
-                }
-                if !prepare.is_empty()
-                    && let Err(p) = self.prepare(&mirror, &topic, &prepare, None).await
-                {
-                    tracing::warn!(%mirror, %topic, "restore: prepare failed: {}", p.detail);
-                }
-                if !stopping.is_empty()
-                    && let Err(p) = self.finish_stop(&mirror, &topic, &stopping).await
-                {
-                    tracing::warn!(%mirror, %topic, "restore: stop failed: {}", p.detail);
-                }
-                for p in pausing {
-                    let _ = self.apply(&mirror, &topic, p, Event::Paused);
-                }
-                let _ = self.flush().await;
+            }
+            for (topic, p) in self.run_actions(&mirror, planned).await {
+                tracing::warn!(%mirror, %topic, "restore: {}", p.detail);
             }
         }
     }
@@ -117,7 +95,7 @@ impl Coordinator {
     pub(super) async fn pipe_event(&mut self, mirror: &str, ev: PipeEvent) {
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         match ev {
-            PipeEvent::Ready => m.data_path = "running".into(),
+            PipeEvent::Ready => m.data_path = DataPathStatus::Running,
             PipeEvent::FetchPositions(positions) => {
                 for f in positions {
                     if let Some(rt) = m.topics.get_mut(&f.topic).and_then(|t| t.partitions.get_mut(&f.partition)) {
@@ -126,7 +104,7 @@ impl Coordinator {
                 }
             }
             PipeEvent::Committed(progress) => {
-                m.data_path = "running".into();
+                m.data_path = DataPathStatus::Running;
                 {
                     let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
                     let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
@@ -177,7 +155,7 @@ impl Coordinator {
             }
             PipeEvent::Retrying { .. } if m.fenced => {}
             PipeEvent::Retrying { attempt, message } => {
-                m.data_path = format!("retrying (attempt {attempt}): {message}");
+                m.data_path = DataPathStatus::Retrying { attempt, message };
             }
             PipeEvent::Fenced { message } => {
                 m.pipe = None;
@@ -190,11 +168,10 @@ impl Coordinator {
                 m.pipe = None;
                 m.pipe_restarts += 1;
                 let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
-                m.data_path = format!(
-                    "retrying (attempt {}): the data path could not start ({message}); next try in {:.1} s",
-                    m.pipe_restarts,
-                    delay.as_secs_f64()
-                );
+                m.data_path = DataPathStatus::Retrying {
+                    attempt: m.pipe_restarts,
+                    message: format!("the data path could not start ({message}); next try in {:.1} s", delay.as_secs_f64()),
+                };
                 m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message));
             }
         }
@@ -213,11 +190,11 @@ impl Coordinator {
         self.pending_writes.push(probe);
         let probed = self.flush().await;
         if self.fenced.is_some() {
-            let why = format!("fenced: another kmirror instance now mirrors this destination ({message})");
-            tracing::error!(%mirror, "{why}");
+            let why = format!("another kmirror instance now mirrors this destination ({message})");
+            tracing::error!(%mirror, "fenced: {why}");
             let m = self.mirrors.get_mut(mirror).expect("known");
             m.fenced = true;
-            m.data_path = why;
+            m.data_path = DataPathStatus::Fenced { message: why };
             return;
         }
         if let Err(e) = probed {
@@ -226,52 +203,29 @@ impl Coordinator {
             m.pipe_restarts += 1;
             let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
             m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
-            m.data_path = format!(
-                "retrying (attempt {}): the destination is unavailable ({e}); data path restarts in {:.1} s",
-                m.pipe_restarts,
-                delay.as_secs_f64()
-            );
+            m.data_path = DataPathStatus::Retrying {
+                attempt: m.pipe_restarts,
+                message: format!("the destination is unavailable ({e}); data path restarts in {:.1} s", delay.as_secs_f64()),
+            };
             return;
         }
         self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
         tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
-        self.mirrors.get_mut(mirror).expect("known").data_path = format!("restarting after: {message}");
+        self.mirrors.get_mut(mirror).expect("known").data_path = DataPathStatus::Restarting { reason: format!("after: {message}") };
         if let Some(rx) = self.spawn_pipe_for(mirror) {
             self.wait_ready(vec![rx]).await;
         }
-        let topics: Vec<String> = self.mirrors[mirror].topics.keys().cloned().collect();
-        for topic in topics {
-            let parts = self.topic_partitions_in(mirror, &topic, &[PartitionState::Mirroring]).unwrap_or_default();
-            if parts.is_empty() {
-                continue;
-            }
-            let req: Vec<_> = parts.iter().map(|p| (topic.clone(), *p, OffsetSpec::Latest)).collect();
-            let ends: BTreeMap<i32, i64> =
-                match self.destination_admin.list_offsets(&req, IsolationLevel::ReadUncommitted).await {
-                    Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
-                    Err(e) => {
-                        for p in parts {
-                            self.fail(mirror, &topic, p, ErrorCode::DestinationUnavailable, e.to_string());
-                        }
-                        continue;
-                    }
-                };
-            let specs: Vec<AssignSpec> = parts
-                .iter()
-                .filter_map(|p| {
-                    let pos = self.mirrors[mirror].topics[&topic].partitions[p].record.position?;
-                    Some(AssignSpec {
-                        topic: topic.clone(),
-                        partition: *p,
-                        next_source_offset: Some(pos.next_source_offset),
-                        source_leader_epoch: (pos.source_leader_epoch >= 0).then_some(pos.source_leader_epoch),
-                        destination_next_offset: ends.get(p).copied().unwrap_or(0),
-                        destination_end_offset: pos.destination_end_offset,
-                    })
-                })
-                .collect();
-            self.assign(mirror, specs);
-        }
+        let mirroring: Vec<(String, i32)> = self.mirrors[mirror]
+            .topics
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.partitions
+                    .iter()
+                    .filter(|(_, p)| p.record.state == PartitionState::Mirroring)
+                    .map(move |(p, _)| (t.clone(), *p))
+            })
+            .collect();
+        self.reassign_mirroring(mirror, &mirroring).await;
         let _ = self.flush().await;
     }
 
@@ -307,41 +261,18 @@ impl Coordinator {
                 }
             }
         }
-        let mut by_topic: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
+        let mut by_mirror: BTreeMap<String, Planned> = BTreeMap::new();
         for (m, tn, p) in due {
-            if self.apply(&m, &tn, p, Event::Retry).is_ok() {
-                by_topic.entry((m, tn)).or_default().push(p);
+            if let Ok(actions) = self.apply(&m, &tn, p, Event::Retry) {
+                by_mirror.entry(m).or_default().push(&tn, p, actions);
             }
         }
-        if by_topic.is_empty() {
-            return;
-        }
-        if self.flush().await.is_err() {
-            return;
-        }
-        for ((m, tn), parts) in by_topic {
-            let mut prepare = Vec::new();
-            let mut stopping = Vec::new();
-            let mut pausing = Vec::new();
-            for p in parts {
-                match self.mirrors[&m].topics[&tn].partitions[&p].record.state {
-                    PartitionState::Preparing => prepare.push(p),
-                    PartitionState::Stopping => stopping.push(p),
-                    PartitionState::Pausing => pausing.push(p),
-                    _ => {}
-                }
+        // A retry of a pause unassigns again (the data path may still hold the partitions, which
+        // is why it failed); of a stop, runs the whole STOPPING sequence again.
+        for (m, planned) in by_mirror {
+            for (topic, p) in self.run_actions(&m, planned).await {
+                tracing::info!(mirror = %m, %topic, "retry failed: {}", p.detail);
             }
-            if !prepare.is_empty() {
-                let _ = self.prepare(&m, &tn, &prepare, None).await;
-            }
-            if !pausing.is_empty() {
-                // Unassign again: the data path may still hold them (that is why it failed).
-                let _ = self.finish_pause(&m, &tn, &pausing).await;
-            }
-            if !stopping.is_empty() {
-                let _ = self.finish_stop(&m, &tn, &stopping).await;
-            }
-            let _ = self.flush().await;
         }
     }
 }

@@ -20,7 +20,7 @@ impl Coordinator {
             let internal = self.internal_tx.clone();
             let mirror = name.clone();
             tokio::spawn(async move {
-                let (offsets, error) = read_offsets(&source, &dest, &keys).await;
+                let (offsets, error) = read_offsets(&*source, &*dest, &keys).await;
                 let _ = internal.send(Internal::Lag { mirror, offsets, error });
             });
         }
@@ -319,10 +319,13 @@ impl Coordinator {
             if parts.is_empty() {
                 continue;
             }
-            let _ = self.unassign(mirror, &tn, &parts, Finish::Abort).await;
+            // FAILED first (persisted), then the data path drops them (Unassign + abort).
+            let mut planned = Planned::default();
             for p in parts {
-                self.fail(mirror, &tn, p, code, message.clone());
+                let actions = self.fail(mirror, &tn, p, code, message.clone());
+                planned.push(&tn, p, actions);
             }
+            let _ = self.run_actions(mirror, planned).await;
         }
         let _ = self.flush().await;
         for (tn, n) in grown {

@@ -18,10 +18,10 @@
 //! twice.
 
 use crate::domain::PartitionState;
-use crate::kafka::pipe::{AssignSpec, Finish};
+use crate::kafka::pipe::Finish;
 
 use super::Coordinator;
-use crate::domain::ErrorCode;
+use crate::engine::snapshot::DataPathStatus;
 
 impl Coordinator {
     /// Replaces `mirror`'s data path with one built from its current settings (see the module's
@@ -58,7 +58,7 @@ impl Coordinator {
                     );
                     tracing::error!(%mirror, "{why}");
                     if let Some(m) = self.mirrors.get_mut(mirror) {
-                        m.data_path = why;
+                        m.data_path = DataPathStatus::Failed { message: why };
                     }
                     return;
                 }
@@ -74,38 +74,13 @@ impl Coordinator {
             let m = self.mirrors.get_mut(mirror).expect("known");
             m.restart_pipe_at = None;
             m.pipe_restarts = 0;
-            m.data_path = "restarting: the source connection changed".into();
+            m.data_path = DataPathStatus::Restarting { reason: "the source connection changed".into() };
         }
         tracing::info!(%mirror, partitions = mirroring.len(), "source connection changed: data path restarted");
         let _ready = self.spawn_pipe_for(mirror);
         if mirroring.is_empty() {
             return;
         }
-        let ends = match self.destination_ends_of(&mirroring).await {
-            Ok(ends) => ends,
-            Err(e) => {
-                // FAILED partitions are retried (PREPARING again) with backoff.
-                for (t, p) in &mirroring {
-                    self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, e.to_string());
-                }
-                let _ = self.flush().await;
-                return;
-            }
-        };
-        let specs: Vec<AssignSpec> = mirroring
-            .iter()
-            .filter_map(|(t, p)| {
-                let pos = self.mirrors[mirror].topics[t].partitions[p].record.position?;
-                Some(AssignSpec {
-                    topic: t.clone(),
-                    partition: *p,
-                    next_source_offset: Some(pos.next_source_offset),
-                    source_leader_epoch: (pos.source_leader_epoch >= 0).then_some(pos.source_leader_epoch),
-                    destination_next_offset: ends.get(&(t.clone(), *p)).copied().unwrap_or(0),
-                    destination_end_offset: pos.destination_end_offset,
-                })
-            })
-            .collect();
-        self.assign(mirror, specs);
+        self.reassign_mirroring(mirror, &mirroring).await;
     }
 }

@@ -1,0 +1,238 @@
+//! Carrying out the actions a transition returns.
+//!
+//! DESIGN.md §3: the new record is persisted first, then its actions run; an action that fails is
+//! reported back as `Event::Error` for its partition (which goes FAILED and is retried with
+//! backoff) and the rest of that partition's step is skipped. The actions of many partitions run
+//! together, one data-path step per kind: a pause of 50 topics is one commit, a failover one abort
+//! and one fence, a resume one `Assign`.
+//!
+//! | Action | Carried out by |
+//! |---|---|
+//! | `CheckSourceClusterId`, `CheckTopicIds`, `EnsureDestinationTopic`, `DeleteDestinationRecords`, `ComputeStartPosition` | [`Coordinator::prepare`], once per topic; it reports `Prepared` (whose `Assign` it runs) or `Error` |
+//! | `Unassign` + `CommitOpenTransaction` | one `Unassign { finish: Commit }`; PAUSING partitions then report `Paused` |
+//! | `Unassign` + `AbortOpenTransaction` (+ `FenceProducer`) | one `Unassign { finish: Abort, fence }` |
+//! | `PersistLastMirrorEpochs` | destination end offsets in one request → stop points and the LME record → `Stopped` |
+//! | `Assign` | one `Assign`, with the destination end offsets read in one request |
+//! | `Alert`, `ClearAlert`, `ScheduleRetry`, `CancelRetry` | nothing to do: the persisted record carries them (the snapshot shows its error, [`Coordinator::retry_due`] reads `next_retry_at`) |
+//! | `ForgetPartition` | the caller, which drops the partition from memory |
+
+use crate::domain::{Action, MirrorPosition};
+use crate::kafka::pipe::PipeError;
+
+use super::*;
+
+/// Transitions already applied (and queued for persistence) whose actions are still to run.
+#[derive(Debug, Default)]
+pub(super) struct Planned {
+    steps: Vec<(String, i32, Vec<Action>)>,
+}
+
+impl Planned {
+    pub(super) fn push(&mut self, topic: &str, partition: i32, actions: Vec<Action>) {
+        if !actions.is_empty() {
+            self.steps.push((topic.to_string(), partition, actions));
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// How the data path lets go of a partition, from `Unassign` and the actions next to it:
+/// `(abort, fence)`. A lone `Unassign` (a takeover of a MIRRORING partition) aborts: the committed
+/// position is the resume point, so nothing uncommitted may stay.
+fn release_of(actions: &[Action]) -> Option<(bool, bool)> {
+    if !actions.contains(&Action::Unassign) {
+        return None;
+    }
+    let abort = !actions.contains(&Action::CommitOpenTransaction);
+    Some((abort, actions.contains(&Action::FenceProducer)))
+}
+
+/// The problem a lifecycle call reports when the data path did not carry out a release.
+pub(super) fn pipe_problem(e: &PipeError) -> Problem {
+    let kind = match e {
+        PipeError::Fenced(_) => ProblemKind::Fenced,
+        PipeError::Fence(_) | PipeError::InDoubt(_) => ProblemKind::DestinationUnavailable,
+        PipeError::Stopped(_) | PipeError::NoAnswer => ProblemKind::Internal,
+    };
+    Problem { kind, detail: e.to_string() }
+}
+
+/// The partition error for a release that did not happen.
+fn pipe_error_code(e: &PipeError) -> ErrorCode {
+    match e {
+        PipeError::Fenced(_) => ErrorCode::ProducerFenced,
+        PipeError::Fence(_) | PipeError::InDoubt(_) => ErrorCode::DestinationUnavailable,
+        PipeError::Stopped(_) | PipeError::NoAnswer => ErrorCode::Timeout,
+    }
+}
+
+/// What the data path needs to start a partition at `from`, whose destination log now ends at
+/// `destination_next_offset`: the one place an [`AssignSpec`] is made.
+pub(super) fn assign_spec(topic: &str, partition: i32, from: MirrorPosition, destination_next_offset: i64) -> AssignSpec {
+    AssignSpec {
+        topic: topic.to_string(),
+        partition,
+        next_source_offset: Some(from.next_source_offset),
+        source_leader_epoch: (from.source_leader_epoch >= 0).then_some(from.source_leader_epoch),
+        destination_next_offset,
+        destination_end_offset: from.destination_end_offset,
+    }
+}
+
+impl Coordinator {
+    /// Runs the actions of `planned` (transitions of `mirror`'s partitions, already applied and
+    /// queued), batched by kind, then persists what they changed. Returns the first problem per
+    /// topic; a partition whose action failed is FAILED (see the module docs).
+    pub(super) async fn run_actions(&mut self, mirror: &str, planned: Planned) -> BTreeMap<String, Problem> {
+        let mut failed: BTreeMap<String, Problem> = BTreeMap::new();
+        // Pending writes first: the records these actions follow must be durable before any of
+        // them runs (a stop's STOPPING before its abort).
+        // If they cannot be recorded, nothing runs and the partitions go FAILED (retryable), so
+        // none is left in a transient state with nothing to move it on; the retry runs the
+        // sequence again.
+        if let Err(e) = self.flush().await {
+            for (topic, p, _) in &planned.steps {
+                let message = format!("the transition could not be recorded: {e}");
+                self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message);
+                failed.entry(topic.clone()).or_insert_with(|| Problem { kind: e.kind(), detail: e.to_string() });
+            }
+            let _ = self.flush().await;
+            return failed;
+        }
+        let mut releases: BTreeMap<(bool, bool), Vec<(String, i32)>> = BTreeMap::new();
+        let mut stop_points: Vec<(String, i32)> = Vec::new();
+        let mut assigns: Vec<(String, i32, MirrorPosition)> = Vec::new();
+        let mut prepares: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (topic, p, actions) in planned.steps {
+            if let Some(key) = release_of(&actions) {
+                releases.entry(key).or_default().push((topic.clone(), p));
+            }
+            for a in &actions {
+                match a {
+                    Action::PersistLastMirrorEpochs => stop_points.push((topic.clone(), p)),
+                    Action::Assign { from } => assigns.push((topic.clone(), p, *from)),
+                    Action::ComputeStartPosition { .. } => prepares.entry(topic.clone()).or_default().push(p),
+                    _ => {}
+                }
+            }
+        }
+
+        // Releases: commits (pauses) before aborts, so a pause in the same batch as a failure
+        // keeps what it had consumed.
+        let mut not_released: HashSet<(String, i32)> = HashSet::new();
+        for ((abort, fence), parts) in releases {
+            let finish = if abort { Finish::Abort } else { Finish::Commit };
+            match self.unassign_many(mirror, parts.clone(), finish, fence).await {
+                Ok(finals) => {
+                    for f in &finals {
+                        self.apply_final(mirror, &f.topic, f);
+                    }
+                    if !abort {
+                        for (t, p) in &parts {
+                            if self.mirrors[mirror].topics[t].partitions[p].record.state == PartitionState::Pausing {
+                                let _ = self.apply(mirror, t, *p, Event::Paused);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%mirror, partitions = parts.len(), "the data path did not release partitions: {e}");
+                    for (t, p) in &parts {
+                        let message = format!("the data path did not confirm the release: {e}; retried");
+                        self.fail(mirror, t, *p, pipe_error_code(&e), message);
+                        failed.entry(t.clone()).or_insert_with(|| pipe_problem(&e));
+                        not_released.insert((t.clone(), *p));
+                    }
+                }
+            }
+        }
+
+        // Stop points: read after the abort and the fence, so every kmirror marker is below them.
+        stop_points.retain(|k| !not_released.contains(k));
+        if !stop_points.is_empty() {
+            match self.destination_ends_of(&stop_points).await {
+                Ok(ends) => {
+                    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                    for (t, p) in stop_points {
+                        by_topic.entry(t).or_default().push(p);
+                    }
+                    for (t, parts) in by_topic {
+                        self.stopped(mirror, &t, &parts, &ends);
+                    }
+                }
+                Err(e) => {
+                    for (t, p) in &stop_points {
+                        self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, format!("stop point: {e}"));
+                        failed
+                            .entry(t.clone())
+                            .or_insert_with(|| kafka_problem(ProblemKind::DestinationUnavailable, &e));
+                    }
+                }
+            }
+        }
+
+        if !assigns.is_empty() {
+            let keys: Vec<(String, i32)> = assigns.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+            match self.destination_ends_of(&keys).await {
+                Ok(ends) => {
+                    let specs = assigns
+                        .iter()
+                        .map(|(t, p, from)| {
+                            assign_spec(t, *p, *from, ends.get(&(t.clone(), *p)).copied().unwrap_or(0))
+                        })
+                        .collect();
+                    self.assign(mirror, specs);
+                }
+                Err(e) => {
+                    for (t, p, _) in &assigns {
+                        self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, e.to_string());
+                        failed
+                            .entry(t.clone())
+                            .or_insert_with(|| kafka_problem(ProblemKind::DestinationUnavailable, &e));
+                    }
+                }
+            }
+        }
+
+        for (topic, parts) in prepares {
+            if let Err(p) = self.prepare(mirror, &topic, &parts, None).await {
+                failed.entry(topic).or_insert(p);
+            }
+        }
+
+        if let Err(e) = self.flush().await {
+            tracing::warn!(%mirror, "cannot persist the outcome of actions: {e}");
+        }
+        failed
+    }
+
+    /// Hands MIRRORING partitions to a new data path (after a producer failure or a source
+    /// connection change), each from its committed position; the destination end offsets are read
+    /// in one request. A partition whose ends cannot be read goes FAILED (retried).
+    pub(super) async fn reassign_mirroring(&mut self, mirror: &str, keys: &[(String, i32)]) {
+        if keys.is_empty() {
+            return;
+        }
+        let ends = match self.destination_ends_of(keys).await {
+            Ok(ends) => ends,
+            Err(e) => {
+                for (t, p) in keys {
+                    self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, e.to_string());
+                }
+                let _ = self.flush().await;
+                return;
+            }
+        };
+        let specs = keys
+            .iter()
+            .filter_map(|(t, p)| {
+                let from = self.mirrors[mirror].topics[t].partitions[p].record.position?;
+                Some(assign_spec(t, *p, from, ends.get(&(t.clone(), *p)).copied().unwrap_or(0)))
+            })
+            .collect();
+        self.assign(mirror, specs);
+    }
+}
