@@ -22,6 +22,8 @@
 
 mod coordinator;
 mod metadata;
+#[cfg(test)]
+mod fake;
 mod persist;
 mod ports;
 mod snapshot;

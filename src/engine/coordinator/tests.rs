@@ -1,0 +1,684 @@
+//! The coordinator's edges, driven through its public handle against the in-memory clusters of
+//! `engine::fake`: each lifecycle transition it carries out, each refusal, each failure it reacts
+//! to, and the restore at startup. No Kafka, no fixed waits: every wait is on the next snapshot,
+//! with a deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::domain::PartitionState as S;
+use crate::engine::fake::{FakeCluster, FakeWorld, Received, WriteMode};
+use crate::kafka::pipe::PartitionFault;
+
+#[test]
+fn lag_refresh_stretches_with_the_partition_count_only_for_large_mirrors() {
+    let second = Duration::from_secs(1);
+    assert_eq!(lag_refresh_every(second, 8), second);
+    assert_eq!(lag_refresh_every(second, 1_000), second);
+    assert_eq!(lag_refresh_every(second, 10_000), Duration::from_secs(10));
+    assert_eq!(lag_refresh_every(Duration::from_secs(30), 10_000), Duration::from_secs(30));
+    assert_eq!(lag_refresh_every(second, usize::MAX), LAG_REFRESH_PER_PARTITION * u32::MAX);
+}
+
+const SOURCE: &str = "source:9092";
+const SOURCE_ID: &str = "source-cluster";
+/// How long a condition may take before the test fails (a retry after backoff takes about 1 s).
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn actor() -> Actor {
+    Actor { identity: "test".into(), address: None }
+}
+
+fn config() -> EngineConfig {
+    let mut c = EngineConfig::new("destination:9092");
+    c.state_partitions = 4;
+    c.instance_id = "kmirror-test".into();
+    c.request_timeout = Duration::from_secs(5);
+    c.metadata_refresh_interval = Duration::from_secs(3600);
+    c
+}
+
+fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
+    MirrorSpec {
+        name: name.to_string(),
+        source: SourceSpec { bootstrap_servers: bootstrap.to_string(), properties: BTreeMap::new() },
+        expected_source_cluster_id: None,
+        sync: SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..SyncSpec::default() },
+    }
+}
+
+const START: LifecycleOp = LifecycleOp::Start { truncation: Truncation::None };
+const RESYNC: LifecycleOp = LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } };
+
+/// The problem kind of a lifecycle call about one topic, whether the whole call or the topic
+/// was refused; `None` when it succeeded.
+fn refusal(r: &Result<OpResult, EngineError>) -> Option<ProblemKind> {
+    match r {
+        Err(e) => Some(e.kind()),
+        Ok(r) => r.results.iter().find(|t| !t.ok).map(|t| t.error.as_ref().map_or(ProblemKind::Internal, |p| p.kind)),
+    }
+}
+
+/// An engine on fake clusters: one source at [`SOURCE`].
+struct Rig {
+    world: Arc<FakeWorld>,
+    source: Arc<FakeCluster>,
+    engine: EngineHandle,
+    join: Option<tokio::task::JoinHandle<()>>,
+}
+
+async fn start_on(world: &Arc<FakeWorld>) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+    let ports: Arc<dyn Ports> = Arc::clone(world) as Arc<dyn Ports>;
+    start_with_ports(config(), ports).await.expect("the engine starts on the fake clusters")
+}
+
+impl Rig {
+    async fn new() -> Rig {
+        let world = FakeWorld::new();
+        let source = world.add_source(SOURCE, SOURCE_ID);
+        let (engine, join) = start_on(&world).await;
+        Rig { world, source, engine, join: Some(join) }
+    }
+
+    /// Shuts the engine down and starts a new one on the same clusters and state topic.
+    async fn restart(mut self) -> Rig {
+        self.engine.shutdown().await;
+        if let Some(j) = self.join.take() {
+            j.await.expect("the coordinator ends cleanly");
+        }
+        let (engine, join) = start_on(&self.world).await;
+        Rig { world: Arc::clone(&self.world), source: Arc::clone(&self.source), engine, join: Some(join) }
+    }
+
+    async fn create(&self, name: &str) {
+        self.engine.create_mirror(spec(name, SOURCE), actor()).await.expect("create mirror");
+    }
+
+    async fn op(&self, mirror: &str, topics: &[&str], op: LifecycleOp) -> Result<OpResult, EngineError> {
+        let names = topics.iter().map(|t| t.to_string()).collect();
+        self.engine.lifecycle(mirror, TopicSelector::Names(names), op, false, actor()).await
+    }
+
+    async fn op_ok(&self, mirror: &str, topics: &[&str], op: LifecycleOp) {
+        let r = self.op(mirror, topics, op).await;
+        assert_eq!(refusal(&r), None, "{op:?} of {topics:?} failed: {r:?}");
+    }
+
+    /// Waits until `f` finds what it looks for in a snapshot.
+    async fn until<T>(&self, what: &str, f: impl Fn(&Snapshot) -> Option<T>) -> T {
+        until(&self.engine, what, f).await
+    }
+
+    /// Waits until every partition of `topic` is in `state`.
+    async fn all_in(&self, mirror: &str, topic: &str, state: PartitionState) {
+        self.until(&format!("{topic} all {state}"), |s| {
+            let t = s.mirror(mirror)?.topic(topic)?;
+            (!t.partitions.is_empty() && t.partitions.iter().all(|p| p.state == state)).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until every partition of `topic` is MIRRORING and has mirrored the source's end.
+    async fn caught_up(&self, mirror: &str, topic: &str) {
+        let ends: Vec<i64> = self.source.partitions(topic).iter().map(|p| p.end).collect();
+        self.until(&format!("{topic} caught up to {ends:?}"), |s| {
+            let t = s.mirror(mirror)?.topic(topic)?;
+            (t.partitions.len() == ends.len()
+                && t.partitions
+                    .iter()
+                    .all(|p| p.state == S::Mirroring && p.mirrored_source_offset == Some(ends[p.partition as usize])))
+            .then_some(())
+        })
+        .await;
+    }
+
+    /// A mirror `mirror` (created if needed) mirroring a new source topic, caught up.
+    async fn mirroring(&self, mirror: &str, topic: &str, partitions: i32, records: i64) {
+        self.source.add_topic(topic, partitions, records);
+        if self.engine.snapshot().mirror(mirror).is_none() {
+            self.create(mirror).await;
+        }
+        self.op_ok(mirror, &[topic], START).await;
+        self.caught_up(mirror, topic).await;
+    }
+
+    fn partition(&self, mirror: &str, topic: &str, partition: i32) -> PartitionSnapshot {
+        let snap = self.engine.snapshot();
+        let t = snap.mirror(mirror).and_then(|m| m.topic(topic)).expect("topic in snapshot");
+        t.partitions.iter().find(|p| p.partition == partition).expect("partition").clone()
+    }
+
+    fn destination_end(&self, topic: &str, partition: i32) -> i64 {
+        self.world.destination.partition(topic, partition).expect("destination partition").end
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(j) = self.join.take() {
+            j.abort();
+        }
+    }
+}
+
+async fn until<T>(engine: &EngineHandle, what: &str, f: impl Fn(&Snapshot) -> Option<T>) -> T {
+    let mut rx = engine.subscribe();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let snap = rx.borrow_and_update().clone();
+        if let Some(t) = f(&snap) {
+            return t;
+        }
+        match tokio::time::timeout_at(deadline, rx.changed()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => panic!("the engine ended while waiting for {what}"),
+            Err(_) => panic!("timed out waiting for {what}; last snapshot: {:#?}", snap.mirrors),
+        }
+    }
+}
+
+/// The data path's state as shown to operators, as text.
+fn data_path(snap: &Snapshot, mirror: &str) -> String {
+    serde_json::to_string(&snap.mirror(mirror).expect("mirror").data_path).expect("serialisable")
+}
+
+// ----- start, pause, resume, stop ------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_creates_the_mirror_topic_and_mirrors_to_the_source_end() {
+    let rig = Rig::new().await;
+    rig.source.add_topic("orders", 3, 5);
+    rig.create("m").await;
+    // The source's cluster ID is recorded as the expected one.
+    assert_eq!(rig.engine.snapshot().mirror("m").unwrap().expected_source_cluster_id.as_deref(), Some(SOURCE_ID));
+
+    rig.op_ok("m", &["orders"], START).await;
+    rig.caught_up("m", "orders").await;
+
+    let snap = rig.engine.snapshot();
+    let t = snap.mirror("m").unwrap().topic("orders").unwrap();
+    assert_eq!(t.source_topic_id, rig.source.topic_id("orders").unwrap());
+    assert_eq!(t.destination_topic_id, rig.world.destination.topic_id("orders").unwrap());
+    for p in 0..3 {
+        assert_eq!(rig.destination_end("orders", p), 5, "partition {p} copied once");
+    }
+    // A new topic starts at the source's log start, on an empty destination partition.
+    let specs = rig.world.pipes.assigned("m");
+    assert_eq!(specs.len(), 3, "{specs:?}");
+    assert!(specs.iter().all(|s| s.next_source_offset == Some(0) && s.destination_next_offset == 0), "{specs:?}");
+
+    // New source records keep flowing.
+    rig.source.produce("orders", 1, 7);
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.destination_end("orders", 1), 12);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_releases_the_partitions_and_resume_continues_from_the_pause_point() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+
+    rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    assert!(rig.world.pipes.held("m").is_empty(), "a paused partition is not fetched");
+    let unassign = rig.world.pipes.received("m").into_iter().find(|r| matches!(r, Received::Unassign { .. }));
+    assert!(matches!(unassign, Some(Received::Unassign { fence: false, ok: true, .. })), "{unassign:?}");
+
+    rig.source.produce("orders", 0, 3);
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
+    rig.caught_up("m", "orders").await;
+    let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert!(resumed.iter().all(|s| s.next_source_offset == Some(5) && s.destination_next_offset == 5), "{resumed:?}");
+    assert_eq!(rig.destination_end("orders", 0), 8, "nothing copied twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_records_the_stop_point_and_fences_the_data_path() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    rig.source.bump_epoch("orders", 0);
+    rig.source.produce("orders", 0, 2);
+    rig.caught_up("m", "orders").await;
+
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.all_in("m", "orders", S::Stopped).await;
+    let (p0, p1) = (rig.partition("m", "orders", 0), rig.partition("m", "orders", 1));
+    assert_eq!((p0.destination_stop_offset, p0.last_mirrored_epoch), (Some(7), Some(1)), "{p0:?}");
+    assert_eq!((p1.destination_stop_offset, p1.last_mirrored_epoch), (Some(5), Some(0)), "{p1:?}");
+    assert_eq!(p0.lag_records, 0);
+    // One unassign with the fence for both partitions.
+    let stops: Vec<Received> = rig
+        .world
+        .pipes
+        .received("m")
+        .into_iter()
+        .filter(|r| matches!(r, Received::Unassign { fence: true, .. }))
+        .collect();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert!(matches!(&stops[0], Received::Unassign { partitions, ok: true, .. } if partitions.len() == 2));
+    assert!(rig.world.pipes.held("m").is_empty());
+
+    // A stopped topic restarts where it stopped (nothing was written locally meanwhile).
+    rig.source.produce("orders", 1, 1);
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    rig.op_ok("m", &["orders"], START).await;
+    rig.caught_up("m", "orders").await;
+    let restarted = &rig.world.pipes.assigned("m")[assigned_before..];
+    let p1 = restarted.iter().find(|s| s.partition == 1).expect("partition 1 assigned");
+    assert_eq!((p1.next_source_offset, p1.destination_next_offset), (Some(5), 5));
+    assert_eq!(rig.destination_end("orders", 1), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn illegal_transitions_are_refused_and_change_nothing() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 2).await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    assert_eq!(refusal(&rig.op("m", &["orders"], START).await), Some(ProblemKind::IllegalTransition));
+
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.all_in("m", "orders", S::Stopped).await;
+    for op in [LifecycleOp::Pause, LifecycleOp::Resume] {
+        let r = rig.op("m", &["orders"], op).await;
+        assert_eq!(refusal(&r), Some(ProblemKind::IllegalTransition), "{op:?}: {r:?}");
+        // validate_only gives the same answer.
+        let names = TopicSelector::Names(vec!["orders".into()]);
+        let checked = rig.engine.lifecycle("m", names, op, true, actor()).await;
+        assert_eq!(refusal(&checked), Some(ProblemKind::IllegalTransition), "{op:?} validate_only: {checked:?}");
+    }
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Stopped);
+    // Repeats are harmless.
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_mirrors_and_topics_are_named() {
+    let rig = Rig::new().await;
+    for op in [START, LifecycleOp::Pause, LifecycleOp::Resume, LifecycleOp::Stop] {
+        assert_eq!(refusal(&rig.op("nope", &["orders"], op).await), Some(ProblemKind::MirrorNotFound), "{op:?}");
+    }
+    assert_eq!(rig.engine.delete_mirror("nope", actor()).await.unwrap_err().kind(), ProblemKind::MirrorNotFound);
+    assert_eq!(rig.engine.refresh_now("nope").await.unwrap_err().kind(), ProblemKind::MirrorNotFound);
+
+    rig.create("m").await;
+    let again = rig.engine.create_mirror(spec("m", SOURCE), actor()).await;
+    assert_eq!(again.unwrap_err().kind(), ProblemKind::MirrorExists);
+    for op in [LifecycleOp::Pause, LifecycleOp::Resume, LifecycleOp::Stop] {
+        assert_eq!(refusal(&rig.op("m", &["ghost"], op).await), Some(ProblemKind::TopicNotInMirror), "{op:?}");
+    }
+    assert_eq!(refusal(&rig.op("m", &["ghost"], START).await), Some(ProblemKind::TopicNotFound));
+    assert!(rig.engine.snapshot().mirror("m").unwrap().topics.is_empty());
+
+    // A mirror with active topics cannot be deleted; once they are stopped it can.
+    rig.mirroring("m", "orders", 1, 1).await;
+    let busy = rig.engine.delete_mirror("m", actor()).await;
+    assert_eq!(busy.unwrap_err().kind(), ProblemKind::MirrorHasActiveTopics);
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.engine.delete_mirror("m", actor()).await.expect("delete a mirror whose topics are stopped");
+    assert!(rig.engine.snapshot().mirror("m").is_none());
+}
+
+// ----- the source: unreachable, another cluster ----------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_source_refuses_creates_and_starts_but_does_not_fail_mirroring_partitions() {
+    let rig = Rig::new().await;
+    let nowhere = rig.engine.create_mirror(spec("lost", "nowhere:9092"), actor()).await;
+    assert_eq!(nowhere.unwrap_err().kind(), ProblemKind::SourceUnreachable);
+    assert!(rig.engine.snapshot().mirror("lost").is_none());
+
+    rig.mirroring("m", "orders", 1, 3).await;
+    rig.source.add_topic("later", 1, 1);
+    rig.source.set_unreachable(true);
+    assert_eq!(refusal(&rig.op("m", &["later"], START).await), Some(ProblemKind::SourceUnreachable));
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("source unreachable", |s| {
+        (s.mirror("m")?.cluster_id_status == ClusterIdStatus::Unreachable).then_some(())
+    })
+    .await;
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Mirroring, "unreachable is not a failure");
+
+    rig.source.set_unreachable(false);
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("source back", |s| (s.mirror("m")?.cluster_id_status == ClusterIdStatus::Ok).then_some(())).await;
+    rig.op_ok("m", &["later"], START).await;
+    rig.caught_up("m", "later").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_with_another_cluster_id_is_refused_and_halts_the_mirror() {
+    let rig = Rig::new().await;
+    let mut wrong = spec("w", SOURCE);
+    wrong.expected_source_cluster_id = Some("another-cluster".into());
+    let r = rig.engine.create_mirror(wrong, actor()).await;
+    assert_eq!(r.unwrap_err().kind(), ProblemKind::SourceClusterIdMismatch);
+
+    rig.mirroring("m", "orders", 2, 3).await;
+    rig.source.add_topic("later", 1, 1);
+    rig.source.set_cluster_id("impostor");
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.all_in("m", "orders", S::Failed).await;
+    let snap = rig.engine.snapshot();
+    let m = snap.mirror("m").unwrap();
+    assert_eq!(m.cluster_id_status, ClusterIdStatus::Mismatch);
+    assert_eq!(m.observed_source_cluster_id.as_deref(), Some("impostor"));
+    for p in &m.topic("orders").unwrap().partitions {
+        let e = p.error.as_ref().expect("an error");
+        assert_eq!((e.code.as_str(), e.retryable), ("SOURCE_CLUSTER_ID_MISMATCH", false), "{p:?}");
+    }
+    assert_eq!(refusal(&rig.op("m", &["later"], START).await), Some(ProblemKind::SourceClusterIdMismatch));
+}
+
+// ----- the destination: conflicts, divergence ------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destination_topic_that_is_not_free_is_refused() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    // Another partition count.
+    rig.source.add_topic("wide", 3, 1);
+    rig.world.destination.add_topic("wide", 2, 0);
+    assert_eq!(refusal(&rig.op("m", &["wide"], START).await), Some(ProblemKind::DestinationTopicConflict));
+    // Records already there: not adopted...
+    rig.source.add_topic("full", 1, 3);
+    rig.world.destination.add_topic("full", 1, 2);
+    assert_eq!(refusal(&rig.op("m", &["full"], START).await), Some(ProblemKind::DestinationTopicConflict));
+    assert!(rig.engine.snapshot().mirror("m").unwrap().topics.is_empty(), "nothing was added");
+    // ...unless a resync deletes them first.
+    rig.op_ok("m", &["full"], RESYNC).await;
+    rig.caught_up("m", "full").await;
+    let d = rig.world.destination.partition("full", 0).unwrap();
+    assert_eq!((d.log_start, d.end), (2, 5), "the two local records deleted, three mirrored after them");
+
+    // A destination topic belongs to one mirror.
+    rig.create("m2").await;
+    assert_eq!(refusal(&rig.op("m2", &["full"], START).await), Some(ProblemKind::DestinationTopicConflict));
+    assert_eq!(refusal(&rig.op("m2", &["full"], RESYNC).await), Some(ProblemKind::DestinationTopicConflict));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_local_writes_is_refused_as_diverged_until_a_resync() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 4).await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.all_in("m", "orders", S::Stopped).await;
+    // After the failover, applications write to the destination topic.
+    rig.world.destination.produce("orders", 0, 2);
+
+    assert_eq!(refusal(&rig.op("m", &["orders"], START).await), Some(ProblemKind::DestinationDiverged));
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Stopped, "a refused start changes nothing");
+
+    rig.op_ok("m", &["orders"], RESYNC).await;
+    rig.caught_up("m", "orders").await;
+    let d = rig.world.destination.partition("orders", 0).unwrap();
+    assert_eq!((d.log_start, d.end), (6, 10), "everything deleted, then the source mirrored again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_whose_deletion_fails_writes_nothing_and_the_retry_deletes_again() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.source.add_topic("orders", 1, 3);
+    rig.world.destination.add_topic("orders", 1, 2);
+    rig.world.destination.set_fail_delete_records(true);
+    assert_eq!(refusal(&rig.op("m", &["orders"], RESYNC).await), Some(ProblemKind::DestinationUnavailable));
+    rig.all_in("m", "orders", S::Failed).await;
+    assert!(rig.partition("m", "orders", 0).error.is_some_and(|e| e.retryable));
+    assert!(rig.world.pipes.assigned("m").is_empty(), "nothing mirrored over the records");
+    assert_eq!(rig.destination_end("orders", 0), 2);
+
+    rig.world.destination.set_fail_delete_records(false);
+    rig.caught_up("m", "orders").await;
+    let d = rig.world.destination.partition("orders", 0).unwrap();
+    assert_eq!((d.log_start, d.end), (2, 5), "the retry deleted them first");
+}
+
+// ----- failures and retries ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_partition_is_retried_with_backoff_back_to_mirroring() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    let fault = PartitionFault::DestinationRejected { message: "fake: record too large".into() };
+    rig.world.pipes.fail_partition("m", "orders", 1, fault);
+    let failed = rig
+        .until("partition 1 FAILED", |s| {
+            let p = s.mirror("m")?.topic("orders")?.partitions.get(1)?.clone();
+            (p.state == S::Failed).then_some(p)
+        })
+        .await;
+    let e = failed.error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("INTERNAL", true));
+    assert!(e.message.contains("record too large"), "{e:?}");
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Mirroring, "the other partition goes on");
+
+    // After the backoff the partition is prepared again, from its committed position.
+    rig.source.produce("orders", 1, 2);
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    rig.caught_up("m", "orders").await;
+    let retried = &rig.world.pipes.assigned("m")[assigned_before..];
+    assert_eq!(retried.len(), 1, "{retried:?}");
+    assert_eq!((retried[0].partition, retried[0].next_source_offset), (1, Some(3)));
+    assert_eq!(rig.destination_end("orders", 1), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_failing_for_good_is_not_retried() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 3).await;
+    let fault = PartitionFault::SourceTruncated { message: "fake: unclean election".into() };
+    rig.world.pipes.fail_partition("m", "orders", 0, fault);
+    rig.all_in("m", "orders", S::Failed).await;
+    let e = rig.partition("m", "orders", 0).error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("SOURCE_TRUNCATED", false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_the_data_path_does_not_confirm_fails_then_is_retried_to_paused() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    rig.world.pipes.fail_unassigns("m", 1);
+    let r = rig.op("m", &["orders"], LifecycleOp::Pause).await;
+    assert!(refusal(&r).is_some(), "an unconfirmed pause is not reported as done: {r:?}");
+    rig.all_in("m", "orders", S::Failed).await;
+    assert!(rig.partition("m", "orders", 0).error.is_some_and(|e| e.retryable));
+
+    // The retry unassigns again (confirmed this time) before recording PAUSED.
+    rig.all_in("m", "orders", S::Paused).await;
+    assert!(rig.world.pipes.held("m").is_empty(), "the data path no longer holds them");
+    let unassigns: Vec<bool> = rig
+        .world
+        .pipes
+        .received("m")
+        .into_iter()
+        .filter_map(|r| match r {
+            Received::Unassign { ok, .. } => Some(ok),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unassigns.first(), Some(&false));
+    assert_eq!(unassigns.last(), Some(&true));
+
+    rig.source.produce("orders", 0, 1);
+    rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.destination_end("orders", 0), 4, "resumed from the committed position, nothing twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 3).await;
+    rig.world.state.set_mode(WriteMode::Unavailable);
+    let r = rig.op("m", &["orders"], LifecycleOp::Pause).await;
+    assert!(refusal(&r).is_some(), "{r:?}");
+    rig.all_in("m", "orders", S::Failed).await;
+    let e = rig.partition("m", "orders", 0).error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("STATE_STORE_UNAVAILABLE", true));
+
+    rig.world.state.set_mode(WriteMode::Accept);
+    rig.all_in("m", "orders", S::Paused).await;
+    assert!(rig.world.pipes.held("m").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_reporting_retries_shows_it() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 1).await;
+    rig.world.pipes.retrying("m", 2, "fake: the destination is busy");
+    rig.until("retrying shown", |s| data_path(s, "m").contains("the destination is busy").then_some(())).await;
+    // The next commit shows it running again.
+    rig.source.produce("orders", 0, 1);
+    rig.caught_up("m", "orders").await;
+    rig.until("running again", |s| (!data_path(s, "m").contains("busy")).then_some(())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_whose_producer_fails_is_restarted_from_committed_positions() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    assert_eq!(rig.world.pipes.started("m"), 1);
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    rig.world.pipes.fence("m");
+    rig.source.produce("orders", 0, 2);
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.world.pipes.started("m"), 2, "a new data path");
+    let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert!(resumed.iter().all(|s| s.next_source_offset == Some(3)), "{resumed:?}");
+    assert_eq!(rig.destination_end("orders", 0), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_that_cannot_start_is_started_again() {
+    let rig = Rig::new().await;
+    rig.source.add_topic("orders", 1, 2);
+    rig.world.pipes.fail_next_start("fake: destination refused the producer");
+    rig.create("m").await;
+    rig.until("the failure shown", |s| data_path(s, "m").contains("refused the producer").then_some(())).await;
+    // The retry (after its backoff) starts a data path that works.
+    rig.until("restarted", |s| (!data_path(s, "m").contains("refused the producer")).then_some(())).await;
+    assert_eq!(rig.world.pipes.started("m"), 2);
+    rig.op_ok("m", &["orders"], START).await;
+    rig.caught_up("m", "orders").await;
+}
+
+// ----- fencing and restore -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_state_writer_makes_the_instance_read_only() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 2).await;
+    rig.world.state.fence_all();
+    let written = rig.world.state.records().len();
+
+    assert_eq!(refusal(&rig.op("m", &["orders"], LifecycleOp::Pause).await), Some(ProblemKind::Fenced));
+    rig.until("fenced shown", |s| data_path(s, "m").contains("another kmirror instance").then_some(())).await;
+    // From now on every change is refused without trying.
+    assert_eq!(refusal(&rig.op("m", &["orders"], LifecycleOp::Stop).await), Some(ProblemKind::Fenced));
+    assert_eq!(rig.engine.create_mirror(spec("n", SOURCE), actor()).await.unwrap_err().kind(), ProblemKind::Fenced);
+    assert_eq!(rig.engine.delete_mirror("m", actor()).await.unwrap_err().kind(), ProblemKind::Fenced);
+    assert_eq!(rig.world.state.records().len(), written, "nothing written after the fence");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_takes_over_and_fences_the_first() {
+    let first = Rig::new().await;
+    first.mirroring("m", "orders", 1, 2).await;
+    let (second, _join) = start_on(&first.world).await;
+    until(&second, "the second instance mirrors", |s| {
+        let p = s.mirror("m")?.topic("orders")?.partitions.first()?.clone();
+        (p.state == S::Mirroring && p.mirrored_source_offset == Some(2)).then_some(())
+    })
+    .await;
+
+    // Only the second instance's data path writes from now on.
+    first.source.produce("orders", 0, 3);
+    until(&second, "the second instance caught up", |s| {
+        let p = s.mirror("m")?.topic("orders")?.partitions.first()?.clone();
+        (p.mirrored_source_offset == Some(5)).then_some(())
+    })
+    .await;
+    assert_eq!(first.destination_end("orders", 0), 5, "written once");
+    assert_eq!(refusal(&first.op("m", &["orders"], LifecycleOp::Pause).await), Some(ProblemKind::Fenced));
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_restores_every_state_and_resumes_from_committed_positions() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "live", 2, 4).await;
+    rig.mirroring("m", "held", 1, 3).await;
+    rig.mirroring("m", "done", 1, 2).await;
+    rig.op_ok("m", &["held"], LifecycleOp::Pause).await;
+    rig.op_ok("m", &["done"], LifecycleOp::Stop).await;
+    rig.all_in("m", "held", S::Paused).await;
+    rig.all_in("m", "done", S::Stopped).await;
+    let stop_offset = rig.partition("m", "done", 0).destination_stop_offset;
+
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    let rig = rig.restart().await;
+    rig.caught_up("m", "live").await;
+    rig.all_in("m", "held", S::Paused).await;
+    rig.all_in("m", "done", S::Stopped).await;
+    assert_eq!(rig.partition("m", "done", 0).destination_stop_offset, stop_offset);
+    assert_eq!(rig.partition("m", "held", 0).mirrored_source_offset, Some(3));
+
+    // Only the MIRRORING partitions are handed to the new data path, from where they were.
+    let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert!(
+        resumed.iter().all(|s| s.topic == "live" && s.next_source_offset == Some(4) && s.destination_next_offset == 4),
+        "{resumed:?}"
+    );
+    rig.source.produce("live", 1, 1);
+    rig.caught_up("m", "live").await;
+    assert_eq!((rig.destination_end("live", 0), rig.destination_end("live", 1)), (4, 5), "nothing copied twice");
+    rig.op_ok("m", &["held"], LifecycleOp::Resume).await;
+    rig.caught_up("m", "held").await;
+}
+
+// ----- source changes ------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_source_connection_replaces_the_data_path_without_loss_or_duplicates() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 3).await;
+    rig.world.alias("source-b:9092", &rig.source);
+    let update = MirrorUpdate {
+        source: Some(SourceSpec { bootstrap_servers: "source-b:9092".into(), properties: BTreeMap::new() }),
+        ..MirrorUpdate::default()
+    };
+    let assigned_before = rig.world.pipes.assigned("m").len();
+    rig.engine.update_mirror("m", update, actor()).await.expect("update");
+    assert_eq!(rig.world.pipes.started("m"), 2);
+    rig.source.produce("orders", 0, 2);
+    rig.caught_up("m", "orders").await;
+    let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
+    assert_eq!(resumed.iter().map(|s| s.next_source_offset).collect::<Vec<_>>(), vec![Some(3)]);
+    assert_eq!(rig.destination_end("orders", 0), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_topic_changes_found_by_a_refresh() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "grows", 1, 2).await;
+    rig.mirroring("m", "reborn", 1, 2).await;
+    // New partitions are created on the destination and mirrored.
+    rig.source.grow("grows", 3);
+    rig.source.produce("grows", 2, 4);
+    // A topic deleted and created again is another topic: its partitions fail for good.
+    rig.source.delete_topic("reborn");
+    rig.source.add_topic("reborn", 1, 1);
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.caught_up("m", "grows").await;
+    assert_eq!(rig.world.destination.partitions("grows").len(), 3);
+    assert_eq!(rig.destination_end("grows", 2), 4);
+    rig.all_in("m", "reborn", S::Failed).await;
+    let e = rig.partition("m", "reborn", 0).error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("SOURCE_TOPIC_RECREATED", false));
+}

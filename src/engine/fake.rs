@@ -1,0 +1,935 @@
+//! In-memory clusters, state topic and data paths behind the coordinator's ports
+//! (`engine::ports`), so each edge the coordinator drives gets a unit test that runs in
+//! milliseconds without Kafka.
+//!
+//! - [`FakeCluster`]: topics with partitions (log start, end offset, leader epoch), topic IDs, a
+//!   cluster ID; can be made unreachable. Serves as the destination and as each source.
+//! - [`FakeState`]: the state topic. Writers are fenced per transactional id the way Kafka does
+//!   it: opening a writer with the same id (a second instance, a restarted data path) fences the
+//!   earlier one. A test can also make writes fail or fence the current writers.
+//! - [`FakePipes`]: data paths as threads answering `PipeCommand`s. An assigned partition is
+//!   mirrored at once up to the source's end (records appended to the destination partition,
+//!   progress written to the state store through the mirror's encoder, then `Committed`), and
+//!   again whenever the source grows. A test can fail a partition, report a retry, fence a data
+//!   path, make the next start or the next unassigns fail, and read what was assigned.
+//!
+//! [`FakeWorld`] bundles them and implements `Ports`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::domain::offset_map::Run;
+use crate::kafka::pipe::{
+    AssignSpec, EncodeProgress, FinalPosition, PartitionFault, PartitionProgress, PipeCommand, PipeConfig, PipeError,
+    PipeEvent, StateWrite,
+};
+use crate::kafka::state_log::{LogRecord, StateWriteError};
+use crate::kafka::{
+    AclBinding, AclFilter, ClusterDescription, ConfigEntry, ConfigOp, ConfigSource, GroupDescription, GroupListing,
+    GroupOffset, IsolationLevel, KafkaCode, KafkaError, KafkaResult, KafkaUuid, ListedOffset, Node, OffsetSpec,
+    PartitionInfo, TopicDescription,
+};
+
+use super::EngineConfig;
+use super::ports::{Admin, ClusterAdmin, Ports, SpawnedDataPath, StateStore};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn kafka_error(operation: &'static str, resource: &str, name: &str, code: i32) -> KafkaError {
+    KafkaError::Kafka {
+        operation,
+        resource: resource.to_string(),
+        code: KafkaCode { code, name: name.to_string() },
+        message: format!("fake: {name}"),
+    }
+}
+
+fn unknown_topic(operation: &'static str, topic: &str) -> KafkaError {
+    kafka_error(operation, &format!("topic {topic}"), "UNKNOWN_TOPIC_OR_PART", 3)
+}
+
+/// Topic IDs unique across every fake cluster of the process.
+static NEXT_TOPIC_ID: AtomicI64 = AtomicI64::new(1);
+
+fn new_topic_id() -> KafkaUuid {
+    KafkaUuid {
+        most_significant_bits: 0x6b6d_6972,
+        least_significant_bits: NEXT_TOPIC_ID.fetch_add(1, Ordering::Relaxed),
+    }
+}
+
+// ----- clusters ------------------------------------------------------------------------------
+
+/// One partition of a fake topic: offsets `[log_start, end)` hold records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FakePartition {
+    pub log_start: i64,
+    pub end: i64,
+    pub leader_epoch: i32,
+}
+
+#[derive(Debug, Clone)]
+struct FakeTopic {
+    id: KafkaUuid,
+    partitions: Vec<FakePartition>,
+    /// Dynamic topic configs.
+    configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug)]
+struct ClusterInner {
+    cluster_id: String,
+    unreachable: bool,
+    fail_delete_records: bool,
+    topics: BTreeMap<String, FakeTopic>,
+}
+
+/// An in-memory Kafka cluster, as the admin calls see it.
+#[derive(Debug)]
+pub(crate) struct FakeCluster {
+    inner: Mutex<ClusterInner>,
+}
+
+impl FakeCluster {
+    pub(crate) fn new(cluster_id: &str) -> Arc<FakeCluster> {
+        Arc::new(FakeCluster {
+            inner: Mutex::new(ClusterInner {
+                cluster_id: cluster_id.to_string(),
+                unreachable: false,
+                fail_delete_records: false,
+                topics: BTreeMap::new(),
+            }),
+        })
+    }
+
+    /// A topic with `partitions` partitions holding `records` records each (leader epoch 0).
+    pub(crate) fn add_topic(&self, name: &str, partitions: i32, records: i64) {
+        let parts = (0..partitions).map(|_| FakePartition { log_start: 0, end: records, leader_epoch: 0 }).collect();
+        lock(&self.inner)
+            .topics
+            .insert(name.to_string(), FakeTopic { id: new_topic_id(), partitions: parts, configs: BTreeMap::new() });
+    }
+
+    /// Deletes a topic (a later `add_topic` of the name gets a new topic ID).
+    pub(crate) fn delete_topic(&self, name: &str) {
+        lock(&self.inner).topics.remove(name);
+    }
+
+    /// Appends `n` records to a partition.
+    pub(crate) fn produce(&self, topic: &str, partition: i32, n: i64) {
+        let mut c = lock(&self.inner);
+        let p = &mut c.topics.get_mut(topic).expect("fake topic").partitions[partition as usize];
+        p.end += n;
+    }
+
+    /// Adds partitions to a topic (empty ones).
+    pub(crate) fn grow(&self, topic: &str, total: i32) {
+        let mut c = lock(&self.inner);
+        let t = c.topics.get_mut(topic).expect("fake topic");
+        while (t.partitions.len() as i32) < total {
+            t.partitions.push(FakePartition { log_start: 0, end: 0, leader_epoch: 0 });
+        }
+    }
+
+    /// A new leader for a partition: its epoch goes up by one.
+    pub(crate) fn bump_epoch(&self, topic: &str, partition: i32) {
+        let mut c = lock(&self.inner);
+        c.topics.get_mut(topic).expect("fake topic").partitions[partition as usize].leader_epoch += 1;
+    }
+
+    pub(crate) fn partition(&self, topic: &str, partition: i32) -> Option<FakePartition> {
+        lock(&self.inner).topics.get(topic)?.partitions.get(partition as usize).copied()
+    }
+
+    /// Every partition of a topic (empty when there is no such topic).
+    pub(crate) fn partitions(&self, topic: &str) -> Vec<FakePartition> {
+        lock(&self.inner).topics.get(topic).map(|t| t.partitions.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn topic_id(&self, topic: &str) -> Option<String> {
+        Some(lock(&self.inner).topics.get(topic)?.id.to_string())
+    }
+
+    pub(crate) fn set_unreachable(&self, unreachable: bool) {
+        lock(&self.inner).unreachable = unreachable;
+    }
+
+    pub(crate) fn set_cluster_id(&self, id: &str) {
+        lock(&self.inner).cluster_id = id.to_string();
+    }
+
+    pub(crate) fn set_fail_delete_records(&self, fail: bool) {
+        lock(&self.inner).fail_delete_records = fail;
+    }
+
+    /// Runs `f` on the cluster, or fails the way an unreachable cluster does.
+    fn call<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&mut ClusterInner) -> KafkaResult<T>,
+    ) -> BoxFuture<'static, KafkaResult<T>> {
+        let mut c = lock(&self.inner);
+        let r = if c.unreachable {
+            Err(KafkaError::Timeout { operation, resource: "fake cluster".into(), after: Duration::ZERO })
+        } else {
+            f(&mut c)
+        };
+        Box::pin(std::future::ready(r))
+    }
+}
+
+fn describe(name: &str, t: &FakeTopic) -> TopicDescription {
+    TopicDescription {
+        name: name.to_string(),
+        topic_id: t.id,
+        is_internal: false,
+        partitions: (0..t.partitions.len() as i32)
+            .map(|p| PartitionInfo { partition: p, leader: Some(1), replicas: vec![1], isr: vec![1] })
+            .collect(),
+    }
+}
+
+impl ClusterAdmin for FakeCluster {
+    fn is_limited(&self) -> bool {
+        false
+    }
+
+    fn describe_cluster(&self) -> BoxFuture<'_, KafkaResult<ClusterDescription>> {
+        self.call("DescribeCluster", |c| {
+            let node = Node { id: 1, host: "fake".into(), port: 9092, rack: None };
+            Ok(ClusterDescription {
+                cluster_id: c.cluster_id.clone(),
+                controller: Some(node.clone()),
+                nodes: vec![node],
+            })
+        })
+    }
+
+    fn describe_topics<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<TopicDescription>>>> {
+        self.call("DescribeTopics", |c| {
+            Ok(names
+                .iter()
+                .map(|n| c.topics.get(n).map(|t| describe(n, t)).ok_or_else(|| unknown_topic("DescribeTopics", n)))
+                .collect())
+        })
+    }
+
+    fn describe_topic<'a>(&'a self, name: &'a str) -> BoxFuture<'a, KafkaResult<TopicDescription>> {
+        self.call("DescribeTopics", |c| {
+            c.topics.get(name).map(|t| describe(name, t)).ok_or_else(|| unknown_topic("DescribeTopics", name))
+        })
+    }
+
+    fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>> {
+        self.call("Metadata", |c| Ok(c.topics.keys().filter(|n| !n.starts_with("__")).cloned().collect()))
+    }
+
+    fn list_offsets<'a>(
+        &'a self,
+        requests: &'a [(String, i32, OffsetSpec)],
+        _isolation: IsolationLevel,
+    ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
+        self.call("ListOffsets", |c| {
+            requests
+                .iter()
+                .map(|(topic, partition, spec)| {
+                    let p = c
+                        .topics
+                        .get(topic)
+                        .and_then(|t| t.partitions.get(*partition as usize))
+                        .ok_or_else(|| unknown_topic("ListOffsets", topic))?;
+                    let offset = match spec {
+                        OffsetSpec::Earliest => p.log_start,
+                        _ => p.end,
+                    };
+                    Ok(ListedOffset {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        offset,
+                        timestamp: -1,
+                        leader_epoch: Some(p.leader_epoch),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn describe_topic_configs<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, KafkaResult<Vec<ConfigEntry>>> {
+        self.call("DescribeConfigs", |c| {
+            let t = c.topics.get(topic).ok_or_else(|| unknown_topic("DescribeConfigs", topic))?;
+            Ok(t.configs
+                .iter()
+                .map(|(k, v)| ConfigEntry {
+                    name: k.clone(),
+                    value: Some(v.clone()),
+                    source: ConfigSource::DynamicTopic,
+                    is_default: false,
+                    is_read_only: false,
+                    is_sensitive: false,
+                })
+                .collect())
+        })
+    }
+
+    fn alter_topic_configs<'a>(
+        &'a self,
+        topic: &'a str,
+        ops: &'a [(String, ConfigOp)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("IncrementalAlterConfigs", |c| {
+            let t = c.topics.get_mut(topic).ok_or_else(|| unknown_topic("IncrementalAlterConfigs", topic))?;
+            for (k, op) in ops {
+                match op {
+                    ConfigOp::Set(v) => drop(t.configs.insert(k.clone(), v.clone())),
+                    ConfigOp::Delete => drop(t.configs.remove(k)),
+                    ConfigOp::Append(_) | ConfigOp::Subtract(_) => {}
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn create_topic<'a>(
+        &'a self,
+        name: &'a str,
+        partitions: i32,
+        _replication: i32,
+        configs: &'a [(String, String)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("CreateTopics", |c| {
+            if c.topics.contains_key(name) {
+                return Err(kafka_error("CreateTopics", &format!("topic {name}"), "TOPIC_ALREADY_EXISTS", 36));
+            }
+            let parts = (0..partitions).map(|_| FakePartition { log_start: 0, end: 0, leader_epoch: 0 }).collect();
+            let configs = configs.iter().cloned().collect();
+            c.topics.insert(name.to_string(), FakeTopic { id: new_topic_id(), partitions: parts, configs });
+            Ok(())
+        })
+    }
+
+    fn create_partitions<'a>(&'a self, topic: &'a str, total: usize) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("CreatePartitions", |c| {
+            let t = c.topics.get_mut(topic).ok_or_else(|| unknown_topic("CreatePartitions", topic))?;
+            if total <= t.partitions.len() {
+                return Err(kafka_error("CreatePartitions", topic, "INVALID_PARTITIONS", 37));
+            }
+            t.partitions.resize(total, FakePartition { log_start: 0, end: 0, leader_epoch: 0 });
+            Ok(())
+        })
+    }
+
+    fn delete_records<'a>(&'a self, topic: &'a str, partitions: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("DeleteRecords", |c| {
+            if c.fail_delete_records {
+                return Err(KafkaError::Timeout {
+                    operation: "DeleteRecords",
+                    resource: topic.to_string(),
+                    after: Duration::ZERO,
+                });
+            }
+            let t = c.topics.get_mut(topic).ok_or_else(|| unknown_topic("DeleteRecords", topic))?;
+            for &(p, before) in partitions {
+                let part = t.partitions.get_mut(p as usize).ok_or_else(|| unknown_topic("DeleteRecords", topic))?;
+                part.log_start = if before < 0 { part.end } else { before.clamp(part.log_start, part.end) };
+            }
+            Ok(())
+        })
+    }
+
+    fn list_consumer_groups(&self) -> BoxFuture<'_, KafkaResult<Vec<GroupListing>>> {
+        self.call("ListConsumerGroups", |_| Ok(Vec::new()))
+    }
+
+    fn describe_consumer_groups<'a>(
+        &'a self,
+        groups: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<GroupDescription>>>> {
+        self.call("DescribeConsumerGroups", |_| {
+            Ok(groups.iter().map(|g| Err(kafka_error("DescribeConsumerGroups", g, "GROUP_ID_NOT_FOUND", 69))).collect())
+        })
+    }
+
+    fn list_consumer_group_offsets<'a>(
+        &'a self,
+        _group: &'a str,
+        _partitions: Option<&'a [(String, i32)]>,
+        _require_stable: bool,
+    ) -> BoxFuture<'a, KafkaResult<Vec<GroupOffset>>> {
+        self.call("ListConsumerGroupOffsets", |_| Ok(Vec::new()))
+    }
+
+    fn alter_consumer_group_offsets<'a>(
+        &'a self,
+        _group: &'a str,
+        _offsets: &'a [GroupOffset],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("AlterConsumerGroupOffsets", |_| Ok(()))
+    }
+
+    fn describe_acls<'a>(&'a self, _filter: &'a AclFilter) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        self.call("DescribeAcls", |_| Ok(Vec::new()))
+    }
+
+    fn create_acls<'a>(&'a self, _bindings: &'a [AclBinding]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.call("CreateAcls", |_| Ok(()))
+    }
+
+    fn delete_acls<'a>(&'a self, _filters: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        self.call("DeleteAcls", |_| Ok(Vec::new()))
+    }
+}
+
+// ----- the state topic -----------------------------------------------------------------------
+
+/// What the state topic does with the next writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    Accept,
+    /// The destination does not take them (`StateWriteError::Unavailable`).
+    Unavailable,
+}
+
+#[derive(Debug)]
+struct StateInner {
+    partitions: Option<i32>,
+    records: Vec<LogRecord>,
+    next_offset: HashMap<i32, i64>,
+    mode: WriteMode,
+    /// Per transactional id, the generation of its newest writer: older ones are fenced.
+    generations: HashMap<String, u64>,
+    /// Transactions committed (engine writer and data paths).
+    transactions: u64,
+}
+
+/// The state topic on the destination, with Kafka's transactional-id fencing.
+#[derive(Debug)]
+pub(crate) struct FakeState {
+    inner: Mutex<StateInner>,
+}
+
+impl FakeState {
+    fn new() -> Arc<FakeState> {
+        Arc::new(FakeState {
+            inner: Mutex::new(StateInner {
+                partitions: None,
+                records: Vec::new(),
+                next_offset: HashMap::new(),
+                mode: WriteMode::Accept,
+                generations: HashMap::new(),
+                transactions: 0,
+            }),
+        })
+    }
+
+    /// A new writer for `transactional_id`: every earlier one of that id is fenced.
+    fn open(&self, transactional_id: &str) -> u64 {
+        let mut s = lock(&self.inner);
+        let g = s.generations.entry(transactional_id.to_string()).or_insert(0);
+        *g += 1;
+        *g
+    }
+
+    /// Fences every current writer (as if another instance had opened them all).
+    pub(crate) fn fence_all(&self) {
+        for g in lock(&self.inner).generations.values_mut() {
+            *g += 1;
+        }
+    }
+
+    pub(crate) fn set_mode(&self, mode: WriteMode) {
+        lock(&self.inner).mode = mode;
+    }
+
+    /// Every record written so far.
+    pub(crate) fn records(&self) -> Vec<LogRecord> {
+        lock(&self.inner).records.clone()
+    }
+
+    fn append(&self, transactional_id: &str, generation: u64, records: &[StateWrite]) -> Result<(), StateWriteError> {
+        let mut s = lock(&self.inner);
+        if s.generations.get(transactional_id).copied() != Some(generation) {
+            return Err(StateWriteError::Fenced(format!(
+                "fake: producer {transactional_id} was fenced by a newer instance"
+            )));
+        }
+        if s.mode == WriteMode::Unavailable {
+            return Err(StateWriteError::Unavailable("fake: the state topic does not answer".into()));
+        }
+        for w in records {
+            let next = s.next_offset.entry(w.partition).or_insert(0);
+            let offset = *next;
+            *next += 1;
+            s.records.push(LogRecord {
+                partition: w.partition,
+                offset,
+                key: Some(w.key.clone()),
+                value: w.value.clone(),
+            });
+        }
+        s.transactions += 1;
+        Ok(())
+    }
+}
+
+/// One writer of the state topic (the engine's or a data path's).
+#[derive(Debug)]
+struct FakeWriter {
+    state: Arc<FakeState>,
+    transactional_id: String,
+    generation: u64,
+}
+
+impl StateStore for FakeWriter {
+    fn write(&self, records: &[StateWrite]) -> Result<(), StateWriteError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.state.append(&self.transactional_id, self.generation, records)
+    }
+}
+
+// ----- data paths ----------------------------------------------------------------------------
+
+/// What a test asks of the next commands of a data path.
+#[derive(Debug, Default)]
+struct PipeScript {
+    /// The next unassigns fail (the data path does not confirm).
+    fail_unassigns: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    next_source: i64,
+    epoch: Option<i32>,
+    /// Where the next mirrored record must land on the destination.
+    destination_next: i64,
+    destination_end: i64,
+}
+
+/// A running fake data path, shared between its thread and the test.
+struct FakePipe {
+    config: PipeConfig,
+    events: mpsc::UnboundedSender<PipeEvent>,
+    source: Arc<FakeCluster>,
+    destination: Arc<FakeCluster>,
+    writer: FakeWriter,
+    encode: Mutex<EncodeProgress>,
+    held: Mutex<BTreeMap<(String, i32), Held>>,
+    script: Mutex<PipeScript>,
+    /// Ended (shut down, fenced): the thread leaves.
+    ended: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for FakePipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakePipe").field("mirror", &self.config.mirror).finish_non_exhaustive()
+    }
+}
+
+/// One command a data path received, for tests to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Received {
+    Assign(Vec<AssignSpec>),
+    Unassign { partitions: Vec<(String, i32)>, fence: bool, ok: bool },
+    Fence,
+    Shutdown,
+}
+
+#[derive(Debug, Default)]
+struct PipesInner {
+    /// The newest data path of each mirror.
+    running: HashMap<String, Arc<FakePipe>>,
+    /// Every command each mirror's data paths received, in order.
+    received: HashMap<String, Vec<Received>>,
+    /// Data paths started per mirror.
+    started: HashMap<String, u32>,
+    /// The next data path to start fails with this message.
+    fail_next_start: Option<String>,
+}
+
+/// The data paths of every mirror.
+#[derive(Debug, Default)]
+pub(crate) struct FakePipes {
+    inner: Mutex<PipesInner>,
+}
+
+impl FakePipes {
+    fn pipe(&self, mirror: &str) -> Arc<FakePipe> {
+        Arc::clone(lock(&self.inner).running.get(mirror).expect("the mirror has a fake data path"))
+    }
+
+    /// Commands `mirror`'s data paths received so far.
+    pub(crate) fn received(&self, mirror: &str) -> Vec<Received> {
+        lock(&self.inner).received.get(mirror).cloned().unwrap_or_default()
+    }
+
+    /// Every partition spec `mirror`'s data paths were assigned, in order.
+    pub(crate) fn assigned(&self, mirror: &str) -> Vec<AssignSpec> {
+        self.received(mirror)
+            .into_iter()
+            .flat_map(|r| match r {
+                Received::Assign(specs) => specs,
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Data paths started for `mirror` so far.
+    pub(crate) fn started(&self, mirror: &str) -> u32 {
+        lock(&self.inner).started.get(mirror).copied().unwrap_or(0)
+    }
+
+    /// Partitions the running data path of `mirror` holds.
+    pub(crate) fn held(&self, mirror: &str) -> Vec<(String, i32)> {
+        lock(&self.pipe(mirror).held).keys().cloned().collect()
+    }
+
+    /// The next data path started fails (`PipeEvent::Failed`).
+    pub(crate) fn fail_next_start(&self, message: &str) {
+        lock(&self.inner).fail_next_start = Some(message.to_string());
+    }
+
+    /// The next `n` unassigns of `mirror`'s data path are not confirmed.
+    pub(crate) fn fail_unassigns(&self, mirror: &str, n: u32) {
+        lock(&self.pipe(mirror).script).fail_unassigns = n;
+    }
+
+    /// The data path gives up on a partition (`PipeEvent::PartitionFailed`).
+    pub(crate) fn fail_partition(&self, mirror: &str, topic: &str, partition: i32, fault: PartitionFault) {
+        let pipe = self.pipe(mirror);
+        lock(&pipe.held).remove(&(topic.to_string(), partition));
+        let _ = pipe.events.send(PipeEvent::PartitionFailed { topic: topic.to_string(), partition, fault });
+    }
+
+    /// A transient failure the data path retries by itself (`PipeEvent::Retrying`).
+    pub(crate) fn retrying(&self, mirror: &str, attempt: u32, message: &str) {
+        let _ = self.pipe(mirror).events.send(PipeEvent::Retrying { attempt, message: message.to_string() });
+    }
+
+    /// The data path's producer is fenced (`PipeEvent::Fenced`): it ends.
+    pub(crate) fn fence(&self, mirror: &str) {
+        let pipe = self.pipe(mirror);
+        // Under the partitions' lock: no transaction of this data path commits after it.
+        let _held = lock(&pipe.held);
+        pipe.ended.store(true, Ordering::SeqCst);
+        let _ = pipe.events.send(PipeEvent::Fenced { message: "fake: producer fenced".into() });
+    }
+
+    fn record(&self, mirror: &str, r: Received) {
+        lock(&self.inner).received.entry(mirror.to_string()).or_default().push(r);
+    }
+}
+
+impl FakePipe {
+    /// Mirrors every held partition up to its source end, in one transaction.
+    fn mirror(&self) {
+        let mut held = lock(&self.held);
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut progress = Vec::new();
+        let mut failed = Vec::new();
+        for ((topic, partition), h) in held.iter_mut() {
+            let Some(src) = self.source.partition(topic, *partition) else { continue };
+            if lock(&self.source.inner).unreachable {
+                continue;
+            }
+            if h.next_source < src.log_start {
+                failed.push((
+                    (topic.clone(), *partition),
+                    PartitionFault::SourceTruncated {
+                        message: format!("fake: position {} is below the log start {}", h.next_source, src.log_start),
+                    },
+                ));
+                continue;
+            }
+            let n = src.end - h.next_source;
+            if n <= 0 {
+                continue;
+            }
+            let Some(dst) = self.destination.partition(topic, *partition) else { continue };
+            if dst.end != h.destination_next {
+                failed.push((
+                    (topic.clone(), *partition),
+                    PartitionFault::ForeignWrite { expected_offset: h.destination_next, found_offset: dst.end },
+                ));
+                continue;
+            }
+            progress.push(PartitionProgress {
+                topic: topic.clone(),
+                partition: *partition,
+                next_source_offset: src.end,
+                source_leader_epoch: Some(src.leader_epoch),
+                destination_end_offset: dst.end + n,
+                last_record_timestamp: None,
+                records: n as u64,
+                bytes: n as u64 * 10,
+                runs: vec![Run::new(h.next_source, dst.end, n)],
+            });
+        }
+        for (key, fault) in failed {
+            held.remove(&key);
+            let _ = self.events.send(PipeEvent::PartitionFailed { topic: key.0, partition: key.1, fault });
+        }
+        if progress.is_empty() {
+            return;
+        }
+        let writes: Vec<StateWrite> = {
+            let encode = lock(&self.encode);
+            progress.iter().flat_map(&**encode).collect()
+        };
+        match self.writer.write(&writes) {
+            Ok(()) => {}
+            Err(StateWriteError::Fenced(message) | StateWriteError::Fatal(message)) => {
+                self.ended.store(true, Ordering::SeqCst);
+                let _ = self.events.send(PipeEvent::Fenced { message });
+                return;
+            }
+            Err(StateWriteError::Unavailable(message)) => {
+                let _ = self.events.send(PipeEvent::Retrying { attempt: 1, message });
+                return;
+            }
+        }
+        for p in &progress {
+            self.destination.produce(&p.topic, p.partition, p.records as i64);
+            let h = held.get_mut(&(p.topic.clone(), p.partition)).expect("held");
+            h.next_source = p.next_source_offset;
+            h.epoch = p.source_leader_epoch;
+            h.destination_next = p.destination_end_offset;
+            h.destination_end = p.destination_end_offset;
+        }
+        let _ = self.events.send(PipeEvent::Committed(progress));
+    }
+
+    /// Carries out one command; true when the data path ends.
+    fn command(&self, pipes: &FakePipes, cmd: PipeCommand) -> bool {
+        let mirror = &self.config.mirror;
+        match cmd {
+            PipeCommand::Assign(specs) => {
+                pipes.record(mirror, Received::Assign(specs.clone()));
+                let mut held = lock(&self.held);
+                for s in specs {
+                    let start = self.source.partition(&s.topic, s.partition).map_or(0, |p| p.log_start);
+                    held.entry((s.topic.clone(), s.partition)).or_insert(Held {
+                        next_source: s.next_source_offset.unwrap_or(start),
+                        epoch: s.source_leader_epoch,
+                        destination_next: s.destination_next_offset,
+                        destination_end: s.destination_end_offset,
+                    });
+                }
+                false
+            }
+            PipeCommand::Unassign { partitions, fence, reply, .. } => {
+                let fail = {
+                    let mut script = lock(&self.script);
+                    let fail = script.fail_unassigns > 0;
+                    script.fail_unassigns = script.fail_unassigns.saturating_sub(1);
+                    fail
+                };
+                pipes.record(mirror, Received::Unassign { partitions: partitions.clone(), fence, ok: !fail });
+                if fail {
+                    let _ = reply.send(Err(PipeError::NoAnswer));
+                    return false;
+                }
+                let mut held = lock(&self.held);
+                let finals = partitions
+                    .iter()
+                    .filter_map(|key| {
+                        let h = held.remove(key)?;
+                        Some(FinalPosition {
+                            topic: key.0.clone(),
+                            partition: key.1,
+                            next_source_offset: Some(h.next_source),
+                            source_leader_epoch: h.epoch,
+                            destination_end_offset: h.destination_end,
+                        })
+                    })
+                    .collect();
+                let _ = reply.send(Ok(finals));
+                false
+            }
+            PipeCommand::Fence { reply } => {
+                pipes.record(mirror, Received::Fence);
+                let _ = reply.send(Ok(()));
+                false
+            }
+            PipeCommand::Shutdown { reply } => {
+                pipes.record(mirror, Received::Shutdown);
+                let _ = reply.send(Ok(()));
+                true
+            }
+        }
+    }
+}
+
+/// Answers a command of a data path that could not start or has ended.
+fn refuse(cmd: PipeCommand, why: &str) {
+    match cmd {
+        PipeCommand::Assign(_) => {}
+        PipeCommand::Unassign { reply, .. } => drop(reply.send(Err(PipeError::Stopped(why.to_string())))),
+        PipeCommand::Fence { reply } | PipeCommand::Shutdown { reply } => {
+            drop(reply.send(Err(PipeError::Stopped(why.to_string()))))
+        }
+    }
+}
+
+// ----- the world -----------------------------------------------------------------------------
+
+/// The destination, the sources by bootstrap address, the state topic and the data paths.
+#[derive(Debug)]
+pub(crate) struct FakeWorld {
+    pub destination: Arc<FakeCluster>,
+    sources: Mutex<HashMap<String, Arc<FakeCluster>>>,
+    pub state: Arc<FakeState>,
+    pub pipes: Arc<FakePipes>,
+}
+
+impl FakeWorld {
+    /// A world with a reachable destination (cluster ID `destination-cluster`) and no sources.
+    pub(crate) fn new() -> Arc<FakeWorld> {
+        Arc::new(FakeWorld {
+            destination: FakeCluster::new("destination-cluster"),
+            sources: Mutex::new(HashMap::new()),
+            state: FakeState::new(),
+            pipes: Arc::new(FakePipes::default()),
+        })
+    }
+
+    /// Adds a source cluster reachable at `bootstrap`.
+    pub(crate) fn add_source(&self, bootstrap: &str, cluster_id: &str) -> Arc<FakeCluster> {
+        let c = FakeCluster::new(cluster_id);
+        lock(&self.sources).insert(bootstrap.to_string(), Arc::clone(&c));
+        c
+    }
+
+    /// Makes `cluster` answer at `bootstrap` too (another listener of the same cluster).
+    pub(crate) fn alias(&self, bootstrap: &str, cluster: &Arc<FakeCluster>) {
+        lock(&self.sources).insert(bootstrap.to_string(), Arc::clone(cluster));
+    }
+
+    /// The cluster at `bootstrap`; an address nobody answers at gets an unreachable one.
+    fn source(&self, bootstrap: &str) -> Arc<FakeCluster> {
+        let mut sources = lock(&self.sources);
+        Arc::clone(sources.entry(bootstrap.to_string()).or_insert_with(|| {
+            let c = FakeCluster::new("nobody");
+            c.set_unreachable(true);
+            c
+        }))
+    }
+
+    fn destination_check(&self, operation: &'static str) -> KafkaResult<()> {
+        if lock(&self.destination.inner).unreachable {
+            return Err(KafkaError::Timeout { operation, resource: "fake destination".into(), after: Duration::ZERO });
+        }
+        Ok(())
+    }
+}
+
+impl Ports for FakeWorld {
+    fn destination(&self) -> Admin {
+        Arc::clone(&self.destination) as Admin
+    }
+
+    fn connect_source(
+        &self,
+        bootstrap: &str,
+        _properties: &BTreeMap<String, String>,
+        _timeout: Duration,
+    ) -> KafkaResult<Admin> {
+        Ok(self.source(bootstrap) as Admin)
+    }
+
+    fn ensure_state_topic<'a>(&'a self, _topic: &'a str, partitions: i32) -> BoxFuture<'a, KafkaResult<i32>> {
+        let r = self
+            .destination_check("CreateTopics")
+            .map(|()| *lock(&self.state.inner).partitions.get_or_insert(partitions));
+        Box::pin(std::future::ready(r))
+    }
+
+    fn read_state<'a>(&'a self, _config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+        let r = self.destination_check("read state").map(|()| self.state.records());
+        Box::pin(std::future::ready(r))
+    }
+
+    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
+        let transactional_id = format!("{}.state", config.instance_id);
+        let r = self.destination_check("InitProducerId").map(|()| {
+            let generation = self.state.open(&transactional_id);
+            Arc::new(FakeWriter { state: Arc::clone(&self.state), transactional_id, generation }) as Arc<dyn StateStore>
+        });
+        Box::pin(std::future::ready(r))
+    }
+
+    fn spawn_data_path(
+        &self,
+        config: PipeConfig,
+        encode: EncodeProgress,
+        events: mpsc::UnboundedSender<PipeEvent>,
+        _runtime: tokio::runtime::Handle,
+    ) -> std::io::Result<SpawnedDataPath> {
+        let (tx, rx) = std::sync::mpsc::channel::<PipeCommand>();
+        let mirror = config.mirror.clone();
+        let fail = {
+            let mut p = lock(&self.pipes.inner);
+            *p.started.entry(mirror.clone()).or_default() += 1;
+            p.fail_next_start.take()
+        };
+        if let Some(message) = fail {
+            let join = std::thread::Builder::new().name(format!("fake-pipe-{mirror}")).spawn(move || {
+                let _ = events.send(PipeEvent::Failed { message });
+                for cmd in rx.iter() {
+                    refuse(cmd, "the mirror's data path could not start");
+                }
+            })?;
+            return Ok((tx, join));
+        }
+        let generation = self.state.open(&config.transactional_id);
+        let pipe = Arc::new(FakePipe {
+            writer: FakeWriter {
+                state: Arc::clone(&self.state),
+                transactional_id: config.transactional_id.clone(),
+                generation,
+            },
+            source: self.source(&config.source_bootstrap),
+            destination: Arc::clone(&self.destination),
+            config,
+            events,
+            encode: Mutex::new(encode),
+            held: Mutex::new(BTreeMap::new()),
+            script: Mutex::new(PipeScript::default()),
+            ended: std::sync::atomic::AtomicBool::new(false),
+        });
+        lock(&self.pipes.inner).running.insert(mirror.clone(), Arc::clone(&pipe));
+        let pipes = Arc::clone(&self.pipes);
+        let join = std::thread::Builder::new().name(format!("fake-pipe-{mirror}")).spawn(move || {
+            let _ = pipe.events.send(PipeEvent::Ready);
+            loop {
+                if pipe.ended.load(Ordering::SeqCst) {
+                    // Like a fenced pipe: the thread ends and every later command goes unanswered.
+                    return;
+                }
+                match rx.recv_timeout(Duration::from_millis(2)) {
+                    Ok(cmd) => {
+                        if pipe.command(&pipes, cmd) {
+                            return;
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+                pipe.mirror();
+            }
+        })?;
+        Ok((tx, join))
+    }
+}
