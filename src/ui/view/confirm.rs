@@ -1,0 +1,207 @@
+//! The confirmation page and dialog (`templates/pages/confirm.html`), with the impact per
+//! partition.
+
+use crate::domain::{PartitionState, StateCounts};
+use crate::engine::{MirrorSnapshot, PartitionSnapshot};
+use crate::ui::format;
+
+use super::actions::UiOp;
+use super::common::{StateView, Viewer, mirror_href, mixed_text, state_view, topic_href};
+
+/// Partitions listed per topic in a confirmation dialog (worst lag first); the rest are summed.
+const IMPACT_ROWS: usize = 50;
+
+#[derive(Debug, Clone)]
+pub struct ImpactRow {
+    pub partition: i32,
+    pub state: StateView,
+    pub hwm: String,
+    pub lso: String,
+    pub mirrored: String,
+    pub lag_records: String,
+    pub lag_seconds: String,
+    pub dest_hwm: String,
+    pub stop_offset: String,
+    pub local_writes: String,
+    /// Something is lost or refused for this partition.
+    pub warn: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConfirmTopic {
+    pub name: String,
+    pub href: String,
+    pub state: StateView,
+    pub mixed: String,
+    pub partitions: String,
+    pub rows: Vec<ImpactRow>,
+    pub more: usize,
+    pub more_text: String,
+    pub lag_records: String,
+    pub lag_seconds: String,
+    pub local_writes: String,
+    pub local_writes_n: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConfirmView {
+    pub mirror: String,
+    pub mirror_href: String,
+    pub op: &'static str,
+    pub title: String,
+    pub button: String,
+    pub danger: bool,
+    pub explanation: &'static str,
+    pub topics: Vec<ConfirmTopic>,
+    /// Names that are not topics of this mirror (shown, not submitted).
+    pub missing: Vec<String>,
+    /// What the operator must type (failover).
+    pub confirm_word: Option<String>,
+    pub confirm_pattern: String,
+    pub total_lag: String,
+    pub total_lag_n: i64,
+    pub total_lag_seconds: String,
+    pub diverged: usize,
+    pub show_truncation: bool,
+    pub show_impact: bool,
+    pub csrf: String,
+    pub actions_url: String,
+    pub error: Option<String>,
+}
+
+fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
+    let local = match (p.destination_high_watermark, p.destination_stop_offset) {
+        (Some(h), Some(s)) if p.state == PartitionState::Stopped => (h - s).max(0),
+        _ => 0,
+    };
+    ImpactRow {
+        partition: p.partition,
+        state: state_view(p.state),
+        hwm: format::opt_int(p.source_high_watermark),
+        lso: format::opt_int(p.source_last_stable_offset),
+        mirrored: format::opt_int(p.mirrored_source_offset),
+        lag_records: format::int(p.lag_records),
+        lag_seconds: format::secs(p.lag_seconds),
+        dest_hwm: format::opt_int(p.destination_high_watermark),
+        stop_offset: format::opt_int(p.destination_stop_offset),
+        local_writes: format::int(local),
+        warn: match op {
+            UiOp::Failover => p.lag_records > 0 && p.state != PartitionState::Stopped,
+            UiOp::Restart => local > 0,
+            _ => false,
+        },
+    }
+}
+
+/// The confirmation for `op` on `topics` of mirror `m`, with the impact per partition.
+pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer) -> ConfirmView {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for name in topics {
+        match m.topic(name) {
+            Some(t) => found.push(t),
+            None => missing.push(name.clone()),
+        }
+    }
+    let mut total_lag = 0i64;
+    let mut total_secs = 0f64;
+    let mut diverged = 0usize;
+    let confirm_topics: Vec<ConfirmTopic> = found
+        .iter()
+        .map(|t| {
+            let c: StateCounts = t.partitions.iter().map(|p| p.state).collect();
+            let mut parts: Vec<&PartitionSnapshot> = t.partitions.iter().collect();
+            // Worst first: what the operator most needs to see is at the top.
+            parts.sort_by(|a, b| b.lag_records.cmp(&a.lag_records).then(a.partition.cmp(&b.partition)));
+            let rows: Vec<ImpactRow> = parts.iter().map(|p| impact_row(p, op)).collect();
+            let lag: i64 =
+                t.partitions.iter().filter(|p| p.state != PartitionState::Stopped).map(|p| p.lag_records).sum();
+            let secs = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
+            let local: i64 = t
+                .partitions
+                .iter()
+                .filter(|p| p.state == PartitionState::Stopped)
+                .filter_map(|p| Some((p.destination_high_watermark? - p.destination_stop_offset?).max(0)))
+                .sum();
+            diverged += rows.iter().filter(|r| r.warn && op == UiOp::Restart).count();
+            total_lag += lag;
+            total_secs = total_secs.max(secs);
+            let more = rows.len().saturating_sub(IMPACT_ROWS);
+            ConfirmTopic {
+                name: t.name.clone(),
+                href: topic_href(&m.name, &t.name),
+                state: state_view(t.state),
+                mixed: mixed_text(&c),
+                partitions: format::count(t.partitions.len()),
+                rows: rows.into_iter().take(IMPACT_ROWS).collect(),
+                more,
+                more_text: if more == 0 {
+                    String::new()
+                } else {
+                    format!("{} more partitions with less lag are not listed; the totals include them.", more)
+                },
+                lag_records: format::int(lag),
+                lag_seconds: format::secs(secs),
+                local_writes: format::int(local),
+                local_writes_n: local,
+            }
+        })
+        .collect();
+    let (title, button, explanation) = match op {
+        UiOp::Pause => (
+            "Pause mirroring",
+            "Pause",
+            "Fetching stops after the open transaction commits. The topics stay read-only mirrors and \
+             metadata sync continues. Resume continues exactly where mirroring paused.",
+        ),
+        UiOp::Resume => (
+            "Resume mirroring",
+            "Resume",
+            "Mirroring continues from the last committed position; nothing is skipped or copied twice.",
+        ),
+        UiOp::Failover => (
+            "Fail over",
+            "Fail over",
+            "The topics stop mirroring and become ordinary writable topics on the destination. \
+             Records the source has that are not mirrored yet (the lag below) will not be copied. \
+             The open transaction is aborted and the stop point is recorded, so the topics can be \
+             restarted later.",
+        ),
+        UiOp::Restart => (
+            "Restart mirroring",
+            "Restart",
+            "Mirroring starts again in the same direction. Without truncation, a partition whose \
+             destination has local writes after the failover is refused (DESTINATION_DIVERGED). \
+             Resync deletes the destination records and copies the source again from its log start.",
+        ),
+        UiOp::Start => ("Start mirroring", "Start", "Start mirroring these source topics."),
+    };
+    let count = confirm_topics.len();
+    let title =
+        if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
+    let button = if count == 1 { button.to_string() } else { format!("{button} {count} topics") };
+    let confirm_word = (op == UiOp::Failover && count > 0)
+        .then(|| if count == 1 { confirm_topics[0].name.clone() } else { m.name.clone() });
+    ConfirmView {
+        mirror: m.name.clone(),
+        mirror_href: mirror_href(&m.name),
+        op: op.value(),
+        title,
+        button,
+        danger: op == UiOp::Failover,
+        explanation,
+        confirm_pattern: confirm_word.as_deref().map(format::exact_pattern).unwrap_or_default(),
+        confirm_word,
+        topics: confirm_topics,
+        missing,
+        total_lag: format::int(total_lag),
+        total_lag_n: total_lag,
+        total_lag_seconds: format::secs(total_secs),
+        diverged,
+        show_truncation: op == UiOp::Restart,
+        show_impact: matches!(op, UiOp::Failover | UiOp::Restart),
+        csrf: viewer.csrf.clone(),
+        actions_url: format!("{}/actions", mirror_href(&m.name)),
+        error: None,
+    }
+}

@@ -1,0 +1,305 @@
+//! The mirror page (`templates/pages/mirror.html`): summary, groups and the topic list.
+
+use std::cmp::Ordering;
+
+use crate::domain::{PartitionState, StateCounts, Timestamp};
+use crate::engine::{GroupSyncView, MirrorSnapshot, TopicSnapshot};
+use crate::ui::format::{self, NONE, url};
+
+use super::actions::{ActionLink, actions_for};
+use super::common::{
+    DEFAULT_PER_PAGE, Freshness, Opt, Pager, Params, SortLink, StateCountView, StateView, Viewer, When, lag_css,
+    mirror_href, mixed_text, parse_desc, parse_page, parse_per, parse_state, partitions_href, per_page_options,
+    severity, state_counts, state_options, state_view, topic_href,
+};
+use super::health::{ClusterIdView, SyncView, cluster_id_view, data_path_css, sync_view};
+
+#[derive(Debug, Clone)]
+pub struct TopicRow {
+    pub name: String,
+    pub href: String,
+    pub state: StateView,
+    pub mixed: String,
+    pub partitions: String,
+    pub lag_records: String,
+    pub lag_seconds: String,
+    pub lag_css: &'static str,
+    pub failed: usize,
+    /// The first partition error, `CODE: message`.
+    pub error: Option<String>,
+    pub actions: Vec<ActionLink>,
+    /// Checkbox id (stable across refreshes so htmx keeps the ticked state).
+    pub select_id: String,
+    pub selected: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct TopicList {
+    pub rows: Vec<TopicRow>,
+    pub pager: Pager,
+    pub columns: Vec<SortLink>,
+    pub q: String,
+    pub state: String,
+    pub state_options: Vec<Opt>,
+    pub per_options: Vec<Opt>,
+    pub sort: String,
+    pub dir: String,
+    pub per: String,
+    /// The live fragment's URL (same filters).
+    pub live_url: String,
+    pub empty_text: String,
+    pub filtered: bool,
+    /// Some row on this page has a problem (otherwise the column is left out).
+    pub any_error: bool,
+}
+
+/// One consumer group's offset sync, for the failover-readiness table.
+#[derive(Debug, Clone)]
+pub struct GroupView {
+    pub group: String,
+    pub css: &'static str,
+    pub status: &'static str,
+    pub last_success: When,
+    pub last_attempt: When,
+    pub last_error: Option<String>,
+    pub synced: String,
+}
+
+/// Groups listed on the mirror page (problems first); the rest are counted.
+const GROUP_ROWS: usize = 50;
+
+fn group_views(groups: &[GroupSyncView], now: Timestamp) -> (Vec<GroupView>, usize) {
+    let mut refs: Vec<&GroupSyncView> = groups.iter().collect();
+    refs.sort_by(|a, b| b.last_error.is_some().cmp(&a.last_error.is_some()).then_with(|| a.group.cmp(&b.group)));
+    let more = refs.len().saturating_sub(GROUP_ROWS);
+    let rows = refs
+        .into_iter()
+        .take(GROUP_ROWS)
+        .map(|g| {
+            let (css, status) = match (&g.last_error, g.last_success_at) {
+                (Some(_), _) => ("bad", "failing"),
+                (None, Some(_)) => ("ok", "in sync"),
+                (None, None) => ("muted", "not synced yet"),
+            };
+            GroupView {
+                group: g.group.clone(),
+                css,
+                status,
+                last_success: When::new(now, g.last_success_at),
+                last_attempt: When::new(now, Some(g.last_attempt_at)),
+                last_error: g.last_error.clone(),
+                synced: format::int(i64::try_from(g.partitions_synced).unwrap_or(i64::MAX)),
+            }
+        })
+        .collect();
+    (rows, more)
+}
+
+#[derive(Debug, Clone)]
+pub struct MirrorView {
+    pub name: String,
+    pub href: String,
+    pub source: String,
+    pub properties: Vec<(String, String)>,
+    pub cluster: ClusterIdView,
+    pub data_path: String,
+    pub data_path_css: &'static str,
+    pub created: When,
+    pub sync: Vec<SyncView>,
+    /// Consumer groups whose offsets are synced (failover readiness), problems first.
+    pub groups: Vec<GroupView>,
+    pub groups_more: usize,
+    pub counts: Vec<StateCountView>,
+    pub topics_total: String,
+    pub partitions_total: String,
+    pub lag_records: String,
+    pub max_lag: String,
+    pub lag_css: &'static str,
+    pub failed: usize,
+    pub failed_text: String,
+    pub failed_href: String,
+    pub worst_href: String,
+    pub partitions_href: String,
+    pub list: TopicList,
+    pub fresh: Freshness,
+    pub can_operate: bool,
+    pub can_admin: bool,
+    pub csrf: String,
+    pub confirm_url: String,
+    pub actions_url: String,
+    pub delete_url: String,
+    pub delete_pattern: String,
+    /// Whether every topic is STOPPED (a mirror can only be deleted then).
+    pub deletable: bool,
+}
+
+fn topic_sort_key(sort: &str) -> &'static str {
+    match sort {
+        "state" => "state",
+        "lag" => "lag",
+        "lag_s" => "lag_s",
+        "partitions" => "partitions",
+        _ => "name",
+    }
+}
+
+pub fn mirror(m: &MirrorSnapshot, p: &Params, now: Timestamp, taken_at: Timestamp, viewer: &Viewer) -> MirrorView {
+    let counts: StateCounts = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.state).collect();
+    let lag: i64 = m.topics.iter().map(|t| t.lag_records).sum();
+    let max_lag = m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max);
+    let base = partitions_href(&m.name);
+    let href = mirror_href(&m.name);
+    let sync: Vec<SyncView> = m.sync.iter().map(|s| sync_view(s, now)).collect();
+    let mut properties: Vec<(String, String)> =
+        crate::domain::secrets::redact(&m.source_properties).into_iter().collect();
+    properties.sort();
+    let (groups, groups_more) = group_views(&m.groups, now);
+    MirrorView {
+        groups,
+        groups_more,
+        source: m.source_bootstrap_servers.clone(),
+        properties,
+        cluster: cluster_id_view(m, now),
+        data_path: if m.data_path.is_empty() { NONE.into() } else { m.data_path.clone() },
+        data_path_css: data_path_css(&m.data_path),
+        created: When::new(now, Some(m.created_at)),
+        sync,
+        counts: state_counts(&counts, &|s| url(&base, &[("state", s.as_str().into())])),
+        topics_total: format::count(m.topics.len()),
+        partitions_total: format::count(counts.total()),
+        lag_records: format::int(lag),
+        max_lag: format::secs(max_lag),
+        lag_css: lag_css(lag, max_lag),
+        failed: counts.count(PartitionState::Failed),
+        failed_text: format::count(counts.count(PartitionState::Failed)),
+        failed_href: url(&base, &[("state", "FAILED".into())]),
+        worst_href: url(&base, &[("sort", "lag".into()), ("dir", "desc".into())]),
+        partitions_href: base.clone(),
+        list: topic_list(m, p, &href),
+        fresh: Freshness::new(taken_at, now),
+        can_operate: viewer.can_operate(),
+        can_admin: viewer.can_admin(),
+        csrf: viewer.csrf.clone(),
+        confirm_url: format!("{href}/confirm"),
+        actions_url: format!("{href}/actions"),
+        delete_url: format!("{href}/delete"),
+        delete_pattern: format::exact_pattern(&m.name),
+        deletable: m.topics.iter().all(|t| t.state == PartitionState::Stopped),
+        name: m.name.clone(),
+        href,
+    }
+}
+
+fn topic_list(m: &MirrorSnapshot, p: &Params, href: &str) -> TopicList {
+    let q = p.get("q").to_string();
+    let state = parse_state(p);
+    let sort = topic_sort_key(p.get("sort"));
+    let desc = parse_desc(p, matches!(sort, "lag" | "lag_s" | "partitions"));
+    let per = parse_per(p);
+    let selected = p.all("topic");
+
+    let mut rows: Vec<(&TopicSnapshot, StateCounts)> = m
+        .topics
+        .iter()
+        .filter(|t| q.is_empty() || t.name.starts_with(q.as_str()))
+        .filter(|t| state.is_none_or(|s| t.state == s))
+        .map(|t| (t, t.partitions.iter().map(|p| p.state).collect()))
+        .collect();
+    rows.sort_by(|(a, _), (b, _)| {
+        let o = match sort {
+            "state" => severity(a.state).cmp(&severity(b.state)),
+            "lag" => a.lag_records.cmp(&b.lag_records),
+            "lag_s" => a.lag_seconds.partial_cmp(&b.lag_seconds).unwrap_or(Ordering::Equal),
+            "partitions" => a.partitions.len().cmp(&b.partitions.len()),
+            _ => Ordering::Equal,
+        };
+        let o = if desc { o.reverse() } else { o };
+        o.then_with(|| a.name.cmp(&b.name))
+    });
+
+    let dir_s = if desc { "desc" } else { "asc" };
+    let query = |sort: &str, dir: &str, page: usize| -> Vec<(&'static str, String)> {
+        vec![
+            ("q", q.clone()),
+            ("state", state.map(|s| s.as_str().to_string()).unwrap_or_default()),
+            ("sort", if sort == "name" { String::new() } else { sort.to_string() }),
+            ("dir", dir.to_string()),
+            ("per", if per == DEFAULT_PER_PAGE { String::new() } else { per.to_string() }),
+            ("page", if page <= 1 { String::new() } else { page.to_string() }),
+        ]
+    };
+    let (pager, range) = Pager::new(rows.len(), parse_page(p), per, &|pg| url(href, &query(sort, dir_s, pg)));
+    let columns = [("Topic", "name", ""), ("State", "state", ""), ("Partitions", "partitions", "num opt")]
+        .into_iter()
+        .chain([("Lag (records)", "lag", "num"), ("Lag (time)", "lag_s", "num")])
+        .map(|(label, key, css)| {
+            let active = key == sort;
+            // Clicking the active column flips it; a new column starts in its natural direction.
+            let next_desc = if active { !desc } else { matches!(key, "lag" | "lag_s" | "partitions") };
+            SortLink {
+                label,
+                href: url(href, &query(key, if next_desc { "desc" } else { "asc" }, 1)),
+                aria: if !active {
+                    "none"
+                } else if desc {
+                    "descending"
+                } else {
+                    "ascending"
+                },
+                arrow: if !active {
+                    ""
+                } else if desc {
+                    "↓"
+                } else {
+                    "↑"
+                },
+                css,
+            }
+        })
+        .collect();
+    let filtered = !q.is_empty() || state.is_some();
+    let page_rows = rows[range]
+        .iter()
+        .map(|(t, c)| {
+            let first_error = t.partitions.iter().find_map(|p| {
+                p.error.as_ref().map(|e| format!("partition {}: {}: {}", p.partition, e.code, e.message))
+            });
+            TopicRow {
+                name: t.name.clone(),
+                href: topic_href(&m.name, &t.name),
+                state: state_view(t.state),
+                mixed: mixed_text(c),
+                partitions: format::count(t.partitions.len()),
+                lag_records: format::int(t.lag_records),
+                lag_seconds: format::secs(t.lag_seconds),
+                lag_css: lag_css(t.lag_records, t.lag_seconds),
+                failed: c.count(PartitionState::Failed),
+                error: first_error,
+                actions: actions_for(&m.name, &t.name, c),
+                select_id: format!("sel-{}", t.name),
+                selected: selected.iter().any(|s| s == &t.name),
+            }
+        })
+        .collect();
+    let page_rows: Vec<TopicRow> = page_rows;
+    TopicList {
+        any_error: page_rows.iter().any(|r| r.error.is_some()),
+        rows: page_rows,
+        columns,
+        live_url: url(&format!("/ui{href}"), &query(sort, dir_s, pager.page)),
+        pager,
+        empty_text: if m.topics.is_empty() {
+            "This mirror has no topics yet.".into()
+        } else {
+            "No topic matches these filters.".into()
+        },
+        filtered,
+        state_options: state_options(state),
+        per_options: per_page_options(per),
+        state: state.map(|s| s.as_str().to_string()).unwrap_or_default(),
+        sort: sort.to_string(),
+        dir: dir_s.to_string(),
+        per: per.to_string(),
+        q,
+    }
+}
