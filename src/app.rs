@@ -132,6 +132,114 @@ async fn loopback_only(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// Runs once the engine is up, before the listener serves (`kmirror demo` creates its mirror
+/// here). An error ends [`run`] after the engine is shut down.
+pub type OnStarted = Box<
+    dyn FnOnce(EngineHandle) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> + Send,
+>;
+
+/// What [`run`] serves besides its listener: the engine, who may call, and how.
+pub struct RunConfig {
+    pub engine: crate::engine::EngineConfig,
+    pub auth: TokenStore,
+    /// Serve over TLS (HTTP/2 and HTTP/1.1) with this configuration; plain HTTP when `None`.
+    pub tls: Option<rustls::ServerConfig>,
+    /// Which secret references (`${env:..}`, `${file:..}`) client properties may use; in force
+    /// before any Kafka client is built.
+    pub secret_references: crate::domain::secrets::ReferencePolicy,
+    pub on_started: Option<OnStarted>,
+}
+
+impl std::fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("engine", &self.engine)
+            .field("auth", &self.auth)
+            .field("tls", &self.tls.is_some())
+            .field("secret_references", &self.secret_references)
+            .field("on_started", &self.on_started.is_some())
+            .finish()
+    }
+}
+
+impl RunConfig {
+    /// `kmirror serve`'s configuration: tokens (or no authentication), the TLS certificate and
+    /// key (an unreadable or invalid one is an error), the engine and the secret references.
+    pub fn from_serve(config: &crate::config::ServeConfig) -> std::io::Result<Self> {
+        let auth = if config.no_auth {
+            tracing::warn!("AUTHENTICATION IS OFF (--no-auth): every caller on this machine is an admin");
+            TokenStore::disabled()
+        } else {
+            let store = TokenStore::new(config.tokens.clone());
+            if store.is_empty() {
+                tracing::warn!(
+                    "no tokens configured: every API call will be refused (add --token or KMIRROR_ADMIN_TOKEN)"
+                );
+            }
+            store
+        };
+        let tls = config.tls.as_ref().map(|(cert, key)| tls_config(cert, key)).transpose()?;
+        Ok(Self {
+            engine: config.engine.clone(),
+            auth,
+            tls,
+            secret_references: config.secret_references.clone(),
+            on_started: None,
+        })
+    }
+}
+
+/// Why [`run`] ended with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The engine did not start (nothing was served).
+    #[error("cannot start: {0}")]
+    Engine(#[from] crate::engine::EngineError),
+    /// [`RunConfig::on_started`] failed (nothing was served; the engine was shut down).
+    #[error("{0}")]
+    Started(String),
+    /// The HTTP server failed (the engine was shut down).
+    #[error("HTTP server failed: {0}")]
+    Http(std::io::Error),
+}
+
+/// The whole program, as `kmirror serve` and `kmirror demo` run it: starts the engine, runs
+/// `on_started`, serves the API and dashboard on `listener` (TLS when configured) until
+/// `shutdown` resolves, then lets in-flight requests finish and shuts the engine down (open
+/// transactions are aborted; committed state is final).
+///
+/// Install the signal handlers behind `shutdown` before calling: a signal during a slow engine
+/// start is then kept, and ends the server as soon as it runs.
+pub async fn run(
+    listener: TcpListener,
+    config: RunConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    // Before any Kafka client is built: which `${env:..}` / `${file:..}` references resolve.
+    crate::kafka::client::set_reference_policy(config.secret_references);
+    tracing::info!(engine = ?config.engine, "starting the mirror engine");
+    let (handle, join) = crate::engine::start(config.engine).await?;
+    if let Some(on_started) = config.on_started
+        && let Err(e) = on_started(handle.clone()).await
+    {
+        handle.shutdown().await;
+        let _ = join.await;
+        return Err(RunError::Started(e));
+    }
+    let tls = config.tls.is_some();
+    let state = AppState { engine: handle.clone(), auth: Arc::new(config.auth), tls, started_at: Instant::now() };
+    let listen = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    tracing::info!(%listen, tls, "serving the API and dashboard");
+    let served = match config.tls {
+        Some(tls) => serve_tls(listener, state, tls, shutdown).await,
+        None => serve(listener, state, shutdown).await,
+    };
+    tracing::info!("shutting down: aborting open transactions; committed state is final");
+    handle.shutdown().await;
+    let _ = join.await;
+    served.map_err(RunError::Http)
+}
+
 /// Serves `router(state)` on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,

@@ -3,11 +3,10 @@
 //! and dashboard on a loopback address with a printed demo token.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::{Role, TokenEntry, TokenStore};
-use crate::engine::{self, Actor, EngineConfig, LifecycleOp, MirrorSpec, SourceSpec, TopicSelector, Truncation};
+use crate::engine::{Actor, EngineConfig, LifecycleOp, MirrorSpec, SourceSpec, TopicSelector, Truncation};
 use crate::kafka::mock::{DemoClusters, DemoSpec};
 
 /// The demo's topics: name and partition count.
@@ -34,7 +33,8 @@ fn random_token() -> String {
         .collect()
 }
 
-/// Runs the demo until `shutdown` resolves.
+/// Runs the demo until `shutdown` resolves: the mock clusters, then [`crate::app::run`] with the
+/// demo's engine settings and token, creating and starting the demo mirror once the engine is up.
 pub async fn run(
     options: DemoOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -42,6 +42,10 @@ pub async fn run(
     if let Some(t) = &options.token {
         crate::auth::check_token_strength("demo", t)?;
     }
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| format!("listen on {}: {e}", options.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let state_topic = "__mirror_state".to_string();
     let spec = DemoSpec {
         topics: DEMO_TOPICS.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
@@ -53,23 +57,43 @@ pub async fn run(
         tokio::task::spawn_blocking(move || DemoClusters::start(spec)).await.map_err(|e| e.to_string())??;
     tracing::info!(source = %clusters.source_bootstrap, destination = %clusters.destination_bootstrap, "demo clusters up");
 
-    let mut config = EngineConfig::new(clusters.destination_bootstrap.clone());
-    config.state_topic = state_topic;
-    config.state_partitions = 4;
-    config.instance_id = "kmirror-demo".into();
-    config.metadata_refresh_interval = Duration::from_secs(15);
+    let mut engine = EngineConfig::new(clusters.destination_bootstrap.clone());
+    engine.state_topic = state_topic;
+    engine.state_partitions = 4;
+    engine.instance_id = "kmirror-demo".into();
+    engine.metadata_refresh_interval = Duration::from_secs(15);
     // The mock clusters answer fast or never (requests they do not serve time out).
-    config.request_timeout = Duration::from_secs(3);
-    let (handle, join) = engine::start(config).await.map_err(|e| format!("engine: {e}"))?;
+    engine.request_timeout = Duration::from_secs(3);
+    let token = options.token.clone().unwrap_or_else(random_token);
+    let auth = TokenStore::new(vec![TokenEntry { name: "demo".into(), token: token.clone(), role: Role::Admin }]);
+    let source_bootstrap = clusters.source_bootstrap.clone();
+    let on_started: crate::app::OnStarted =
+        Box::new(move |handle| Box::pin(start_demo_mirror(handle, source_bootstrap, addr, token)));
+    let config = crate::app::RunConfig {
+        engine,
+        auth,
+        tls: None,
+        secret_references: Default::default(),
+        on_started: Some(on_started),
+    };
+    let ran = crate::app::run(listener, config, shutdown).await;
+    drop(clusters);
+    ran.map_err(|e| e.to_string())
+}
+
+/// Creates the demo mirror, starts its topics, and prints how to reach the dashboard.
+async fn start_demo_mirror(
+    handle: crate::engine::EngineHandle,
+    source_bootstrap: String,
+    addr: SocketAddr,
+    token: String,
+) -> Result<(), String> {
     let actor = Actor { identity: "demo".into(), address: None };
     handle
         .create_mirror(
             MirrorSpec {
                 name: "demo".into(),
-                source: SourceSpec {
-                    bootstrap_servers: clusters.source_bootstrap.clone(),
-                    properties: Default::default(),
-                },
+                source: SourceSpec { bootstrap_servers: source_bootstrap, properties: Default::default() },
                 expected_source_cluster_id: None,
                 sync: Default::default(),
             },
@@ -91,30 +115,13 @@ pub async fn run(
     for r in started.results.iter().filter(|r| !r.ok) {
         tracing::warn!(topic = %r.topic, "demo topic did not start: {:?}", r.error);
     }
-
-    let token = options.token.clone().unwrap_or_else(random_token);
-    let auth = TokenStore::new(vec![TokenEntry { name: "demo".into(), token: token.clone(), role: Role::Admin }]);
-    let listener = tokio::net::TcpListener::bind(options.listen)
-        .await
-        .map_err(|e| format!("listen on {}: {e}", options.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("kmirror demo is running.");
     println!("  dashboard: http://{addr}/   (sign in with the token below)");
     println!("  API:       http://{addr}/api/v1/mirrors");
     println!("  token:     {token}");
     println!("  e.g.       curl -H 'Authorization: Bearer {token}' http://{addr}/api/v1/mirrors/demo/topics");
     println!("Press Ctrl-C to stop.");
-    let state = crate::app::AppState {
-        engine: handle.clone(),
-        auth: Arc::new(auth),
-        tls: false,
-        started_at: std::time::Instant::now(),
-    };
-    let served = crate::app::serve(listener, state, shutdown).await;
-    handle.shutdown().await;
-    let _ = join.await;
-    drop(clusters);
-    served.map_err(|e| e.to_string())
+    Ok(())
 }
 
 #[cfg(test)]

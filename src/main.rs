@@ -120,27 +120,12 @@ fn init_logging(format: &str) {
 }
 
 async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
-    // Before any Kafka client is built: which `${env:..}` / `${file:..}` references resolve.
-    kmirror::kafka::client::set_reference_policy(config.secret_references.clone());
-    let auth = if config.no_auth {
-        tracing::warn!("AUTHENTICATION IS OFF (--no-auth): every caller on this machine is an admin");
-        kmirror::auth::TokenStore::disabled()
-    } else {
-        let store = kmirror::auth::TokenStore::new(config.tokens.clone());
-        if store.is_empty() {
-            tracing::warn!("no tokens configured: every API call will be refused (add --token or KMIRROR_ADMIN_TOKEN)");
+    let run_config = match kmirror::app::RunConfig::from_serve(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kmirror: invalid configuration: {e}");
+            return ExitCode::from(2);
         }
-        store
-    };
-    let tls = match &config.tls {
-        None => None,
-        Some((cert, key)) => match kmirror::app::tls_config(cert, key) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("kmirror: invalid configuration: {e}");
-                return ExitCode::from(2);
-            }
-        },
     };
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(l) => l,
@@ -153,32 +138,19 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
     // meanwhile is kept and ends the server as soon as it runs, with a clean exit, instead of
     // the default action killing the process.
     let shutdown = shutdown_signal();
-    tracing::info!(?config, "starting the mirror engine");
-    let (handle, join) = match kmirror::engine::start(config.engine.clone()).await {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::error!("cannot start: {e}");
-            return ExitCode::FAILURE;
+    tracing::info!(?config, "configuration");
+    match kmirror::app::run(listener, run_config, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ kmirror::app::RunError::Http(_)) => {
+            // The engine was shut down cleanly all the same.
+            tracing::error!("{e}");
+            ExitCode::SUCCESS
         }
-    };
-    let state = kmirror::app::AppState {
-        engine: handle.clone(),
-        auth: std::sync::Arc::new(auth),
-        tls: tls.is_some(),
-        started_at: std::time::Instant::now(),
-    };
-    tracing::info!(listen = %config.listen, tls = tls.is_some(), "serving the API and dashboard");
-    let served = match tls {
-        Some(tls) => kmirror::app::serve_tls(listener, state, tls, shutdown).await,
-        None => kmirror::app::serve(listener, state, shutdown).await,
-    };
-    if let Err(e) = served {
-        tracing::error!("HTTP server failed: {e}");
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
     }
-    tracing::info!("shutting down: aborting open transactions; committed state is final");
-    handle.shutdown().await;
-    let _ = join.await;
-    ExitCode::SUCCESS
 }
 
 /// Resolves on SIGTERM or SIGINT. The handlers are installed when this is called (not when the
