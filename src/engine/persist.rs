@@ -37,59 +37,93 @@ pub(crate) struct StoredMirror {
     pub created_acls: Vec<AclBinding>,
 }
 
-fn acl_value(b: &AclBinding) -> AclBindingValue {
-    AclBindingValue {
-        resource_type: format!("{:?}", b.resource_type),
+/// A binding's canonical record ([`AclBindingValue`]). `None` for a value only filters carry
+/// (`Any`, `Match`: an answer from a newer broker the client could not name), which no binding
+/// kmirror creates has.
+fn acl_value(b: &AclBinding) -> Option<AclBindingValue> {
+    use crate::kafka::{AclOperation as O, AclPermission as P, PatternType as T, ResourceType as R};
+    use crate::store::{
+        AclOperationValue as OV, AclPatternTypeValue as TV, AclPermissionValue as PV, AclResourceTypeValue as RV,
+    };
+    Some(AclBindingValue {
+        resource_type: match b.resource_type {
+            R::Topic => RV::Topic,
+            R::Group => RV::Group,
+            R::Cluster => RV::Cluster,
+            R::TransactionalId => RV::TransactionalId,
+            R::Any => return None,
+        },
         name: b.name.clone(),
-        pattern_type: format!("{:?}", b.pattern_type),
+        pattern_type: match b.pattern_type {
+            T::Literal => TV::Literal,
+            T::Prefixed => TV::Prefixed,
+            T::Any | T::Match => return None,
+        },
         principal: b.principal.clone(),
         host: b.host.clone(),
-        operation: format!("{:?}", b.operation),
-        permission: format!("{:?}", b.permission),
-    }
+        operation: match b.operation {
+            O::All => OV::All,
+            O::Read => OV::Read,
+            O::Write => OV::Write,
+            O::Create => OV::Create,
+            O::Delete => OV::Delete,
+            O::Alter => OV::Alter,
+            O::Describe => OV::Describe,
+            O::ClusterAction => OV::ClusterAction,
+            O::DescribeConfigs => OV::DescribeConfigs,
+            O::AlterConfigs => OV::AlterConfigs,
+            O::IdempotentWrite => OV::IdempotentWrite,
+            O::Any => return None,
+        },
+        permission: match b.permission {
+            P::Allow => PV::Allow,
+            P::Deny => PV::Deny,
+            P::Any => return None,
+        },
+    })
 }
 
+/// The binding a stored record names; `None` when a kind is one this version does not know.
 fn acl_from(v: &AclBindingValue) -> Option<AclBinding> {
     use crate::kafka::{AclOperation as O, AclPermission as P, PatternType as T, ResourceType as R};
-    let resource_type = match v.resource_type.as_str() {
-        "Topic" => R::Topic,
-        "Group" => R::Group,
-        "Cluster" => R::Cluster,
-        "TransactionalId" => R::TransactionalId,
-        _ => return None,
-    };
-    let pattern_type = match v.pattern_type.as_str() {
-        "Literal" => T::Literal,
-        "Prefixed" => T::Prefixed,
-        _ => return None,
-    };
-    let operation = match v.operation.as_str() {
-        "All" => O::All,
-        "Read" => O::Read,
-        "Write" => O::Write,
-        "Create" => O::Create,
-        "Delete" => O::Delete,
-        "Alter" => O::Alter,
-        "Describe" => O::Describe,
-        "ClusterAction" => O::ClusterAction,
-        "DescribeConfigs" => O::DescribeConfigs,
-        "AlterConfigs" => O::AlterConfigs,
-        "IdempotentWrite" => O::IdempotentWrite,
-        _ => return None,
-    };
-    let permission = match v.permission.as_str() {
-        "Allow" => P::Allow,
-        "Deny" => P::Deny,
-        _ => return None,
+    use crate::store::{
+        AclOperationValue as OV, AclPatternTypeValue as TV, AclPermissionValue as PV, AclResourceTypeValue as RV,
     };
     Some(AclBinding {
-        resource_type,
+        resource_type: match v.resource_type {
+            RV::Topic => R::Topic,
+            RV::Group => R::Group,
+            RV::Cluster => R::Cluster,
+            RV::TransactionalId => R::TransactionalId,
+            RV::Unknown => return None,
+        },
         name: v.name.clone(),
-        pattern_type,
+        pattern_type: match v.pattern_type {
+            TV::Literal => T::Literal,
+            TV::Prefixed => T::Prefixed,
+            TV::Unknown => return None,
+        },
         principal: v.principal.clone(),
         host: v.host.clone(),
-        operation,
-        permission,
+        operation: match v.operation {
+            OV::All => O::All,
+            OV::Read => O::Read,
+            OV::Write => O::Write,
+            OV::Create => O::Create,
+            OV::Delete => O::Delete,
+            OV::Alter => O::Alter,
+            OV::Describe => O::Describe,
+            OV::ClusterAction => O::ClusterAction,
+            OV::DescribeConfigs => O::DescribeConfigs,
+            OV::AlterConfigs => O::AlterConfigs,
+            OV::IdempotentWrite => O::IdempotentWrite,
+            OV::Unknown => return None,
+        },
+        permission: match v.permission {
+            PV::Allow => P::Allow,
+            PV::Deny => P::Deny,
+            PV::Unknown => return None,
+        },
     })
 }
 
@@ -177,7 +211,7 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32) -> StateWrite {
             group_include: m.spec.sync.group_include.clone(),
             group_exclude: m.spec.sync.group_exclude.clone(),
         },
-        created_acls: m.created_acls.iter().map(acl_value).collect(),
+        created_acls: m.created_acls.iter().filter_map(acl_value).collect(),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -531,6 +565,108 @@ mod tests {
             updated_at: 1,
         };
         write(StateRecord::MirrorTopic(Entry::put(value.key(), value)), 4)
+    }
+
+    /// A Mirror record written before ACLs had a canonical form (each kind as `Debug` text)
+    /// loads its created ACLs, so they can still be removed; it is written back in the
+    /// canonical lowercase form. A binding of a kind this version does not know is skipped.
+    #[test]
+    fn created_acls_of_an_old_debug_text_record_load_and_are_rewritten_canonically() {
+        use crate::kafka::{AclOperation, AclPermission, PatternType, ResourceType};
+        let old = br#"{"type":"Mirror","version":0,"name":"m","source":{"bootstrap_servers":"src:9092",
+            "properties":{}},"expected_source_cluster_id":null,"created_at":1,"updated_at":1,"created_acls":[
+            {"resource_type":"Topic","name":"ord","pattern_type":"Prefixed","principal":"User:alice","host":"*",
+             "operation":"Read","permission":"Allow"},
+            {"resource_type":"Group","name":"billing","pattern_type":"Literal","principal":"User:bob","host":"*",
+             "operation":"All","permission":"Deny"},
+            {"resource_type":"Topic","name":"x","pattern_type":"Literal","principal":"User:c","host":"*",
+             "operation":"Any","permission":"Allow"}]}"#;
+        let records = [LogRecord {
+            partition: 0,
+            offset: 0,
+            key: Some(br#"{"type":"Mirror","version":0,"mirror":"m"}"#.to_vec()),
+            value: Some(old.to_vec()),
+        }];
+        let (loaded, warnings) = load(&records);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let stored = &loaded.mirrors[0].stored;
+        let binding = |resource_type, name: &str, pattern_type, principal: &str, operation, permission| AclBinding {
+            resource_type,
+            name: name.into(),
+            pattern_type,
+            principal: principal.into(),
+            host: "*".into(),
+            operation,
+            permission,
+        };
+        assert_eq!(
+            stored.created_acls,
+            [
+                binding(
+                    ResourceType::Topic,
+                    "ord",
+                    PatternType::Prefixed,
+                    "User:alice",
+                    AclOperation::Read,
+                    AclPermission::Allow
+                ),
+                binding(
+                    ResourceType::Group,
+                    "billing",
+                    PatternType::Literal,
+                    "User:bob",
+                    AclOperation::All,
+                    AclPermission::Deny
+                ),
+            ]
+        );
+        let written = String::from_utf8(mirror(stored, 4).value.unwrap()).unwrap();
+        assert!(
+            written.contains(
+                r#""created_acls":[{"resource_type":"topic","name":"ord","pattern_type":"prefixed","principal":"User:alice","host":"*","operation":"read","permission":"allow"},{"resource_type":"group","name":"billing","pattern_type":"literal","principal":"User:bob","host":"*","operation":"all","permission":"deny"}]"#
+            ),
+            "{written}"
+        );
+        // And the new form loads back to the same bindings.
+        let records =
+            [LogRecord { partition: 0, offset: 0, key: records[0].key.clone(), value: Some(written.into_bytes()) }];
+        assert_eq!(load(&records).0.mirrors[0].stored.created_acls, stored.created_acls);
+    }
+
+    /// Every binding kmirror can create survives the store unchanged.
+    #[test]
+    fn every_acl_kind_round_trips_through_its_record() {
+        use crate::kafka::{AclOperation as O, AclPermission as P, PatternType as T, ResourceType as R};
+        for resource_type in [R::Topic, R::Group, R::Cluster, R::TransactionalId] {
+            for pattern_type in [T::Literal, T::Prefixed] {
+                for operation in [
+                    O::All,
+                    O::Read,
+                    O::Write,
+                    O::Create,
+                    O::Delete,
+                    O::Alter,
+                    O::Describe,
+                    O::ClusterAction,
+                    O::DescribeConfigs,
+                    O::AlterConfigs,
+                    O::IdempotentWrite,
+                ] {
+                    for permission in [P::Allow, P::Deny] {
+                        let b = AclBinding {
+                            resource_type,
+                            name: "n".into(),
+                            pattern_type,
+                            principal: "User:p".into(),
+                            host: "h".into(),
+                            operation,
+                            permission,
+                        };
+                        assert_eq!(acl_value(&b).as_ref().and_then(acl_from), Some(b.clone()), "{b:?}");
+                    }
+                }
+            }
+        }
     }
 
     /// A hostile partition count (2^31 - 1) in a MirrorTopic record: loading reports and skips it

@@ -226,16 +226,96 @@ pub struct MirrorValue {
     pub created_acls: Vec<AclBindingValue>,
 }
 
-/// An ACL binding as stored (names as Kafka spells them: `TOPIC`, `LITERAL`, `READ`, `ALLOW`).
+/// An ACL binding as stored: its canonical record. The kinds are written as stable lowercase
+/// names (`"topic"`, `"prefixed"`, `"describe_configs"`, `"allow"`).
+///
+/// Records written before this form held each kind as the Rust `Debug` text of the Kafka client's
+/// enums (`"Topic"`, `"Prefixed"`, `"DescribeConfigs"`, `"Allow"`); they still load (aliases), and
+/// are written back in the lowercase form. A name this version does not know loads as `Unknown`,
+/// so one odd binding never makes the whole Mirror record unreadable; such a binding is skipped.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct AclBindingValue {
-    pub resource_type: String,
+    pub resource_type: AclResourceTypeValue,
     pub name: String,
-    pub pattern_type: String,
+    pub pattern_type: AclPatternTypeValue,
     pub principal: String,
     pub host: String,
-    pub operation: String,
-    pub permission: String,
+    pub operation: AclOperationValue,
+    pub permission: AclPermissionValue,
+}
+
+/// The resource an ACL binding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AclResourceTypeValue {
+    #[serde(alias = "Topic")]
+    Topic,
+    #[serde(alias = "Group")]
+    Group,
+    #[serde(alias = "Cluster")]
+    Cluster,
+    #[serde(alias = "TransactionalId")]
+    TransactionalId,
+    /// A name this version does not know (never written).
+    #[serde(other)]
+    Unknown,
+}
+
+/// How an ACL binding's resource name matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AclPatternTypeValue {
+    #[serde(alias = "Literal")]
+    Literal,
+    #[serde(alias = "Prefixed")]
+    Prefixed,
+    /// A name this version does not know (never written).
+    #[serde(other)]
+    Unknown,
+}
+
+/// The operation an ACL binding allows or denies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AclOperationValue {
+    #[serde(alias = "All")]
+    All,
+    #[serde(alias = "Read")]
+    Read,
+    #[serde(alias = "Write")]
+    Write,
+    #[serde(alias = "Create")]
+    Create,
+    #[serde(alias = "Delete")]
+    Delete,
+    #[serde(alias = "Alter")]
+    Alter,
+    #[serde(alias = "Describe")]
+    Describe,
+    #[serde(alias = "ClusterAction")]
+    ClusterAction,
+    #[serde(alias = "DescribeConfigs")]
+    DescribeConfigs,
+    #[serde(alias = "AlterConfigs")]
+    AlterConfigs,
+    #[serde(alias = "IdempotentWrite")]
+    IdempotentWrite,
+    /// A name this version does not know (never written).
+    #[serde(other)]
+    Unknown,
+}
+
+/// Whether an ACL binding allows or denies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AclPermissionValue {
+    #[serde(alias = "Allow")]
+    Allow,
+    #[serde(alias = "Deny")]
+    Deny,
+    /// A name this version does not know (never written).
+    #[serde(other)]
+    Unknown,
 }
 
 /// The source cluster connection of a mirror.
@@ -1226,6 +1306,65 @@ mod tests {
         let sync = entry.value.unwrap().sync;
         assert!(!sync.acls);
         assert!(sync.topic_configs);
+    }
+
+    /// ACL bindings written before the canonical form held the kinds' `Debug` text; they load,
+    /// and are written back in the lowercase form. An unknown name spoils only its binding.
+    #[test]
+    fn old_debug_text_acl_records_load_and_are_written_canonically() {
+        let old = br#"{"type":"Mirror","version":0,"name":"m","source":{"bootstrap_servers":"a:1","properties":{}},
+            "expected_source_cluster_id":null,"created_at":1,"updated_at":1,"created_acls":[
+            {"resource_type":"Topic","name":"orders","pattern_type":"Literal","principal":"User:alice","host":"*",
+             "operation":"DescribeConfigs","permission":"Allow"},
+            {"resource_type":"TransactionalId","name":"tx","pattern_type":"Prefixed","principal":"User:bob",
+             "host":"10.0.0.1","operation":"IdempotentWrite","permission":"Deny"},
+            {"resource_type":"DelegationToken","name":"x","pattern_type":"Match","principal":"User:c","host":"*",
+             "operation":"Any","permission":"Any"}]}"#;
+        let key = br#"{"type":"Mirror","version":0,"mirror":"m"}"#;
+        let StateRecord::Mirror(entry) = decode(Some(key), Some(old)).unwrap() else { panic!("wrong kind") };
+        let value = entry.value.clone().unwrap();
+        let expected = [
+            AclBindingValue {
+                resource_type: AclResourceTypeValue::Topic,
+                name: "orders".to_owned(),
+                pattern_type: AclPatternTypeValue::Literal,
+                principal: "User:alice".to_owned(),
+                host: "*".to_owned(),
+                operation: AclOperationValue::DescribeConfigs,
+                permission: AclPermissionValue::Allow,
+            },
+            AclBindingValue {
+                resource_type: AclResourceTypeValue::TransactionalId,
+                name: "tx".to_owned(),
+                pattern_type: AclPatternTypeValue::Prefixed,
+                principal: "User:bob".to_owned(),
+                host: "10.0.0.1".to_owned(),
+                operation: AclOperationValue::IdempotentWrite,
+                permission: AclPermissionValue::Deny,
+            },
+            AclBindingValue {
+                resource_type: AclResourceTypeValue::Unknown,
+                name: "x".to_owned(),
+                pattern_type: AclPatternTypeValue::Unknown,
+                principal: "User:c".to_owned(),
+                host: "*".to_owned(),
+                operation: AclOperationValue::Unknown,
+                permission: AclPermissionValue::Unknown,
+            },
+        ];
+        assert_eq!(value.created_acls, expected);
+        let written = String::from_utf8(StateRecord::Mirror(entry).encode(n16()).value.unwrap()).unwrap();
+        assert!(
+            written.contains(
+                r#"{"resource_type":"topic","name":"orders","pattern_type":"literal","principal":"User:alice","host":"*","operation":"describe_configs","permission":"allow"}"#
+            ),
+            "{written}"
+        );
+        assert!(written.contains(r#""resource_type":"transactional_id""#), "{written}");
+        assert!(written.contains(r#""operation":"idempotent_write","permission":"deny""#), "{written}");
+        for debug_text in ["\"Topic\"", "\"Literal\"", "\"DescribeConfigs\"", "\"Allow\""] {
+            assert!(!written.contains(debug_text), "{debug_text} in {written}");
+        }
     }
 
     #[test]
