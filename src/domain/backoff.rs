@@ -1,4 +1,8 @@
-//! Retry delays for FAILED partitions: exponential backoff with jitter, computed purely.
+//! Retry delays: exponential backoff, computed purely. Every delay kmirror waits before trying
+//! again is one [`Backoff`] here, built once: FAILED partitions ([`Backoff::DEFAULT`], with
+//! jitter), the data path's transient failures ([`Backoff::DATA_PATH`]), restarts of a data path
+//! that could not start ([`Backoff::PIPE_RESTART`]) and admin requests retried after a stale
+//! leader ([`Backoff::ADMIN_REQUEST`]).
 //!
 //! Randomness is an input ([`Jitter`]), never drawn here, so a delay is a function of
 //! (policy, attempt, jitter) and tests can pin it exactly.
@@ -12,6 +16,7 @@
 //! milliseconds; kmirror keeps the floor on purpose.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::time::Timestamp;
 
@@ -75,17 +80,42 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// 1 s doubling up to 5 min.
+    /// 1 s doubling up to 5 min: FAILED partitions.
     pub const DEFAULT: Self = Self { initial_ms: 1_000, max_ms: 300_000 };
+
+    /// 200 ms doubling up to 30 s: the data path's transient failures (a transaction aborted and
+    /// rewound, the destination unreachable), with jitter.
+    pub const DATA_PATH: Self = Self::new(200, 30_000);
+
+    /// 500 ms doubling up to 30 s: starting again a data path that could not start, or whose
+    /// destination was unavailable after a fatal producer error.
+    pub const PIPE_RESTART: Self = Self::new(500, 30_000);
+
+    /// 50 ms doubling up to 1 s: an admin request tried again after a retryable error (a stale
+    /// leader in the client's metadata cache), within the request's own deadline.
+    pub const ADMIN_REQUEST: Self = Self::new(50, 1_000);
 
     /// A backoff starting at `initial_ms` and capped at `max_ms`.
     ///
     /// `initial_ms` is raised to at least 1 ms (a zero delay would spin) and `max_ms` to at least
     /// `initial_ms`, so every value pair yields a usable policy.
     #[must_use]
-    pub fn new(initial_ms: u64, max_ms: u64) -> Self {
-        let initial_ms = initial_ms.max(1);
-        Self { initial_ms, max_ms: max_ms.max(initial_ms) }
+    pub const fn new(initial_ms: u64, max_ms: u64) -> Self {
+        let initial_ms = if initial_ms == 0 { 1 } else { initial_ms };
+        let max_ms = if max_ms < initial_ms { initial_ms } else { max_ms };
+        Self { initial_ms, max_ms }
+    }
+
+    /// [`Backoff::ceiling_ms`] as a duration: the delay for `attempt` without jitter.
+    #[must_use]
+    pub fn ceiling(&self, attempt: u32) -> Duration {
+        Duration::from_millis(self.ceiling_ms(attempt))
+    }
+
+    /// [`Backoff::delay_ms`] as a duration: the delay for `attempt`, placed by `jitter`.
+    #[must_use]
+    pub fn delay(&self, attempt: u32, jitter: Jitter) -> Duration {
+        Duration::from_millis(self.delay_ms(attempt, jitter))
     }
 
     /// The first attempt's ceiling.
@@ -186,6 +216,24 @@ mod tests {
         assert_eq!(Jitter::new(f64::NAN), Jitter::MAX);
         assert!((Jitter::new(0.25).fraction() - 0.25).abs() < 1e-9);
         assert_eq!(Jitter::from_random_u32(u32::MAX), Jitter::MAX);
+    }
+
+    /// The delays other layers used to compute by hand, each now one constant.
+    #[test]
+    fn named_backoffs_keep_their_delays() {
+        // Data path: 200 ms doubling, capped at 30 s.
+        let ceilings: Vec<u64> = (0..10).map(|n| Backoff::DATA_PATH.ceiling_ms(n)).collect();
+        assert_eq!(ceilings, [200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
+        // Data path restarts: `500 << min(restarts, 6)` capped at 30 s, restarts counted from 1.
+        for restarts in 1..20_u32 {
+            let by_hand = (500_u64 << restarts.min(6)).min(30_000);
+            assert_eq!(Backoff::PIPE_RESTART.ceiling(restarts), Duration::from_millis(by_hand), "{restarts}");
+        }
+        // Admin requests: 50 ms doubling up to 1 s.
+        let ceilings: Vec<u64> = (0..7).map(|n| Backoff::ADMIN_REQUEST.ceiling_ms(n)).collect();
+        assert_eq!(ceilings, [50, 100, 200, 400, 800, 1_000, 1_000]);
+        assert_eq!(Backoff::DATA_PATH.delay(0, Jitter::MIN), Duration::from_millis(100));
+        assert_eq!(Backoff::DATA_PATH.delay(0, Jitter::MAX), Duration::from_millis(200));
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod config_sync;
 pub mod error_code;
 pub mod event;
 pub mod lineage;
+pub mod name_pattern;
 pub mod offset_map;
 pub mod record;
 pub mod secrets;

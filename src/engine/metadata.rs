@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::domain::config_sync::is_copied;
+use crate::domain::name_pattern::NameFilter;
 use crate::domain::offset_map::Translation;
 use crate::domain::{MirrorPosition, PartitionState, Timestamp};
 use crate::kafka::{
@@ -269,14 +270,6 @@ async fn sync_configs(
     out
 }
 
-fn matches_any(patterns: &[regex::Regex], s: &str) -> bool {
-    patterns.iter().any(|r| r.is_match(s))
-}
-
-fn compile(patterns: &[String]) -> Vec<regex::Regex> {
-    patterns.iter().filter_map(|p| regex::Regex::new(&format!("^(?:{p})$")).ok()).collect()
-}
-
 /// A translated group offset clamped to what a destination consumer can use: never below the
 /// destination log start, never past the mirrored end.
 pub(super) fn clamp_offset(t: Translation, log_start: i64, mirrored_end: i64) -> i64 {
@@ -289,8 +282,8 @@ async fn sync_groups(
 ) -> (KindOutcome, Vec<GroupSyncView>, BTreeSet<String>) {
     let mut out = KindOutcome { ran: true, ..Default::default() };
     let mut views = Vec::new();
-    let include = compile(&input.sync.group_include);
-    let exclude = compile(&input.sync.group_exclude);
+    // Checked when the mirror was stored.
+    let filter = NameFilter::lenient(&input.sync.group_include, &input.sync.group_exclude);
     let listed = match input.source.list_consumer_groups().await {
         Ok(l) => l,
         Err(e) => {
@@ -299,11 +292,7 @@ async fn sync_groups(
             return (out, views, BTreeSet::new());
         }
     };
-    let groups: BTreeSet<String> = listed
-        .into_iter()
-        .map(|g| g.group_id)
-        .filter(|g| matches_any(&include, g) && !matches_any(&exclude, g))
-        .collect();
+    let groups: BTreeSet<String> = listed.into_iter().map(|g| g.group_id).filter(|g| filter.matches(g)).collect();
     // Partitions whose offsets may be synced: a mirror (not STOPPED) with a position.
     let mut eligible: BTreeMap<(String, i32), MirrorPosition> = BTreeMap::new();
     for t in topics {

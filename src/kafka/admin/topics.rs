@@ -243,14 +243,15 @@ impl KafkaAdmin {
         requests: &[(String, i32, OffsetSpec)],
         isolation: IsolationLevel,
     ) -> KafkaResult<Vec<ListedOffset>> {
-        let mut delay = Duration::from_millis(50);
+        let backoff = crate::domain::Backoff::ADMIN_REQUEST;
+        let mut attempt = 0;
         let deadline = std::time::Instant::now() + self.inner.timeout.min(Duration::from_secs(10));
         loop {
             match self.list_offsets_once(requests, isolation).await {
                 Err(e)
                     if matches!(e, KafkaError::Kafka { .. })
                         && e.is_retryable()
-                        && std::time::Instant::now() + delay < deadline =>
+                        && std::time::Instant::now() + backoff.ceiling(attempt) < deadline =>
                 {
                     // A stale leader or leader epoch in the client's metadata cache (after a
                     // broker restart) is not refreshed by admin requests themselves: refresh it.
@@ -262,8 +263,8 @@ impl KafkaAdmin {
                         }
                     })
                     .await;
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(1));
+                    tokio::time::sleep(backoff.ceiling(attempt)).await;
+                    attempt += 1;
                 }
                 r => return r,
             }
