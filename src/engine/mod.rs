@@ -192,6 +192,9 @@ impl LifecycleOp {
 // The problem table (slug, HTTP status, title) lives in `problem.rs`.
 mod problem;
 pub use problem::ProblemKind;
+// What a recorded operation did.
+mod operation;
+pub use operation::OperationKind;
 
 /// A per-topic failure of a lifecycle call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,8 +310,8 @@ pub fn check_group_patterns(sync: &SyncSpec) -> Result<(), EngineError> {
         }
     }
     for re in sync.group_include.iter().chain(&sync.group_exclude) {
-        regex::Regex::new(re).map_err(|e| {
-            EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {e}"))
+        crate::domain::name_pattern::NamePattern::new(re).map_err(|e| {
+            EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid group pattern {re:?}: {}", e.reason))
         })?;
     }
     Ok(())

@@ -1706,9 +1706,8 @@ fn outcome_consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
 
 /// Exponential backoff with jitter for transient data-path failures: 200 ms doubling to 30 s.
 fn backoff(attempt: u32) -> Duration {
-    let base = 200u64.saturating_mul(1u64 << attempt.min(8)).min(30_000);
-    let jitter = rand::random_range(0..=base / 4);
-    Duration::from_millis(base - base / 8 + jitter)
+    use crate::domain::backoff::{Backoff, Jitter};
+    Backoff::DATA_PATH.delay(attempt, Jitter::from_random_u32(rand::random()))
 }
 
 #[cfg(test)]
@@ -1851,8 +1850,9 @@ mod tests {
 
     #[test]
     fn backoff_grows_and_is_capped() {
-        assert!(backoff(0) < Duration::from_millis(300));
-        assert!(backoff(3) >= Duration::from_millis(1400));
-        assert!(backoff(30) <= Duration::from_millis(30_000 + 7_500));
+        // Between half and all of 200 ms doubling per attempt, at most 30 s.
+        assert!(backoff(0) <= Duration::from_millis(200));
+        assert!(backoff(3) >= Duration::from_millis(800));
+        assert!(backoff(30) <= Duration::from_millis(30_000));
     }
 }

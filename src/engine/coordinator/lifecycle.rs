@@ -97,9 +97,8 @@ impl Coordinator {
                 Ok(names.iter().filter(|n| seen.insert(n.as_str())).cloned().collect())
             }
             TopicSelector::Pattern(p) => {
-                let re = regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
-                    EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid pattern {p:?}: {e}"))
-                })?;
+                let re = crate::domain::name_pattern::NamePattern::new(p)
+                    .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
                 let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
                 if matches!(op, LifecycleOp::Start { .. }) {
                     let listed = self.source_listing(&*m.source_admin).await.map_err(|e| {

@@ -131,9 +131,8 @@ async fn start_survey(
     let (names, listing) = match selector {
         TopicSelector::Names(names) => (names, None),
         TopicSelector::Pattern(p) => {
-            let re = regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
-                EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid pattern {p:?}: {e}"))
-            })?;
+            let re = crate::domain::name_pattern::NamePattern::new(&p)
+                .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
             let listed = source.list_topics().await.map_err(|e| {
                 EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
             })?;
@@ -307,9 +306,8 @@ impl Coordinator {
                 }
                 TopicSelector::Names(names) => check_topic_count(names.len())?,
                 TopicSelector::Pattern(p) => {
-                    regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
-                        EngineError::rejected(ProblemKind::InvalidPattern, format!("invalid pattern {p:?}: {e}"))
-                    })?;
+                    crate::domain::name_pattern::NamePattern::new(p)
+                        .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
                 }
             }
             Ok(m)

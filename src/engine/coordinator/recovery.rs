@@ -167,7 +167,7 @@ impl Coordinator {
                 tracing::error!(%mirror, "data path failed: {message}");
                 m.pipe = None;
                 m.pipe_restarts += 1;
-                let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+                let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
                 m.data_path = DataPathStatus::Retrying {
                     attempt: m.pipe_restarts,
                     message: format!("the data path could not start ({message}); next try in {:.1} s", delay.as_secs_f64()),
@@ -201,7 +201,7 @@ impl Coordinator {
             // The destination itself is unavailable: try again later (with backoff).
             let m = self.mirrors.get_mut(mirror).expect("known");
             m.pipe_restarts += 1;
-            let delay = Duration::from_millis((500u64 << m.pipe_restarts.min(6)).min(30_000));
+            let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
             m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
             m.data_path = DataPathStatus::Retrying {
                 attempt: m.pipe_restarts,

@@ -1,0 +1,122 @@
+//! What a recorded operation did: one enum for the engine, the audit trail, the API and the
+//! dashboard (which used to match on strings and suffixes such as `"_mirror"`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::PartitionState;
+
+/// The kind of a recorded operation. Stored as its slug; a slug this version does not know (a
+/// record written by a newer kmirror) loads as [`OperationKind::Unknown`] rather than being
+/// dropped from the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum OperationKind {
+    Start,
+    Pause,
+    Resume,
+    /// Failover.
+    Stop,
+    CreateMirror,
+    UpdateMirror,
+    DeleteMirror,
+    Unknown,
+}
+
+impl OperationKind {
+    pub const ALL: [OperationKind; 7] = [
+        OperationKind::Start,
+        OperationKind::Pause,
+        OperationKind::Resume,
+        OperationKind::Stop,
+        OperationKind::CreateMirror,
+        OperationKind::UpdateMirror,
+        OperationKind::DeleteMirror,
+    ];
+
+    /// The stable slug stored in `__mirror_state` and shown by the API.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Start => "start",
+            OperationKind::Pause => "pause",
+            OperationKind::Resume => "resume",
+            OperationKind::Stop => "stop",
+            OperationKind::CreateMirror => "create_mirror",
+            OperationKind::UpdateMirror => "update_mirror",
+            OperationKind::DeleteMirror => "delete_mirror",
+            OperationKind::Unknown => "unknown",
+        }
+    }
+
+    /// The slug's kind, if this version knows it.
+    pub fn parse(slug: &str) -> Option<OperationKind> {
+        OperationKind::ALL.into_iter().find(|k| k.as_str() == slug)
+    }
+
+    /// What an operator calls it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            OperationKind::Start => "Start",
+            OperationKind::Pause => "Pause",
+            OperationKind::Resume => "Resume",
+            OperationKind::Stop => "Fail over",
+            OperationKind::CreateMirror => "Create mirror",
+            OperationKind::UpdateMirror => "Update mirror",
+            OperationKind::DeleteMirror => "Delete mirror",
+            OperationKind::Unknown => "Other",
+        }
+    }
+
+    /// The state a lifecycle operation drives its partitions to; `None` for mirror changes.
+    pub const fn target_state(self) -> Option<PartitionState> {
+        match self {
+            OperationKind::Start | OperationKind::Resume => Some(PartitionState::Mirroring),
+            OperationKind::Pause => Some(PartitionState::Paused),
+            OperationKind::Stop => Some(PartitionState::Stopped),
+            OperationKind::CreateMirror
+            | OperationKind::UpdateMirror
+            | OperationKind::DeleteMirror
+            | OperationKind::Unknown => None,
+        }
+    }
+
+    /// A change of a mirror's definition (not of its topics).
+    pub const fn is_mirror_change(self) -> bool {
+        matches!(self, OperationKind::CreateMirror | OperationKind::UpdateMirror | OperationKind::DeleteMirror)
+    }
+}
+
+impl From<String> for OperationKind {
+    fn from(slug: String) -> Self {
+        OperationKind::parse(&slug).unwrap_or(OperationKind::Unknown)
+    }
+}
+
+impl From<OperationKind> for String {
+    fn from(k: OperationKind) -> Self {
+        k.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_round_trip_and_unknown_ones_are_kept_as_unknown() {
+        for k in OperationKind::ALL {
+            assert_eq!(OperationKind::parse(k.as_str()), Some(k));
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<OperationKind>(&json).unwrap(), k);
+        }
+        assert_eq!(serde_json::from_str::<OperationKind>("\"rebalance\"").unwrap(), OperationKind::Unknown);
+        assert_eq!(OperationKind::Stop.label(), "Fail over");
+        assert_eq!(OperationKind::Pause.target_state(), Some(PartitionState::Paused));
+        assert!(OperationKind::DeleteMirror.is_mirror_change() && !OperationKind::Start.is_mirror_change());
+    }
+}
