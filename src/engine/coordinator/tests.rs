@@ -235,6 +235,37 @@ async fn pause_releases_the_partitions_and_resume_continues_from_the_pause_point
     assert_eq!(rig.destination_end("orders", 0), 8, "nothing copied twice");
 }
 
+/// Pause and resume of many topics are one step each for the data path (issue 16): one
+/// unassign (one commit) for the pause, one assign for the resume, whatever the topic count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_and_resume_of_several_topics_are_one_data_path_step_each() {
+    let rig = Rig::new().await;
+    let topics = ["a", "b", "c"];
+    for t in topics {
+        rig.mirroring("m", t, 2, 3).await;
+    }
+    let before = rig.world.pipes.received("m").len();
+    rig.op_ok("m", &topics, LifecycleOp::Pause).await;
+    for t in topics {
+        rig.all_in("m", t, S::Paused).await;
+    }
+    let paused: Vec<Received> = rig.world.pipes.received("m")[before..].to_vec();
+    assert_eq!(paused.len(), 1, "one unassign for three topics: {paused:?}");
+    assert!(
+        matches!(&paused[0], Received::Unassign { partitions, fence: false, ok: true } if partitions.len() == 6),
+        "{paused:?}"
+    );
+
+    let before = rig.world.pipes.received("m").len();
+    rig.op_ok("m", &topics, LifecycleOp::Resume).await;
+    for t in topics {
+        rig.caught_up("m", t).await;
+    }
+    let resumed: Vec<Received> = rig.world.pipes.received("m")[before..].to_vec();
+    assert_eq!(resumed.len(), 1, "one assign for three topics: {resumed:?}");
+    assert!(matches!(&resumed[0], Received::Assign(specs) if specs.len() == 6), "{resumed:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_records_the_stop_point_and_fences_the_data_path() {
     let rig = Rig::new().await;
