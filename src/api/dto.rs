@@ -315,7 +315,7 @@ impl From<&MirrorSnapshot> for Mirror {
             expected_source_cluster_id: m.expected_source_cluster_id.clone(),
             observed_source_cluster_id: m.observed_source_cluster_id.clone(),
             source_cluster_id_status: m.cluster_id_status.into(),
-            data_path: m.data_path.clone(),
+            data_path: m.data_path.to_string(),
             created_at: ts(m.created_at),
             topic_count: m.topics.len(),
             partition_count: partitions().count(),
@@ -448,7 +448,7 @@ impl HealthResponse {
                 checked_at: m.cluster_id_checked_at.map(ts),
                 error: m.cluster_id_error.clone(),
             },
-            data_path: m.data_path.clone(),
+            data_path: m.data_path.to_string(),
             sync: SyncHealth {
                 topic_configs: kind(SyncKind::TopicConfigs),
                 group_offsets: kind(SyncKind::GroupOffsets),
@@ -716,7 +716,7 @@ impl From<&OperationView> for Operation {
         Operation {
             id: o.id.clone(),
             mirror: o.mirror.clone(),
-            kind: o.kind.clone(),
+            kind: o.kind.to_string(),
             topics: o.topics.iter().filter(|t| !t.is_empty()).cloned().collect(),
             requested_by: o.requested_by.clone(),
             client_address: o.client_address.clone(),

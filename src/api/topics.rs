@@ -116,11 +116,9 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<Topi
             Ok(TopicSelector::Names(topics))
         }
         (None, Some(pattern)) => {
-            // The engine matches whole names the same way.
-            regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|e| ApiError::new(ProblemKind::InvalidPattern, format!("invalid pattern {pattern:?}: {e}")))?;
+            // The engine compiles it the same way (one builder), so both refuse the same patterns.
+            crate::domain::name_pattern::NamePattern::new(&pattern)
+                .map_err(|e| ApiError::new(ProblemKind::InvalidPattern, e.to_string()))?;
             Ok(TopicSelector::Pattern(pattern))
         }
         _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics` and `pattern`")),
@@ -472,7 +470,7 @@ mod tests {
             cluster_id_status: ClusterIdStatus::Ok,
             cluster_id_checked_at: None,
             cluster_id_error: None,
-            data_path: "running".into(),
+            data_path: crate::engine::DataPathStatus::Running,
             created_at: Timestamp::EPOCH,
             sync: Vec::new(),
             groups: Vec::new(),

@@ -21,9 +21,9 @@
 //! transactional state writer, and admin clients for the destination and each source.
 
 mod coordinator;
-mod metadata;
 #[cfg(test)]
 mod fake;
+mod metadata;
 mod persist;
 mod ports;
 mod snapshot;
@@ -179,13 +179,19 @@ pub enum LifecycleOp {
 }
 
 impl LifecycleOp {
-    pub fn name(self) -> &'static str {
+    /// The operation kind it is recorded as.
+    pub fn kind(self) -> OperationKind {
         match self {
-            LifecycleOp::Start { .. } => "start",
-            LifecycleOp::Pause => "pause",
-            LifecycleOp::Resume => "resume",
-            LifecycleOp::Stop => "stop",
+            LifecycleOp::Start { .. } => OperationKind::Start,
+            LifecycleOp::Pause => OperationKind::Pause,
+            LifecycleOp::Resume => OperationKind::Resume,
+            LifecycleOp::Stop => OperationKind::Stop,
         }
+    }
+
+    /// Its slug (`start`, `pause`, `resume`, `stop`).
+    pub fn name(self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -224,8 +230,7 @@ pub struct OpResult {
 pub struct OperationView {
     pub id: String,
     pub mirror: String,
-    /// `start`, `pause`, `resume`, `stop`, `create_mirror`, `update_mirror`, `delete_mirror`.
-    pub kind: String,
+    pub kind: OperationKind,
     pub topics: Vec<String>,
     pub requested_by: String,
     pub client_address: Option<String>,

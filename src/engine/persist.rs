@@ -317,7 +317,7 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
     let value = OperationValue {
         id: op.id.clone(),
         mirror: op.mirror.clone(),
-        kind: op.kind.clone(),
+        kind: op.kind.to_string(),
         topics: op.topics.clone(),
         validate_only: false,
         requested_by: op.requested_by.clone(),
@@ -343,7 +343,7 @@ fn operation_view(v: &OperationValue) -> OperationView {
     OperationView {
         id: v.id.clone(),
         mirror: v.mirror.clone(),
-        kind: v.kind.clone(),
+        kind: super::OperationKind::from(v.kind.clone()),
         topics: v.topics.clone(),
         requested_by: v.requested_by.clone(),
         client_address: v.client_address.clone(),

@@ -132,8 +132,8 @@ pub struct MirrorSnapshot {
     pub cluster_id_status: ClusterIdStatus,
     pub cluster_id_checked_at: Option<Timestamp>,
     pub cluster_id_error: Option<String>,
-    /// The data path's state in words ("running", "fenced: ...", "retrying: ...").
-    pub data_path: String,
+    /// What the data path is doing.
+    pub data_path: DataPathStatus,
     pub created_at: Timestamp,
     /// Metadata sync health, one entry per kind (topic configs, group offsets, ACLs).
     pub sync: Vec<SyncStatus>,

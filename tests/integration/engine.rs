@@ -8,8 +8,8 @@ use rdkafka::producer::Producer;
 
 use kmirror::domain::PartitionState;
 use kmirror::engine::{
-    self, Actor, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, MirrorUpdate, ProblemKind, SourceSpec,
-    TopicSelector, Truncation,
+    self, Actor, DataPathStatus, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, MirrorUpdate, ProblemKind,
+    SourceSpec, TopicSelector, Truncation,
 };
 use kmirror::kafka::{IsolationLevel, OffsetSpec};
 
@@ -1007,7 +1007,7 @@ async fn a_second_instance_fences_the_first() {
     let second = TestEngine::with_config(first.config.clone()).await;
     eventually("first instance reports it was fenced", Duration::from_secs(60), || async {
         let snap = first.handle.snapshot();
-        snap.mirror(&mirror)?.data_path.contains("fenced").then_some(())
+        matches!(snap.mirror(&mirror)?.data_path, DataPathStatus::Fenced { .. }).then_some(())
     })
     .await;
     // Its lifecycle calls are refused (its state writer is fenced too).
@@ -1053,7 +1053,7 @@ async fn destination_outage_retries_and_recovers_exactly_once() {
     tokio::task::spawn_blocking(|| rig(&["kill", "destination"])).await.unwrap();
     eventually("the data path reports retrying", Duration::from_secs(90), || async {
         let snap = eng.handle.snapshot();
-        snap.mirror(&mirror)?.data_path.contains("retrying").then_some(())
+        matches!(snap.mirror(&mirror)?.data_path, DataPathStatus::Retrying { .. }).then_some(())
     })
     .await;
     tokio::task::spawn_blocking(|| rig(&["start", "destination"])).await.unwrap();
@@ -1280,7 +1280,7 @@ async fn a_transaction_refused_part_way_is_retried_without_false_foreign_writes(
                 let failed = t.partitions.iter().find(|p| p.state == PartitionState::Failed);
                 assert!(failed.is_none(), "round {round}: {}: {failed:?}", t.name);
             }
-            let attempt: u32 = m.data_path.strip_prefix("retrying (attempt ")?.split(')').next()?.parse().ok()?;
+            let DataPathStatus::Retrying { attempt, .. } = m.data_path else { return None };
             (attempt >= 3).then_some(())
         })
         .await;
@@ -1585,7 +1585,12 @@ async fn a_call_over_the_topic_cap_is_refused_and_changes_nothing() {
     // Nothing started, nothing recorded.
     let snap = eng.handle.snapshot();
     assert!(snap.mirror(&mirror).unwrap().topics.is_empty());
-    assert!(eng.handle.operations().iter().all(|o| o.mirror != mirror || o.kind == "create_mirror"));
+    assert!(
+        eng.handle
+            .operations()
+            .iter()
+            .all(|o| o.mirror != mirror || o.kind == kmirror::engine::OperationKind::CreateMirror)
+    );
     // At the cap it is accepted.
     names.pop();
     let r = eng

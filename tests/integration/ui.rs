@@ -11,8 +11,9 @@ use kmirror::app::AppState;
 use kmirror::auth::{Identity, Role, TokenEntry, TokenStore};
 use kmirror::domain::{PartitionState, Timestamp};
 use kmirror::engine::{
-    ClusterIdStatus, EngineHandle, GroupSyncView, LifecycleOp, MirrorSnapshot, OperationView, PartitionErrorView,
-    PartitionSnapshot, Problem, ProblemKind, Snapshot, SyncKind, SyncStatus, TopicOutcome, TopicSnapshot, Truncation,
+    ClusterIdStatus, DataPathStatus, EngineHandle, GroupSyncView, LifecycleOp, MirrorSnapshot, OperationKind,
+    OperationView, PartitionErrorView, PartitionSnapshot, Problem, ProblemKind, Snapshot, SyncKind, SyncStatus,
+    TopicOutcome, TopicSnapshot, Truncation,
 };
 use kmirror::ui::pages::{self, Part};
 use kmirror::ui::view::UiOp;
@@ -92,7 +93,7 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
         cluster_id_status: ClusterIdStatus::Ok,
         cluster_id_checked_at: Some(Timestamp::from_millis(NOW - 12_000)),
         cluster_id_error: None,
-        data_path: "running".into(),
+        data_path: DataPathStatus::Running,
         created_at: Timestamp::from_millis(NOW - 86_400_000),
         sync: SyncKind::ALL.iter().map(|k| sync_ok(*k)).collect(),
         groups: vec![
@@ -141,7 +142,7 @@ fn snapshot() -> Snapshot {
     broken.cluster_id_status = ClusterIdStatus::Mismatch;
     broken.observed_source_cluster_id = Some("ZZZZQEn5XPmjX3cKvkn000".into());
     broken.cluster_id_error = Some("the source cluster ID changed: mirroring is halted".into());
-    broken.data_path = "halted: source cluster ID mismatch".into();
+    broken.data_path = DataPathStatus::Failed { message: "halted: source cluster ID mismatch".into() };
     broken.sync[1].consecutive_failures = 3;
     broken.sync[1].last_error = Some("GroupAuthorizationFailed: not authorized to describe groups".into());
     broken.sync[2].supported = false;
@@ -162,7 +163,7 @@ fn operations() -> Vec<OperationView> {
         OperationView {
             id: "op-000002".into(),
             mirror: "eu-west".into(),
-            kind: "pause".into(),
+            kind: OperationKind::Pause,
             topics: vec!["payments".into(), "clicks".into()],
             requested_by: "alice".into(),
             client_address: Some("10.0.0.7".into()),
@@ -183,7 +184,7 @@ fn operations() -> Vec<OperationView> {
         OperationView {
             id: "op-000001".into(),
             mirror: "eu-west".into(),
-            kind: "create_mirror".into(),
+            kind: OperationKind::CreateMirror,
             topics: vec![],
             requested_by: "admin".into(),
             client_address: None,
@@ -462,7 +463,7 @@ fn hostile_strings_are_escaped_everywhere() {
     m.observed_source_cluster_id = Some(hostile("observed"));
     m.cluster_id_status = ClusterIdStatus::Mismatch;
     m.cluster_id_error = Some(hostile("cid-error"));
-    m.data_path = hostile("datapath");
+    m.data_path = DataPathStatus::Retrying { attempt: 1, message: hostile("datapath") };
     m.sync[0].last_error = Some(hostile("sync-error"));
     m.sync[0].consecutive_failures = 1;
     m.sync[1].warnings = vec![hostile("warning")];
@@ -478,7 +479,7 @@ fn hostile_strings_are_escaped_everywhere() {
     let ops = vec![OperationView {
         id: hostile("op"),
         mirror: mname.clone(),
-        kind: "stop".into(),
+        kind: OperationKind::Stop,
         topics: vec![tname.clone()],
         requested_by: hostile("who"),
         client_address: Some(hostile("addr")),
@@ -927,11 +928,7 @@ async fn csrf_roles_and_pages_without_javascript() {
         )
         .await;
     assert_eq!(r.status, 200);
-    assert!(
-        r.text.contains("refused for 1 topic") && r.text.contains("Illegal state transition"),
-        "{}",
-        r.text
-    );
+    assert!(r.text.contains("refused for 1 topic") && r.text.contains("Illegal state transition"), "{}", r.text);
     let r = s.get("/mirrors/no-such-mirror", Some(&op_cookie), false).await;
     assert_eq!(r.status, 404);
     assert!(r.text.contains("No such mirror") && r.text.contains("<!doctype html>"));

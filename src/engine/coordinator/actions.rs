@@ -71,7 +71,12 @@ fn pipe_error_code(e: &PipeError) -> ErrorCode {
 
 /// What the data path needs to start a partition at `from`, whose destination log now ends at
 /// `destination_next_offset`: the one place an [`AssignSpec`] is made.
-pub(super) fn assign_spec(topic: &str, partition: i32, from: MirrorPosition, destination_next_offset: i64) -> AssignSpec {
+pub(super) fn assign_spec(
+    topic: &str,
+    partition: i32,
+    from: MirrorPosition,
+    destination_next_offset: i64,
+) -> AssignSpec {
     AssignSpec {
         topic: topic.to_string(),
         partition,
@@ -180,9 +185,7 @@ impl Coordinator {
                 Ok(ends) => {
                     let specs = assigns
                         .iter()
-                        .map(|(t, p, from)| {
-                            assign_spec(t, *p, *from, ends.get(&(t.clone(), *p)).copied().unwrap_or(0))
-                        })
+                        .map(|(t, p, from)| assign_spec(t, *p, *from, ends.get(&(t.clone(), *p)).copied().unwrap_or(0)))
                         .collect();
                     self.assign(mirror, specs);
                 }

@@ -75,7 +75,7 @@ impl Coordinator {
             });
         }
         if !validate_only {
-            self.record_operation(&operation_id, mirror, op.name(), actor, requested_at, results.clone()).await;
+            self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
         Ok(OpResult { operation_id, results })
     }
@@ -683,7 +683,8 @@ impl Coordinator {
         let outcomes = topics
             .iter()
             .map(|t| {
-                validate_topic_name(t).map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
+                validate_topic_name(t)
+                    .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
                 self.first_rejection(mirror, t, kind, verb)?;
                 for p in self.topic_partitions_in(mirror, t, states)? {
                     match self.apply(mirror, t, p, event()) {
@@ -738,7 +739,8 @@ impl Coordinator {
     pub(super) async fn resume_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
         use crate::domain::EventKind;
         let states = [PartitionState::Paused, PartitionState::Pausing];
-        let (outcomes, planned) = self.plan_batch(mirror, topics, EventKind::Resume, "resume", &states, || Event::Resume);
+        let (outcomes, planned) =
+            self.plan_batch(mirror, topics, EventKind::Resume, "resume", &states, || Event::Resume);
         self.finish_batch(mirror, topics, outcomes, planned, "resume").await
     }
 
@@ -750,7 +752,8 @@ impl Coordinator {
         let outcomes = topics
             .iter()
             .map(|t| {
-                validate_topic_name(t).map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
+                validate_topic_name(t)
+                    .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
                 if !self.mirrors[mirror].topics.contains_key(t) {
                     return Err(not_in_mirror(mirror, t));
                 }

@@ -371,14 +371,14 @@ impl Coordinator {
             Request::CreateMirror { spec, actor, reply } => self.begin_create(spec, actor, reply).await,
             Request::UpdateMirror { name, update, actor, reply } => {
                 let r = self.update_mirror(&name, update, &actor).await;
-                self.record_mirror_change(&name, "update_mirror", &actor, &r).await;
+                self.record_mirror_change(&name, OperationKind::UpdateMirror, &actor, &r).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
             }
             Request::DeleteMirror { name, actor, reply } => {
                 let r = self.delete_mirror(&name, &actor).await;
-                self.record_mirror_change(&name, "delete_mirror", &actor, &r).await;
+                self.record_mirror_change(&name, OperationKind::DeleteMirror, &actor, &r).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
@@ -799,7 +799,7 @@ impl Coordinator {
         &mut self,
         id: &str,
         mirror: &str,
-        kind: &str,
+        kind: OperationKind,
         actor: &Actor,
         requested_at: Timestamp,
         results: Vec<TopicOutcome>,
@@ -807,7 +807,7 @@ impl Coordinator {
         let op = OperationView {
             id: id.to_string(),
             mirror: mirror.to_string(),
-            kind: kind.to_string(),
+            kind,
             topics: results.iter().map(|r| r.topic.clone()).collect(),
             requested_by: actor.identity.clone(),
             client_address: actor.address.clone(),
@@ -830,7 +830,7 @@ impl Coordinator {
     async fn record_mirror_change(
         &mut self,
         mirror: &str,
-        kind: &str,
+        kind: OperationKind,
         actor: &Actor,
         result: &Result<(), EngineError>,
     ) {
@@ -883,7 +883,7 @@ impl Coordinator {
                     cluster_id_status: m.cluster_id_status,
                     cluster_id_checked_at: m.cluster_id_checked_at,
                     cluster_id_error: m.cluster_id_error.clone(),
-                    data_path: m.data_path.to_string(),
+                    data_path: m.data_path.clone(),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),

@@ -272,7 +272,7 @@ impl Coordinator {
     ) {
         if let Err(e) = self.check_create(&spec) {
             let r = Err(e);
-            self.record_mirror_change(&spec.name, "create_mirror", &actor, &r).await;
+            self.record_mirror_change(&spec.name, OperationKind::CreateMirror, &actor, &r).await;
             let _ = reply.send(r);
             return;
         }
@@ -368,7 +368,7 @@ impl Coordinator {
                     Err(e) => Err(e),
                 };
                 let result = r.as_ref().map(|_| ()).map_err(Clone::clone);
-                self.record_mirror_change(&name, "create_mirror", &actor, &result).await;
+                self.record_mirror_change(&name, OperationKind::CreateMirror, &actor, &result).await;
                 // Readers see the mirror as soon as the caller does.
                 self.publish();
                 match r {

@@ -170,7 +170,10 @@ impl Coordinator {
                 let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
                 m.data_path = DataPathStatus::Retrying {
                     attempt: m.pipe_restarts,
-                    message: format!("the data path could not start ({message}); next try in {:.1} s", delay.as_secs_f64()),
+                    message: format!(
+                        "the data path could not start ({message}); next try in {:.1} s",
+                        delay.as_secs_f64()
+                    ),
                 };
                 m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message));
             }
@@ -205,13 +208,17 @@ impl Coordinator {
             m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
             m.data_path = DataPathStatus::Retrying {
                 attempt: m.pipe_restarts,
-                message: format!("the destination is unavailable ({e}); data path restarts in {:.1} s", delay.as_secs_f64()),
+                message: format!(
+                    "the destination is unavailable ({e}); data path restarts in {:.1} s",
+                    delay.as_secs_f64()
+                ),
             };
             return;
         }
         self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
         tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
-        self.mirrors.get_mut(mirror).expect("known").data_path = DataPathStatus::Restarting { reason: format!("after: {message}") };
+        self.mirrors.get_mut(mirror).expect("known").data_path =
+            DataPathStatus::Restarting { reason: format!("after: {message}") };
         if let Some(rx) = self.spawn_pipe_for(mirror) {
             self.wait_ready(vec![rx]).await;
         }

@@ -1,7 +1,7 @@
 //! Cluster ID and sync health, shown on the overview's cards and on the mirror page.
 
 use crate::domain::Timestamp;
-use crate::engine::{ClusterIdStatus, MirrorSnapshot, SyncKind, SyncStatus};
+use crate::engine::{ClusterIdStatus, DataPathStatus, Health, MirrorSnapshot, SyncKind, SyncStatus};
 use crate::ui::format::{self, NONE};
 
 use super::common::When;
@@ -103,14 +103,13 @@ pub(super) fn worst_css<'a>(it: impl IntoIterator<Item = &'a str>) -> &'static s
     }
 }
 
-pub(super) fn data_path_css(s: &str) -> &'static str {
-    if s.starts_with("running") {
-        "ok"
-    } else if s.starts_with("fenced") || s.starts_with("failed") || s.starts_with("halted") {
-        "bad"
-    } else if s.is_empty() || s.starts_with("idle") || s.starts_with("stopped") {
-        "muted"
-    } else {
-        "warn"
+/// The colour of a data path's status: from its health, never from its words (a fenced data
+/// path used to show as a warning because its text did not start with "fenced").
+pub(super) fn data_path_css(s: &DataPathStatus) -> &'static str {
+    match s.health() {
+        Health::Ok => "ok",
+        Health::Idle => "muted",
+        Health::Warning => "warn",
+        Health::Critical => "bad",
     }
 }

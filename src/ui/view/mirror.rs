@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{GroupSyncView, MirrorSnapshot, TopicSnapshot};
-use crate::ui::format::{self, NONE, url};
+use crate::ui::format::{self, url};
 
 use super::actions::{ActionLink, actions_for};
 use super::common::{
@@ -160,7 +160,7 @@ pub fn mirror(m: &MirrorSnapshot, p: &Params, now: Timestamp, taken_at: Timestam
         source: m.source_bootstrap_servers.clone(),
         properties,
         cluster: cluster_id_view(m, now),
-        data_path: if m.data_path.is_empty() { NONE.into() } else { m.data_path.clone() },
+        data_path: m.data_path.to_string(),
         data_path_css: data_path_css(&m.data_path),
         created: When::new(now, Some(m.created_at)),
         sync,

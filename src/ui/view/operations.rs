@@ -1,8 +1,8 @@
 //! The operations list and the audit trail (`templates/pages/operations.html`), and the
 //! operation rows the overview and the operation page show too.
 
-use crate::domain::{PartitionState, StateCounts, Timestamp};
-use crate::engine::{OperationView, Snapshot};
+use crate::domain::{StateCounts, Timestamp};
+use crate::engine::{OperationKind, OperationView, Snapshot};
 use crate::ui::format::{self, NONE, url};
 
 use super::common::{
@@ -10,28 +10,6 @@ use super::common::{
     topic_href,
 };
 use super::results::{OutcomeView, outcome_view};
-
-pub(super) fn kind_label(kind: &str) -> &'static str {
-    match kind {
-        "start" => "Start",
-        "pause" => "Pause",
-        "resume" => "Resume",
-        "stop" => "Fail over",
-        "create_mirror" => "Create mirror",
-        "update_mirror" => "Update mirror",
-        "delete_mirror" => "Delete mirror",
-        _ => "Other",
-    }
-}
-
-fn kind_target(kind: &str) -> Option<PartitionState> {
-    match kind {
-        "start" | "resume" => Some(PartitionState::Mirroring),
-        "pause" => Some(PartitionState::Paused),
-        "stop" => Some(PartitionState::Stopped),
-        _ => None,
-    }
-}
 
 /// How far one topic of an operation has come, from the current snapshot.
 #[derive(Debug, Clone)]
@@ -73,7 +51,7 @@ pub struct OperationRow {
 pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) -> OperationRow {
     let ok = o.results.iter().filter(|r| r.ok).count();
     let failed = o.results.len() - ok;
-    let target = kind_target(&o.kind);
+    let target = o.kind.target_state();
     let m = snap.mirror(&o.mirror);
     let progress: Vec<Progress> = match target {
         None => Vec::new(),
@@ -106,7 +84,7 @@ pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) 
     let (status, status_css) = if o.finished_at.is_none() {
         ("running".to_string(), "warn")
     } else if o.results.is_empty() {
-        if o.kind.ends_with("_mirror") { ("done".to_string(), "ok") } else { ("no topics".to_string(), "muted") }
+        if o.kind.is_mirror_change() { ("done".to_string(), "ok") } else { ("no topics".to_string(), "muted") }
     } else if failed == 0 {
         ("accepted".to_string(), "ok")
     } else if ok == 0 {
@@ -127,8 +105,8 @@ pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) 
         address: o.client_address.clone().unwrap_or_else(|| NONE.into()),
         mirror_href: mirror_href(&o.mirror),
         mirror: o.mirror.clone(),
-        kind: kind_label(&o.kind),
-        kind_raw: o.kind.clone(),
+        kind: o.kind.label(),
+        kind_raw: o.kind.to_string(),
         topics,
         topic_count: o.topics.len(),
         ok,
@@ -164,10 +142,10 @@ pub fn operations(snap: &Snapshot, ops: &[OperationView], p: &Params, now: Times
     let who_l = who.to_lowercase();
     let filtered: Vec<&OperationView> = ops
         .iter()
-        .filter(|o| audit || kind_target(&o.kind).is_some())
+        .filter(|o| audit || o.kind.target_state().is_some())
         .filter(|o| mirror.is_empty() || o.mirror == mirror)
         .filter(|o| who.is_empty() || o.requested_by.to_lowercase().contains(&who_l))
-        .filter(|o| kind.is_empty() || o.kind == kind)
+        .filter(|o| kind.is_empty() || o.kind.as_str() == kind)
         .collect();
     let base = if audit { "/audit" } else { "/operations" };
     let query = |page: usize| -> Vec<(&'static str, String)> {
@@ -180,16 +158,13 @@ pub fn operations(snap: &Snapshot, ops: &[OperationView], p: &Params, now: Times
     };
     let per = if audit { 100 } else { 25 };
     let (pager, range) = Pager::new(filtered.len(), parse_page(p), per, &|pg| url(base, &query(pg)));
-    let kinds: &[&str] = if audit {
-        &["start", "pause", "resume", "stop", "create_mirror", "update_mirror", "delete_mirror"]
-    } else {
-        &["start", "pause", "resume", "stop"]
-    };
+    let kinds: Vec<OperationKind> =
+        OperationKind::ALL.into_iter().filter(|k| audit || k.target_state().is_some()).collect();
     let mut kind_options = vec![Opt { value: String::new(), label: "any kind".into(), selected: kind.is_empty() }];
     kind_options.extend(kinds.iter().map(|k| Opt {
-        value: (*k).to_string(),
-        label: kind_label(k).to_string(),
-        selected: kind == *k,
+        value: k.as_str().to_string(),
+        label: k.label().to_string(),
+        selected: kind == k.as_str(),
     }));
     OperationsView {
         rows: filtered[range].iter().map(|o| operation_row(o, snap, now)).collect(),

@@ -2,7 +2,7 @@
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{MirrorSnapshot, OperationView, Snapshot};
-use crate::ui::format::{self, NONE, url};
+use crate::ui::format::{self, url};
 
 use super::common::{Freshness, StateCountView, Viewer, lag_css, mirror_href, partitions_href, state_counts};
 use super::health::{ClusterIdView, SyncView, cluster_id_view, data_path_css, sync_view, worst_css};
@@ -69,7 +69,7 @@ fn mirror_card(m: &MirrorSnapshot, now: Timestamp) -> MirrorCard {
         worst_href: url(&base, &[("sort", "lag".into()), ("dir", "desc".into())]),
         sync,
         sync_css,
-        data_path: if m.data_path.is_empty() { NONE.into() } else { m.data_path.clone() },
+        data_path: m.data_path.to_string(),
         data_path_css: dp_css,
         health: if health == "muted" { "ok" } else { health },
         cluster,

@@ -4,7 +4,6 @@
 use crate::engine::{OperationView, TopicOutcome};
 
 use super::common::{operation_href, topic_href};
-use super::operations::kind_label;
 
 #[derive(Debug, Clone)]
 pub struct OutcomeView {
@@ -63,5 +62,5 @@ pub fn results(mirror: &str, op_label: &str, operation_id: &str, outcomes: &[Top
 
 /// Results rebuilt from a recorded operation (after a redirect, without JavaScript).
 pub fn results_of(o: &OperationView) -> ResultsView {
-    results(&o.mirror, kind_label(&o.kind), &o.id, &o.results)
+    results(&o.mirror, o.kind.label(), &o.id, &o.results)
 }
