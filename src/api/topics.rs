@@ -435,6 +435,7 @@ mod tests {
             records_mirrored: 0,
             bytes_mirrored: 0,
             destination_stop_offset: None,
+            local_writes: 0,
         }
     }
 

@@ -356,11 +356,7 @@ fn operation_view(v: &OperationValue) -> OperationView {
                 topic: r.topic.clone(),
                 ok: r.outcome == "ok",
                 error: r.message.as_ref().map(|m| Problem {
-                    kind: r
-                        .error_code
-                        .as_deref()
-                        .and_then(|c| serde_json::from_value(serde_json::Value::String(c.to_string())).ok())
-                        .unwrap_or(ProblemKind::Internal),
+                    kind: r.error_code.as_deref().and_then(ProblemKind::from_slug).unwrap_or(ProblemKind::Internal),
                     detail: m.clone(),
                 }),
             })

@@ -254,4 +254,8 @@ pub struct PartitionSnapshot {
     pub bytes_mirrored: u64,
     /// Where mirroring stopped (after a failover).
     pub destination_stop_offset: Option<i64>,
+    /// Records written on the destination after the stop point that are still in its log (what
+    /// a restart without resync would refuse), from `domain::lineage::divergence`; 0 unless
+    /// STOPPED with a known destination log.
+    pub local_writes: i64,
 }

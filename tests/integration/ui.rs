@@ -55,6 +55,7 @@ fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionS
         records_mirrored: 1_000,
         bytes_mirrored: 64_000,
         destination_stop_offset: (state == PartitionState::Stopped).then_some(mirrored - 5),
+        local_writes: if state == PartitionState::Stopped { 6 } else { 0 },
     }
 }
 

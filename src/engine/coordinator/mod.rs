@@ -55,6 +55,7 @@ struct Offsets {
     source_lso: Option<i64>,
     source_hwm: Option<i64>,
     destination_hwm: Option<i64>,
+    destination_start: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -929,6 +930,18 @@ fn lag_records(rt: &PartRt) -> i64 {
     crate::domain::lineage::failover_impact(next, lso).unmirrored_records
 }
 
+/// Records written on the destination after a STOPPED partition's stop point, as the lineage
+/// counts them (the start decision refuses exactly these).
+fn local_writes(rt: &PartRt) -> i64 {
+    use crate::domain::lineage::{LogBounds, divergence};
+    let (Some(stop), Some(hwm)) = (rt.record.stop_point, rt.offsets.destination_hwm) else { return 0 };
+    if rt.record.state != PartitionState::Stopped || hwm < 0 {
+        return 0;
+    }
+    let start = rt.offsets.destination_start.unwrap_or(0).clamp(0, hwm);
+    divergence(&stop, LogBounds::new(start, hwm)).map_or(0, |d| d.local_records)
+}
+
 fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) -> PartitionSnapshot {
     let rec = &rt.record;
     let lag = if rec.state == PartitionState::Stopped { 0 } else { lag_records(rt) };
@@ -960,6 +973,7 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         records_mirrored: rt.records_mirrored,
         bytes_mirrored: rt.bytes_mirrored,
         destination_stop_offset: rec.stop_point.map(|s| s.destination_stop_offset),
+        local_writes: local_writes(rt),
     }
 }
 
@@ -999,13 +1013,22 @@ async fn read_offsets(
         Ok(Err(e)) => error = Some(format!("source: {e}")),
         Err(_) => error = Some("source: timed out".into()),
     }
-    match tokio::time::timeout(timeout, dest.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted))
-        .await
-    {
-        Ok(Ok(v)) => {
-            for o in v {
+    let dst = async {
+        let hwm = dest.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted).await?;
+        // The log start too: local writes already deleted are in nobody's way (lineage).
+        let start = dest.list_offsets(&q(OffsetSpec::Earliest), IsolationLevel::ReadUncommitted).await?;
+        Ok::<_, KafkaError>((hwm, start))
+    };
+    match tokio::time::timeout(timeout, dst).await {
+        Ok(Ok((hwm, start))) => {
+            for o in hwm {
                 if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
                     x.destination_hwm = Some(o.offset);
+                }
+            }
+            for o in start {
+                if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
+                    x.destination_start = Some(o.offset);
                 }
             }
         }

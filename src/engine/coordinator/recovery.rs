@@ -70,6 +70,7 @@ impl Coordinator {
                         }
                         if o.destination_hwm.is_some() {
                             rt.offsets.destination_hwm = o.destination_hwm;
+                            rt.offsets.destination_start = o.destination_start;
                         }
                         if lag_records(rt) == 0 {
                             rt.caught_up_at = Some(t);

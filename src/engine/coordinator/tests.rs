@@ -449,6 +449,45 @@ async fn a_restart_after_local_writes_is_refused_as_diverged_until_a_resync() {
     assert_eq!((d.log_start, d.end), (6, 10), "everything deleted, then the source mirrored again");
 }
 
+/// One lineage (issue 16): the snapshot's local-write count, the restart refusal and the start
+/// decision agree, and records the destination already deleted (below its log start) count for
+/// none of them: once every local write is deleted, the restart is incremental again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_writes_below_the_log_start_count_nowhere() {
+    use crate::engine::ports::ClusterAdmin;
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 4).await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.all_in("m", "orders", S::Stopped).await;
+    let stop = rig.partition("m", "orders", 0).destination_stop_offset.expect("stop offset");
+    rig.world.destination.produce("orders", 0, 3);
+    rig.until("3 local writes in the snapshot", |s| {
+        (s.mirror("m")?.topic("orders")?.partitions[0].local_writes == 3).then_some(())
+    })
+    .await;
+
+    // Two of them deleted: one left, still refused.
+    rig.world.destination.delete_records("orders", &[(0, stop + 2)]).await.expect("delete");
+    rig.until("1 local write left", |s| {
+        (s.mirror("m")?.topic("orders")?.partitions[0].local_writes == 1).then_some(())
+    })
+    .await;
+    let r = rig.op("m", &["orders"], START).await;
+    assert_eq!(refusal(&r), Some(ProblemKind::DestinationDiverged), "{r:?}");
+    let detail = format!("{r:?}");
+    assert!(detail.contains("1 local record at offsets"), "{detail}");
+
+    // All deleted: nothing is in the way, the restart continues where the mirror stopped.
+    rig.world.destination.delete_records("orders", &[(0, -1)]).await.expect("delete");
+    rig.until("no local writes", |s| (s.mirror("m")?.topic("orders")?.partitions[0].local_writes == 0).then_some(()))
+        .await;
+    rig.source.produce("orders", 0, 2);
+    rig.op_ok("m", &["orders"], START).await;
+    rig.caught_up("m", "orders").await;
+    let last = rig.world.pipes.assigned("m").last().cloned().expect("assigned");
+    assert_eq!(last.next_source_offset, Some(4), "incremental: {last:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resync_whose_deletion_fails_writes_nothing_and_the_retry_deletes_again() {
     let rig = Rig::new().await;

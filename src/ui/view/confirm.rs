@@ -70,10 +70,9 @@ pub struct ConfirmView {
 }
 
 fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
-    let local = match (p.destination_high_watermark, p.destination_stop_offset) {
-        (Some(h), Some(s)) if p.state == PartitionState::Stopped => (h - s).max(0),
-        _ => 0,
-    };
+    // The engine's lineage counts them (records already deleted are not in anyone's way); the
+    // page only shows the count, so the dialog and the refusal never disagree.
+    let local = p.local_writes;
     ImpactRow {
         partition: p.partition,
         state: state_view(p.state),
@@ -117,12 +116,7 @@ pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer)
             let lag: i64 =
                 t.partitions.iter().filter(|p| p.state != PartitionState::Stopped).map(|p| p.lag_records).sum();
             let secs = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
-            let local: i64 = t
-                .partitions
-                .iter()
-                .filter(|p| p.state == PartitionState::Stopped)
-                .filter_map(|p| Some((p.destination_high_watermark? - p.destination_stop_offset?).max(0)))
-                .sum();
+            let local: i64 = t.partitions.iter().map(|p| p.local_writes).sum();
             diverged += rows.iter().filter(|r| r.warn && op == UiOp::Restart).count();
             total_lag += lag;
             total_secs = total_secs.max(secs);
