@@ -381,37 +381,24 @@ pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineErr
 }
 
 pub(crate) enum Request {
-    CreateMirror {
-        spec: MirrorSpec,
-        actor: Actor,
-        reply: oneshot::Sender<Result<(), EngineError>>,
-    },
-    UpdateMirror {
-        name: String,
-        update: MirrorUpdate,
-        actor: Actor,
-        reply: oneshot::Sender<Result<(), EngineError>>,
-    },
-    DeleteMirror {
-        name: String,
-        actor: Actor,
-        reply: oneshot::Sender<Result<(), EngineError>>,
-    },
-    Lifecycle {
-        mirror: String,
-        selector: TopicSelector,
-        op: LifecycleOp,
-        validate_only: bool,
-        actor: Actor,
-        reply: oneshot::Sender<Result<OpResult, EngineError>>,
-    },
-    RefreshNow {
-        mirror: String,
-        reply: oneshot::Sender<Result<(), EngineError>>,
-    },
-    Shutdown {
-        reply: oneshot::Sender<()>,
-    },
+    CreateMirror { spec: MirrorSpec, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
+    UpdateMirror { name: String, update: MirrorUpdate, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
+    DeleteMirror { name: String, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
+    Lifecycle(LifecycleCall),
+    RefreshNow { mirror: String, reply: oneshot::Sender<Result<(), EngineError>> },
+    Shutdown { reply: oneshot::Sender<()> },
+}
+
+/// One lifecycle call as the coordinator receives it (and as a start keeps it while its source
+/// survey runs off the loop).
+#[derive(Debug)]
+pub(crate) struct LifecycleCall {
+    mirror: String,
+    selector: TopicSelector,
+    op: LifecycleOp,
+    validate_only: bool,
+    actor: Actor,
+    reply: oneshot::Sender<Result<OpResult, EngineError>>,
 }
 
 /// See [`EngineHandle::offset_map_extent`].
@@ -514,7 +501,10 @@ impl EngineHandle {
             LifecycleOp::Stop | LifecycleOp::Pause => &self.priority_tx,
             LifecycleOp::Start { .. } | LifecycleOp::Resume => &self.tx,
         };
-        self.call_on(lane, |reply| Request::Lifecycle { mirror, selector, op, validate_only, actor, reply }).await
+        self.call_on(lane, |reply| {
+            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply })
+        })
+        .await
     }
 
     /// Re-checks a mirror's source metadata now instead of at the next refresh.

@@ -333,14 +333,9 @@ impl Coordinator {
             }
             Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
         };
-        let dest_req: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
-        let dest_ends: BTreeMap<i32, i64> = dest
-            .list_offsets(&dest_req, IsolationLevel::ReadUncommitted)
+        let dest_ends = offsets_of(&**dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
-            .into_iter()
-            .map(|o| (o.partition, o.offset))
-            .collect();
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
 
         // A restart must not silently mirror over local writes (DESIGN.md section 5): refused
         // before anything changes, with the lineage's own count and range (the same words as
@@ -349,14 +344,10 @@ impl Coordinator {
             && truncation == Truncation::None
             && t.partitions.values().any(|rt| rt.record.stop_point.is_some())
         {
-            let early: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Earliest)).collect();
-            let dest_starts: BTreeMap<i32, i64> = dest
-                .list_offsets(&early, IsolationLevel::ReadUncommitted)
-                .await
-                .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?
-                .into_iter()
-                .map(|o| (o.partition, o.offset))
-                .collect();
+            let dest_starts =
+                offsets_of(&**dest, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
+                    .await
+                    .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
             let mut diverged = Vec::new();
             for (p, rt) in &t.partitions {
                 if rt.record.state != PartitionState::Stopped {
@@ -432,42 +423,28 @@ impl Coordinator {
         }
         let source = self.mirrors[mirror].source_admin.clone();
         let dest = self.destination_admin.clone();
-        let mut ends = match dest_ends {
-            Some(e) => e.clone(),
-            None => {
-                let req: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Latest)).collect();
-                match dest.list_offsets(&req, IsolationLevel::ReadUncommitted).await {
-                    Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
-                    Err(e) => {
-                        for p in partitions {
-                            self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, e.to_string());
-                        }
-                        return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
-                    }
-                }
-            }
+        let parts = partitions.iter().copied();
+        let uncommitted = IsolationLevel::ReadUncommitted;
+        // The inputs of the start decision: the destination's end and log start (records below
+        // it are in nobody's way) and the source's log start (where a first start or a resync
+        // begins). A cluster that does not answer fails the partitions (retried).
+        let read = async {
+            let ends = match dest_ends {
+                Some(e) => e.clone(),
+                None => offsets_of(&*dest, topic, parts.clone(), OffsetSpec::Latest, uncommitted).await?,
+            };
+            let dest_starts = offsets_of(&*dest, topic, parts.clone(), OffsetSpec::Earliest, uncommitted).await?;
+            Ok((ends, dest_starts))
         };
-        // The other inputs of the start decision: the destination's log start (records below it
-        // are in nobody's way) and the source's (where a first start or a resync begins).
-        let early: Vec<_> = partitions.iter().map(|p| (topic.to_string(), *p, OffsetSpec::Earliest)).collect();
-        let dest_starts: BTreeMap<i32, i64> = match dest.list_offsets(&early, IsolationLevel::ReadUncommitted).await {
-            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
-            Err(e) => {
-                for p in partitions {
-                    self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, e.to_string());
-                }
-                return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e));
-            }
+        let (mut ends, dest_starts) = match read.await {
+            Ok(r) => r,
+            Err(e) => return Err(self.fail_all(mirror, topic, partitions, ProblemKind::DestinationUnavailable, &e)),
         };
-        let source_starts: BTreeMap<i32, i64> = match source.list_offsets(&early, IsolationLevel::ReadCommitted).await {
-            Ok(v) => v.into_iter().map(|o| (o.partition, o.offset)).collect(),
-            Err(e) => {
-                for p in partitions {
-                    self.fail(mirror, topic, *p, ErrorCode::SourceUnreachable, e.to_string());
-                }
-                return Err(kafka_problem(ProblemKind::SourceUnreachable, &e));
-            }
-        };
+        let source_starts =
+            match offsets_of(&*source, topic, parts, OffsetSpec::Earliest, IsolationLevel::ReadCommitted).await {
+                Ok(r) => r,
+                Err(e) => return Err(self.fail_all(mirror, topic, partitions, ProblemKind::SourceUnreachable, &e)),
+            };
 
         // ComputeStartPosition: the lineage decides (domain::lineage::decide_start), here and in
         // the dashboard's preview alike.
@@ -564,6 +541,26 @@ impl Coordinator {
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
         self.assign(mirror, specs);
         problem.map_or(Ok(()), Err)
+    }
+
+    /// Fails `partitions` of `topic` because a cluster did not answer (retryable) and says so.
+    fn fail_all(
+        &mut self,
+        mirror: &str,
+        topic: &str,
+        partitions: &[i32],
+        kind: ProblemKind,
+        e: &KafkaError,
+    ) -> Problem {
+        let code = if kind == ProblemKind::SourceUnreachable {
+            ErrorCode::SourceUnreachable
+        } else {
+            ErrorCode::DestinationUnavailable
+        };
+        for p in partitions {
+            self.fail(mirror, topic, *p, code, e.to_string());
+        }
+        kafka_problem(kind, e)
     }
 
     pub(super) fn assign(&mut self, mirror: &str, specs: Vec<AssignSpec>) {
@@ -689,6 +686,13 @@ impl Coordinator {
                 for p in self.topic_partitions_in(mirror, t, states)? {
                     match self.apply(mirror, t, p, event()) {
                         Ok(actions) => planned.push(t, p, actions),
+                        // A stop that did not finish left the partition STOPPING: run its
+                        // sequence again (a stop is always worth finishing).
+                        Err(TransitionError::AlreadyInState { state: PartitionState::Stopping, .. })
+                            if kind == crate::domain::EventKind::Stop =>
+                        {
+                            planned.push(t, p, crate::domain::stopping_actions())
+                        }
                         Err(e) if e.is_harmless() => {}
                         Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
                     }
@@ -748,30 +752,9 @@ impl Coordinator {
     /// once), then one STOPPING sequence for all of them (one abort, one fence, one read of the
     /// stop points). A partition left STOPPING by an earlier stop runs the sequence again.
     pub(super) async fn stop_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        let mut planned = Planned::default();
-        let outcomes = topics
-            .iter()
-            .map(|t| {
-                validate_topic_name(t)
-                    .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
-                if !self.mirrors[mirror].topics.contains_key(t) {
-                    return Err(not_in_mirror(mirror, t));
-                }
-                let all: Vec<i32> = self.mirrors[mirror].topics[t].partitions.keys().copied().collect();
-                for p in all {
-                    if self.mirrors[mirror].topics[t].partitions[&p].record.state == PartitionState::Stopping {
-                        planned.push(t, p, crate::domain::stopping_actions());
-                        continue;
-                    }
-                    match self.apply(mirror, t, p, Event::Stop) {
-                        Ok(actions) => planned.push(t, p, actions),
-                        Err(e) if e.is_harmless() => {}
-                        Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
-                    }
-                }
-                Ok(())
-            })
-            .collect();
+        use crate::domain::EventKind;
+        let (outcomes, planned) =
+            self.plan_batch(mirror, topics, EventKind::Stop, "stop", &PartitionState::ALL, || Event::Stop);
         self.finish_batch(mirror, topics, outcomes, planned, "stop").await
     }
 
@@ -803,4 +786,16 @@ impl Coordinator {
         let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
         self.pending_writes.push(w);
     }
+}
+
+/// One offset per partition of `topic` (`spec` for each), in one request.
+async fn offsets_of(
+    admin: &dyn ClusterAdmin,
+    topic: &str,
+    partitions: impl Iterator<Item = i32>,
+    spec: OffsetSpec,
+    isolation: IsolationLevel,
+) -> Result<BTreeMap<i32, i64>, KafkaError> {
+    let req: Vec<_> = partitions.map(|p| (topic.to_string(), p, spec)).collect();
+    Ok(admin.list_offsets(&req, isolation).await?.into_iter().map(|o| (o.partition, o.offset)).collect())
 }

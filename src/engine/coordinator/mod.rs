@@ -151,6 +151,18 @@ struct MirrorRt {
     pipe_restarts: u32,
 }
 
+impl MirrorRt {
+    /// Every partition of the mirror in `state`, as (topic, partition).
+    fn partitions_in(&self, state: PartitionState) -> Vec<(String, i32)> {
+        self.topics
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.partitions.iter().filter(|(_, p)| p.record.state == state).map(move |(p, _)| (t.clone(), *p))
+            })
+            .collect()
+    }
+}
+
 /// Messages from spawned helpers back to the coordinator.
 enum Internal {
     Pipe(String, PipeEvent),
@@ -385,17 +397,8 @@ impl Coordinator {
                 let _ = reply.send(r);
             }
             // Checked here, then the source is read off the loop; `off_loop_done` applies it.
-            Request::Lifecycle {
-                mirror,
-                selector,
-                op: op @ LifecycleOp::Start { .. },
-                validate_only,
-                actor,
-                reply,
-            } => {
-                self.begin_start(mirror, selector, op, validate_only, actor, reply);
-            }
-            Request::Lifecycle { mirror, selector, op, validate_only, actor, reply } => {
+            Request::Lifecycle(call) if matches!(call.op, LifecycleOp::Start { .. }) => self.begin_start(call),
+            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply }) => {
                 let r = self.lifecycle(&mirror, selector, op, validate_only, &actor).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();

@@ -72,12 +72,7 @@ pub(super) enum Done {
 
 /// A start (or its `validate_only` check) waiting for its [`start_survey`].
 pub(super) struct StartJob {
-    mirror: String,
-    selector: TopicSelector,
-    op: LifecycleOp,
-    validate_only: bool,
-    actor: Actor,
-    reply: oneshot::Sender<Result<OpResult, EngineError>>,
+    call: LifecycleCall,
     /// The source the survey asked: if the mirror's source changed meanwhile, its facts are
     /// dropped and the start asks the new source itself.
     source: SourceSpec,
@@ -286,21 +281,15 @@ impl Coordinator {
     }
 
     /// A start: the checks that need no Kafka, then the source reads off the loop.
-    pub(super) fn begin_start(
-        &mut self,
-        mirror: String,
-        selector: TopicSelector,
-        op: LifecycleOp,
-        validate_only: bool,
-        actor: Actor,
-        reply: oneshot::Sender<Result<OpResult, EngineError>>,
-    ) {
+    pub(super) fn begin_start(&mut self, call: LifecycleCall) {
+        let LifecycleCall { mirror, selector, op, validate_only, .. } = &call;
+        let (mirror, op, validate_only) = (mirror.clone(), *op, *validate_only);
         let checked = (|| {
             if !validate_only {
                 self.check_writable()?;
             }
             let m = self.mirrors.get(&mirror).ok_or_else(|| not_found(&mirror))?;
-            match &selector {
+            match selector {
                 TopicSelector::Names(names) if names.is_empty() => {
                     return Err(EngineError::rejected(ProblemKind::InvalidName, "no topics given"));
                 }
@@ -315,7 +304,7 @@ impl Coordinator {
         let m = match checked {
             Ok(m) => m,
             Err(e) => {
-                let _ = reply.send(Err(e));
+                let _ = call.reply.send(Err(e));
                 return;
             }
         };
@@ -340,15 +329,8 @@ impl Coordinator {
             }
             _ => None,
         };
-        let job = StartJob {
-            mirror,
-            selector: selector.clone(),
-            op,
-            validate_only,
-            actor,
-            reply,
-            source: m.stored.spec.source.clone(),
-        };
+        let selector = selector.clone();
+        let job = StartJob { source: m.stored.spec.source.clone(), call };
         let state_topic = self.config.state_topic.clone();
         let internal = self.internal_tx.clone();
         tokio::spawn(async move {
@@ -386,7 +368,8 @@ impl Coordinator {
                 }
             }
             Done::Surveyed { job, survey } => {
-                let StartJob { mirror, selector, op, validate_only, actor, reply, source } = job;
+                let StartJob { call: LifecycleCall { mirror, selector, op, validate_only, actor, reply }, source } =
+                    job;
                 let r = match survey {
                     Err(e) => Err(e),
                     Ok(survey) => {

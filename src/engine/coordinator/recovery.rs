@@ -223,16 +223,7 @@ impl Coordinator {
         if let Some(rx) = self.spawn_pipe_for(mirror) {
             self.wait_ready(vec![rx]).await;
         }
-        let mirroring: Vec<(String, i32)> = self.mirrors[mirror]
-            .topics
-            .iter()
-            .flat_map(|(t, rt)| {
-                rt.partitions
-                    .iter()
-                    .filter(|(_, p)| p.record.state == PartitionState::Mirroring)
-                    .map(move |(p, _)| (t.clone(), *p))
-            })
-            .collect();
+        let mirroring = self.mirrors[mirror].partitions_in(PartitionState::Mirroring);
         self.reassign_mirroring(mirror, &mirroring).await;
         let _ = self.flush().await;
     }

@@ -34,16 +34,7 @@ impl Coordinator {
         if m.fenced {
             return;
         }
-        let mirroring: Vec<(String, i32)> = m
-            .topics
-            .iter()
-            .flat_map(|(t, rt)| {
-                rt.partitions
-                    .iter()
-                    .filter(|(_, p)| p.record.state == PartitionState::Mirroring)
-                    .map(move |(p, _)| (t.clone(), *p))
-            })
-            .collect();
+        let mirroring = m.partitions_in(PartitionState::Mirroring);
         if m.pipe.is_some() {
             // 1. Commit what is open and learn where each partition stands.
             match self.unassign_many(mirror, mirroring.clone(), Finish::Commit, false).await {
