@@ -281,6 +281,30 @@ pub struct SortLink {
     pub css: &'static str,
 }
 
+impl SortLink {
+    /// The header link of column `key` of a table sorted by `sort` (`desc` or not). Clicking the
+    /// active column flips its direction; another column starts descending when `desc_first`
+    /// says so (numbers where the worst is the largest), ascending otherwise. `href` makes the
+    /// link for a column and direction.
+    pub(super) fn new(
+        label: &'static str,
+        key: &str,
+        css: &'static str,
+        (sort, desc): (&str, bool),
+        desc_first: bool,
+        href: impl Fn(&str, &'static str) -> String,
+    ) -> SortLink {
+        let active = key == sort;
+        let next_desc = if active { !desc } else { desc_first };
+        let (aria, arrow) = match (active, desc) {
+            (false, _) => ("none", ""),
+            (true, true) => ("descending", "↓"),
+            (true, false) => ("ascending", "↑"),
+        };
+        SortLink { label, href: href(key, if next_desc { "desc" } else { "asc" }), aria, arrow, css }
+    }
+}
+
 /// Page navigation.
 #[derive(Debug, Clone)]
 pub struct Pager {

@@ -233,28 +233,9 @@ fn topic_list(m: &MirrorSnapshot, p: &Params, href: &str) -> TopicList {
         .into_iter()
         .chain([("Lag (records)", "lag", "num"), ("Lag (time)", "lag_s", "num")])
         .map(|(label, key, css)| {
-            let active = key == sort;
-            // Clicking the active column flips it; a new column starts in its natural direction.
-            let next_desc = if active { !desc } else { matches!(key, "lag" | "lag_s" | "partitions") };
-            SortLink {
-                label,
-                href: url(href, &query(key, if next_desc { "desc" } else { "asc" }, 1)),
-                aria: if !active {
-                    "none"
-                } else if desc {
-                    "descending"
-                } else {
-                    "ascending"
-                },
-                arrow: if !active {
-                    ""
-                } else if desc {
-                    "↓"
-                } else {
-                    "↑"
-                },
-                css,
-            }
+            // Lag and size columns start with the worst first.
+            let desc_first = matches!(key, "lag" | "lag_s" | "partitions");
+            SortLink::new(label, key, css, (sort, desc), desc_first, |k, d| url(href, &query(k, d, 1)))
         })
         .collect();
     let filtered = !q.is_empty() || state.is_some();

@@ -201,27 +201,8 @@ pub fn partitions(
     let columns = column_defs
         .into_iter()
         .map(|(label, key, css)| {
-            let active = key == sort;
-            let next_desc = if active { !desc } else { matches!(key, "lag" | "lag_s" | "since" | "retries") };
-            SortLink {
-                label,
-                href: url(&base_href, &query(key, if next_desc { "desc" } else { "asc" }, state, 1)),
-                aria: if !active {
-                    "none"
-                } else if desc {
-                    "descending"
-                } else {
-                    "ascending"
-                },
-                arrow: if !active {
-                    ""
-                } else if desc {
-                    "↓"
-                } else {
-                    "↑"
-                },
-                css,
-            }
+            let desc_first = matches!(key, "lag" | "lag_s" | "since" | "retries");
+            SortLink::new(label, key, css, (sort, desc), desc_first, |k, d| url(&base_href, &query(k, d, state, 1)))
         })
         .collect();
 
