@@ -50,6 +50,14 @@ impl LogBounds {
         Self { log_start_offset, high_watermark }
     }
 
+    /// Bounds as two ListOffsets reads give them: a log start that was not read (or is out of
+    /// range) is clamped into `[0, high_watermark]`, a negative high watermark taken as 0.
+    #[must_use]
+    pub fn observed(log_start_offset: Option<i64>, high_watermark: i64) -> Self {
+        let high_watermark = high_watermark.max(0);
+        Self { log_start_offset: log_start_offset.unwrap_or(0).clamp(0, high_watermark), high_watermark }
+    }
+
     const fn validate(self) -> Result<(), LineageError> {
         if self.log_start_offset < 0 || self.high_watermark < self.log_start_offset {
             return Err(LineageError::InvalidLogBounds {

@@ -49,12 +49,10 @@ pub enum ClusterIdStatus {
 }
 
 /// What a mirror's data path is doing. The dashboard colours it by [`DataPathStatus::health`]
-/// and the API reports its words (`Display`) and its `status` slug.
+/// and the API reports its words (`Display`); the snapshot's JSON tags it with its `status` slug.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum DataPathStatus {
-    /// No data path runs (no topic was started yet).
-    Idle,
     /// The data path is being created (its producer fences any predecessor).
     Starting,
     /// Mirroring normally.
@@ -75,7 +73,6 @@ pub enum DataPathStatus {
 #[serde(rename_all = "snake_case")]
 pub enum Health {
     Ok,
-    Idle,
     Warning,
     Critical,
 }
@@ -84,7 +81,6 @@ impl DataPathStatus {
     pub fn health(&self) -> Health {
         match self {
             DataPathStatus::Running => Health::Ok,
-            DataPathStatus::Idle => Health::Idle,
             DataPathStatus::Starting | DataPathStatus::Retrying { .. } | DataPathStatus::Restarting { .. } => {
                 Health::Warning
             }
@@ -95,7 +91,6 @@ impl DataPathStatus {
     /// The stable slug (`running`, `retrying`, ...).
     pub fn slug(&self) -> &'static str {
         match self {
-            DataPathStatus::Idle => "idle",
             DataPathStatus::Starting => "starting",
             DataPathStatus::Running => "running",
             DataPathStatus::Retrying { .. } => "retrying",
@@ -109,7 +104,7 @@ impl DataPathStatus {
 impl std::fmt::Display for DataPathStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DataPathStatus::Idle | DataPathStatus::Starting | DataPathStatus::Running => f.write_str(self.slug()),
+            DataPathStatus::Starting | DataPathStatus::Running => f.write_str(self.slug()),
             DataPathStatus::Retrying { attempt, message } => write!(f, "retrying (attempt {attempt}): {message}"),
             DataPathStatus::Restarting { reason } => write!(f, "restarting: {reason}"),
             DataPathStatus::Fenced { message } => write!(f, "fenced: {message}"),

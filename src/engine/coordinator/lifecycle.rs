@@ -354,8 +354,8 @@ impl Coordinator {
                     continue;
                 }
                 if let Some(stop) = rt.record.stop_point {
-                    let hwm = dest_ends.get(p).copied().unwrap_or(0).max(0);
-                    let bounds = LogBounds::new(dest_starts.get(p).copied().unwrap_or(0).clamp(0, hwm), hwm);
+                    let hwm = dest_ends.get(p).copied().unwrap_or(0);
+                    let bounds = LogBounds::observed(dest_starts.get(p).copied(), hwm);
                     if let Ok(divergence) = divergence(&stop, bounds)
                         && divergence.is_diverged()
                     {
@@ -459,7 +459,7 @@ impl Coordinator {
                 position: record.position,
                 stop: record.stop_point,
                 truncation: record.truncation,
-                destination: LogBounds::new(dest_starts.get(&p).copied().unwrap_or(0).clamp(0, hwm.max(0)), hwm.max(0)),
+                destination: LogBounds::observed(dest_starts.get(&p).copied(), hwm),
                 source_log_start_offset: source_starts.get(&p).copied().unwrap_or(0),
             };
             match decide_start(&input) {
@@ -722,7 +722,10 @@ impl Coordinator {
             {
                 *o = Err(Problem {
                     kind: p.kind,
-                    detail: format!("{verb}: {}; the partitions are FAILED and the {verb} is retried", p.detail),
+                    detail: format!(
+                        "{verb}: {}; the partitions are FAILED (a retryable failure is retried automatically)",
+                        p.detail
+                    ),
                 });
             }
         }

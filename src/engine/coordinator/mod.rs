@@ -938,11 +938,10 @@ fn lag_records(rt: &PartRt) -> i64 {
 fn local_writes(rt: &PartRt) -> i64 {
     use crate::domain::lineage::{LogBounds, divergence};
     let (Some(stop), Some(hwm)) = (rt.record.stop_point, rt.offsets.destination_hwm) else { return 0 };
-    if rt.record.state != PartitionState::Stopped || hwm < 0 {
+    if rt.record.state != PartitionState::Stopped {
         return 0;
     }
-    let start = rt.offsets.destination_start.unwrap_or(0).clamp(0, hwm);
-    divergence(&stop, LogBounds::new(start, hwm)).map_or(0, |d| d.local_records)
+    divergence(&stop, LogBounds::observed(rt.offsets.destination_start, hwm)).map_or(0, |d| d.local_records)
 }
 
 fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) -> PartitionSnapshot {
@@ -984,6 +983,7 @@ async fn read_offsets(
     source: &dyn ClusterAdmin,
     dest: &dyn ClusterAdmin,
     keys: &[(String, i32)],
+    stopped: &[(String, i32)],
 ) -> (Vec<((String, i32), Offsets)>, Option<String>) {
     let mut out: HashMap<(String, i32), Offsets> = keys.iter().map(|k| (k.clone(), Offsets::default())).collect();
     let mut error = None;
@@ -1018,8 +1018,14 @@ async fn read_offsets(
     }
     let dst = async {
         let hwm = dest.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted).await?;
-        // The log start too: local writes already deleted are in nobody's way (lineage).
-        let start = dest.list_offsets(&q(OffsetSpec::Earliest), IsolationLevel::ReadUncommitted).await?;
+        // The log start of STOPPED partitions too: local writes already deleted are in nobody's
+        // way (lineage).
+        let start = if stopped.is_empty() {
+            Vec::new()
+        } else {
+            let req: Vec<_> = stopped.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+            dest.list_offsets(&req, IsolationLevel::ReadUncommitted).await?
+        };
         Ok::<_, KafkaError>((hwm, start))
     };
     match tokio::time::timeout(timeout, dst).await {

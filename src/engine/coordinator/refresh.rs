@@ -13,6 +13,9 @@ impl Coordinator {
             }
             let keys: Vec<(String, i32)> =
                 m.topics.iter().flat_map(|(t, rt)| rt.partitions.keys().map(move |p| (t.clone(), *p))).collect();
+            // The destination's log start matters only for counting a STOPPED partition's local
+            // writes: read it for those alone, not for every partition on every refresh.
+            let stopped = m.partitions_in(PartitionState::Stopped);
             m.lag_in_flight = true;
             m.lag_due = now + lag_refresh_every(self.config.lag_refresh_interval, keys.len());
             let source = m.source_admin.clone();
@@ -20,7 +23,7 @@ impl Coordinator {
             let internal = self.internal_tx.clone();
             let mirror = name.clone();
             tokio::spawn(async move {
-                let (offsets, error) = read_offsets(&*source, &*dest, &keys).await;
+                let (offsets, error) = read_offsets(&*source, &*dest, &keys, &stopped).await;
                 let _ = internal.send(Internal::Lag { mirror, offsets, error });
             });
         }

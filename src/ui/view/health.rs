@@ -108,7 +108,6 @@ pub(super) fn worst_css<'a>(it: impl IntoIterator<Item = &'a str>) -> &'static s
 pub(super) fn data_path_css(s: &DataPathStatus) -> &'static str {
     match s.health() {
         Health::Ok => "ok",
-        Health::Idle => "muted",
         Health::Warning => "warn",
         Health::Critical => "bad",
     }
