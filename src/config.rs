@@ -111,7 +111,11 @@ impl std::fmt::Debug for TokenFile {
 pub struct EngineFile {
     pub state_topic: Option<String>,
     pub state_partitions: Option<i32>,
+    pub cluster_name: Option<String>,
     pub instance_id: Option<String>,
+    pub membership: Option<String>,
+    pub session_timeout_ms: Option<u64>,
+    pub advertised_url: Option<String>,
     pub commit_interval_ms: Option<u64>,
     pub commit_max_bytes: Option<usize>,
     pub lag_refresh_interval_ms: Option<u64>,
@@ -128,7 +132,11 @@ pub struct Overrides {
     pub destination_bootstrap: Option<String>,
     pub state_topic: Option<String>,
     pub state_partitions: Option<i32>,
+    pub cluster_name: Option<String>,
     pub instance_id: Option<String>,
+    pub membership: Option<String>,
+    pub session_timeout_ms: Option<u64>,
+    pub advertised_url: Option<String>,
     pub commit_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
     /// `name:role:token` specs.
@@ -211,6 +219,15 @@ fn check_token(field: &str, name: &str, token: &str) -> Result<(), ConfigError> 
     crate::auth::check_token_strength(name, token).map_err(|e| err(field, e))
 }
 
+/// This host's name, when it is a valid instance id.
+fn host_name() -> Option<String> {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|s| s.trim().to_string())?;
+    crate::engine::validate_mirror_name(&name).ok().map(|()| name)
+}
+
 fn positive_ms(field: &str, v: u64) -> Result<Duration, ConfigError> {
     if v == 0 {
         return Err(err(field, "must be greater than 0"));
@@ -265,11 +282,39 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
         }
         engine.state_partitions = n;
     }
-    if let Some(id) = o.instance_id.clone().or(ef.instance_id) {
-        crate::engine::validate_mirror_name(&id)
-            .map_err(|_| err("engine.instance_id", "use 1 to 249 characters from [a-zA-Z0-9._-]"))?;
-        engine.instance_id = id;
+    if let Some(name) = o.cluster_name.clone().or(ef.cluster_name) {
+        crate::engine::validate_mirror_name(&name)
+            .map_err(|_| err("engine.cluster_name", "use 1 to 249 characters from [a-zA-Z0-9._-]"))?;
+        engine.cluster_name = name;
     }
+    match o.instance_id.clone().or(ef.instance_id) {
+        Some(id) => {
+            crate::engine::validate_mirror_name(&id)
+                .map_err(|_| err("engine.instance_id", "use 1 to 249 characters from [a-zA-Z0-9._-]"))?;
+            engine.instance_id = id;
+        }
+        // Unique per host without configuration (a StatefulSet's pods are kmirror-0, -1, ...),
+        // and stable across restarts, so static membership keeps a restarted instance's slots.
+        None => engine.instance_id = host_name().unwrap_or_else(|| "kmirror".to_string()),
+    }
+    let session_timeout =
+        positive_ms("engine.session_timeout_ms", o.session_timeout_ms.or(ef.session_timeout_ms).unwrap_or(10_000))?;
+    // The broker refuses a session timeout outside group.min/max.session.timeout.ms (6 s and
+    // 30 min by default); below its heartbeat interval a member could never stay in the group.
+    if session_timeout < Duration::from_secs(1) {
+        return Err(err("engine.session_timeout_ms", "must be at least 1000"));
+    }
+    let advertised_url = o.advertised_url.clone().or(ef.advertised_url);
+    if let Some(u) = &advertised_url
+        && !(u.starts_with("http://") || u.starts_with("https://"))
+    {
+        return Err(err("engine.advertised_url", format!("{u:?} must start with http:// or https://")));
+    }
+    engine.ownership = match o.membership.clone().or(ef.membership).as_deref().unwrap_or("group") {
+        "group" => crate::engine::Ownership::Group { session_timeout, advertised_url },
+        "standalone" => crate::engine::Ownership::Standalone,
+        other => return Err(err("engine.membership", format!("{other:?} is not one of group, standalone"))),
+    };
     if let Some(v) = o.commit_interval_ms.or(ef.commit_interval_ms) {
         engine.commit_interval = positive_ms("engine.commit_interval_ms", v)?;
     }

@@ -53,10 +53,25 @@ struct ServeArgs {
     /// Partitions of the state topic when kmirror creates it [default: 16].
     #[arg(long, env = "KMIRROR_STATE_PARTITIONS")]
     state_partitions: Option<i32>,
-    /// This deployment's id; transactional ids derive from it, so a second instance with the
-    /// same id fences the first [default: kmirror].
+    /// Names the deployment: every instance with the same cluster name on the same destination
+    /// shares the mirrors' work [default: kmirror].
+    #[arg(long, env = "KMIRROR_CLUSTER_NAME")]
+    cluster_name: Option<String>,
+    /// Names this instance within the deployment (static group membership: a restart with the
+    /// same id keeps its slots); a second process with the same id fences the first [default:
+    /// the host name].
     #[arg(long, env = "KMIRROR_INSTANCE_ID")]
     instance_id: Option<String>,
+    /// `group` (share slots with every instance of the cluster name) or `standalone` (own every
+    /// slot, no consumer group) [default: group].
+    #[arg(long, env = "KMIRROR_MEMBERSHIP")]
+    membership: Option<String>,
+    /// An instance silent for this long loses its slots to the others, in milliseconds [default: 10000].
+    #[arg(long, env = "KMIRROR_SESSION_TIMEOUT_MS")]
+    session_timeout_ms: Option<u64>,
+    /// This instance's API address as the other instances and the Instances page show it.
+    #[arg(long, env = "KMIRROR_ADVERTISED_URL")]
+    advertised_url: Option<String>,
     /// Commit the data path at least this often, in milliseconds [default: 100].
     #[arg(long, env = "KMIRROR_COMMIT_INTERVAL_MS")]
     commit_interval_ms: Option<u64>,
@@ -98,7 +113,11 @@ fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror
         destination_bootstrap: args.destination_bootstrap.clone(),
         state_topic: args.state_topic.clone(),
         state_partitions: args.state_partitions,
+        cluster_name: args.cluster_name.clone(),
         instance_id: args.instance_id.clone(),
+        membership: args.membership.clone(),
+        session_timeout_ms: args.session_timeout_ms,
+        advertised_url: args.advertised_url.clone(),
         commit_interval_ms: args.commit_interval_ms,
         metadata_refresh_interval_ms: args.metadata_refresh_interval_ms,
         tokens: args.tokens.clone(),

@@ -547,8 +547,8 @@ pub(crate) enum Received {
 
 #[derive(Debug, Default)]
 struct PipesInner {
-    /// The newest data path of each mirror.
-    running: HashMap<String, Arc<FakePipe>>,
+    /// The newest data path of each mirror's slot.
+    running: HashMap<(String, i32), Arc<FakePipe>>,
     /// Every command each mirror's data paths received, in order.
     received: HashMap<String, Vec<Received>>,
     /// Data paths started per mirror.
@@ -564,8 +564,28 @@ pub(crate) struct FakePipes {
 }
 
 impl FakePipes {
-    fn pipe(&self, mirror: &str) -> Arc<FakePipe> {
-        Arc::clone(lock(&self.inner).running.get(mirror).expect("the mirror has a fake data path"))
+    /// The running data paths of `mirror` (one per slot holding its partitions).
+    fn pipes_of(&self, mirror: &str) -> Vec<Arc<FakePipe>> {
+        let pipes: Vec<Arc<FakePipe>> =
+            lock(&self.inner).running.iter().filter(|((m, _), _)| m == mirror).map(|(_, p)| Arc::clone(p)).collect();
+        assert!(!pipes.is_empty(), "the mirror has a fake data path");
+        pipes
+    }
+
+    /// The running data path of `mirror` that holds `topic`/`partition`.
+    fn pipe_holding(&self, mirror: &str, topic: &str, partition: i32) -> Arc<FakePipe> {
+        self.pipes_of(mirror)
+            .into_iter()
+            .find(|p| lock(&p.held).contains_key(&(topic.to_string(), partition)))
+            .expect("a data path holds the partition")
+    }
+
+    /// Slots of `mirror` with a running data path.
+    pub(crate) fn slots(&self, mirror: &str) -> Vec<i32> {
+        let mut slots: Vec<i32> =
+            lock(&self.inner).running.keys().filter(|(m, _)| m == mirror).map(|(_, s)| *s).collect();
+        slots.sort_unstable();
+        slots
     }
 
     /// Commands `mirror`'s data paths received so far.
@@ -589,9 +609,12 @@ impl FakePipes {
         lock(&self.inner).started.get(mirror).copied().unwrap_or(0)
     }
 
-    /// Partitions the running data path of `mirror` holds.
+    /// Partitions the running data paths of `mirror` hold.
     pub(crate) fn held(&self, mirror: &str) -> Vec<(String, i32)> {
-        lock(&self.pipe(mirror).held).keys().cloned().collect()
+        let mut held: Vec<(String, i32)> =
+            self.pipes_of(mirror).iter().flat_map(|p| lock(&p.held).keys().cloned().collect::<Vec<_>>()).collect();
+        held.sort();
+        held
     }
 
     /// The next data path started fails (`PipeEvent::Failed`).
@@ -599,30 +622,35 @@ impl FakePipes {
         lock(&self.inner).fail_next_start = Some(message.to_string());
     }
 
-    /// The next `n` unassigns of `mirror`'s data path are not confirmed.
+    /// The next `n` unassigns of each of `mirror`'s data paths are not confirmed.
     pub(crate) fn fail_unassigns(&self, mirror: &str, n: u32) {
-        lock(&self.pipe(mirror).script).fail_unassigns = n;
+        for p in self.pipes_of(mirror) {
+            lock(&p.script).fail_unassigns = n;
+        }
     }
 
     /// The data path gives up on a partition (`PipeEvent::PartitionFailed`).
     pub(crate) fn fail_partition(&self, mirror: &str, topic: &str, partition: i32, fault: PartitionFault) {
-        let pipe = self.pipe(mirror);
+        let pipe = self.pipe_holding(mirror, topic, partition);
         lock(&pipe.held).remove(&(topic.to_string(), partition));
         let _ = pipe.events.send(PipeEvent::PartitionFailed { topic: topic.to_string(), partition, fault });
     }
 
     /// A transient failure the data path retries by itself (`PipeEvent::Retrying`).
     pub(crate) fn retrying(&self, mirror: &str, attempt: u32, message: &str) {
-        let _ = self.pipe(mirror).events.send(PipeEvent::Retrying { attempt, message: message.to_string() });
+        for p in self.pipes_of(mirror) {
+            let _ = p.events.send(PipeEvent::Retrying { attempt, message: message.to_string() });
+        }
     }
 
-    /// The data path's producer is fenced (`PipeEvent::Fenced`): it ends.
+    /// Every data path's producer of `mirror` is fenced (`PipeEvent::Fenced`): they end.
     pub(crate) fn fence(&self, mirror: &str) {
-        let pipe = self.pipe(mirror);
-        // Under the partitions' lock: no transaction of this data path commits after it.
-        let _held = lock(&pipe.held);
-        pipe.ended.store(true, Ordering::SeqCst);
-        let _ = pipe.events.send(PipeEvent::Fenced { message: "fake: producer fenced".into() });
+        for pipe in self.pipes_of(mirror) {
+            // Under the partitions' lock: no transaction of this data path commits after it.
+            let _held = lock(&pipe.held);
+            pipe.ended.store(true, Ordering::SeqCst);
+            let _ = pipe.events.send(PipeEvent::Fenced { message: "fake: producer fenced".into() });
+        }
     }
 
     fn record(&self, mirror: &str, r: Received) {
@@ -870,6 +898,13 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(r))
     }
 
+    fn fence_writer<'a>(&'a self, _config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
+        let r = self.destination_check("InitProducerId").map(|()| {
+            self.state.open(transactional_id);
+        });
+        Box::pin(std::future::ready(r))
+    }
+
     fn spawn_data_path(
         &self,
         config: PipeConfig,
@@ -879,6 +914,7 @@ impl Ports for FakeWorld {
     ) -> std::io::Result<SpawnedDataPath> {
         let (tx, rx) = std::sync::mpsc::channel::<PipeCommand>();
         let mirror = config.mirror.clone();
+        let slot = config.slot;
         let fail = {
             let mut p = lock(&self.pipes.inner);
             *p.started.entry(mirror.clone()).or_default() += 1;
@@ -909,7 +945,7 @@ impl Ports for FakeWorld {
             script: Mutex::new(PipeScript::default()),
             ended: std::sync::atomic::AtomicBool::new(false),
         });
-        lock(&self.pipes.inner).running.insert(mirror.clone(), Arc::clone(&pipe));
+        lock(&self.pipes.inner).running.insert((mirror.clone(), slot), Arc::clone(&pipe));
         let pipes = Arc::clone(&self.pipes);
         let join = std::thread::Builder::new().name(format!("fake-pipe-{mirror}")).spawn(move || {
             let _ = pipe.events.send(PipeEvent::Ready);

@@ -50,9 +50,16 @@ pub struct EngineConfig {
     pub state_topic: String,
     /// Partitions of the state topic when kmirror creates it.
     pub state_partitions: i32,
-    /// Names this kmirror deployment; its transactional ids derive from it, so a second instance
-    /// with the same id fences the first.
+    /// Names this kmirror deployment (every instance of it): the slot pipes' transactional ids
+    /// and the membership group derive from it, so a slot has one writer whichever instance owns it.
+    pub cluster_name: String,
+    /// Names this process within the deployment: its state writer's transactional id and its
+    /// static group membership derive from it, so a second process with the same id fences the
+    /// first.
     pub instance_id: String,
+    /// How slots (state-topic partitions) are owned: all by this process, or shared with the
+    /// other instances of the deployment through a consumer group (DESIGN.md section 10).
+    pub ownership: Ownership,
     /// The data path commits as soon as it has caught up; under a backlog, when a transaction is
     /// this old...
     pub commit_interval: Duration,
@@ -72,7 +79,9 @@ impl std::fmt::Debug for EngineConfig {
             .field("destination_bootstrap", &self.destination_bootstrap)
             .field("destination_properties", &crate::domain::secrets::redact(&self.destination_properties))
             .field("state_topic", &self.state_topic)
+            .field("cluster_name", &self.cluster_name)
             .field("instance_id", &self.instance_id)
+            .field("ownership", &self.ownership)
             .finish_non_exhaustive()
     }
 }
@@ -85,7 +94,9 @@ impl EngineConfig {
             destination_properties: BTreeMap::new(),
             state_topic: "__mirror_state".to_string(),
             state_partitions: 16,
+            cluster_name: "kmirror".to_string(),
             instance_id: "kmirror".to_string(),
+            ownership: Ownership::Standalone,
             // Measured with scripts/bench (none-8, 2 GiB): 100 ms / 8 MiB drained at 133 MiB/s,
             // 250 ms / 64 MiB at 262 MiB/s; latency at light load is unchanged (commit on
             // caught-up).
@@ -96,6 +107,20 @@ impl EngineConfig {
             request_timeout: Duration::from_secs(30),
         }
     }
+}
+
+/// Who owns the slots (partitions of the state topic) and therefore mirrors their partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ownership {
+    /// This process owns every slot (one instance; the engine's own tests).
+    Standalone,
+    /// Slots are assigned by a consumer group of every instance with the same cluster name.
+    Group {
+        /// Without a heartbeat for this long an instance's slots move to the others.
+        session_timeout: Duration,
+        /// Where this instance's API is reachable, for the instances view.
+        advertised_url: Option<String>,
+    },
 }
 
 /// Where a mirror reads from.

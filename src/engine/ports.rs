@@ -114,6 +114,9 @@ pub(crate) trait Ports: Send + Sync {
     fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
     /// Opens the engine-level state writer; opening it fences any earlier instance's.
     fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>>;
+    /// Initialises a transactional producer with `transactional_id` and closes it: whatever
+    /// producer had that id is fenced and its open transaction aborted.
+    fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>>;
     /// Starts a mirror's data path: commands go to the returned sender, events come on `events`.
     fn spawn_data_path(
         &self,
@@ -364,6 +367,19 @@ impl Ports for KafkaPorts {
             .await
             .map_err(|e| KafkaError::Task { operation: "open state writer", message: e.to_string() })??;
             Ok(Arc::new(writer) as Arc<dyn StateStore>)
+        })
+    }
+
+    fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
+        let c = config.clone();
+        let id = transactional_id.to_string();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                StateWriter::new(&c.destination_bootstrap, &c.destination_properties, &id, &c.state_topic, c.request_timeout)
+                    .map(drop)
+            })
+            .await
+            .map_err(|e| KafkaError::Task { operation: "fence writer", message: e.to_string() })?
         })
     }
 

@@ -37,6 +37,9 @@ use crate::domain::offset_map::{Run, RunBuilder};
 #[derive(Clone)]
 pub struct PipeConfig {
     pub mirror: String,
+    /// The slot (state-topic partition) whose partitions this data path mirrors: every state
+    /// record it writes goes to that partition, and its transactional id is the slot's.
+    pub slot: i32,
     pub source_bootstrap: String,
     pub source_properties: BTreeMap<String, String>,
     pub destination_bootstrap: String,
@@ -58,6 +61,7 @@ impl std::fmt::Debug for PipeConfig {
         // Client properties may hold secrets.
         f.debug_struct("PipeConfig")
             .field("mirror", &self.mirror)
+            .field("slot", &self.slot)
             .field("source_bootstrap", &self.source_bootstrap)
             .field("destination_bootstrap", &self.destination_bootstrap)
             .field("transactional_id", &self.transactional_id)
@@ -313,7 +317,7 @@ pub fn spawn(
     runtime: tokio::runtime::Handle,
 ) -> std::io::Result<(std::sync::mpsc::Sender<PipeCommand>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let name = format!("pipe-{}", config.mirror);
+    let name = format!("pipe-{}-{}", config.mirror, config.slot);
     let handle = std::thread::Builder::new().name(name).spawn(move || {
         let events2 = events.clone();
         match Pipe::new(config, encode, events, runtime) {
@@ -1524,7 +1528,7 @@ impl Pipe {
 /// overridden. The user's properties are applied from their own map (`client::client_config`):
 /// rdkafka's `config_map()` masks secrets, and a copy made through it authenticated with the mask.
 fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
-    let client_id = format!("kmirror-{}-destination", config.mirror);
+    let client_id = format!("kmirror-{}-{}-destination", config.mirror, config.slot);
     let mut pcfg = client_config(
         &config.destination_bootstrap,
         &config.destination_properties,
@@ -1576,7 +1580,7 @@ fn consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
         .set("enable.partition.eof", "false")
         .set("fetch.queue.backoff.ms", "10")
         .set("queued.max.messages.kbytes", "65536")
-        .set("client.id", format!("kmirror-{}-source", config.mirror));
+        .set("client.id", format!("kmirror-{}-{}-source", config.mirror, config.slot));
     Ok(ccfg)
 }
 
@@ -1739,6 +1743,7 @@ mod tests {
     fn the_outcome_reader_sees_only_committed_records_and_the_end() {
         let config = PipeConfig {
             mirror: "m".into(),
+            slot: 0,
             source_bootstrap: "src:9092".into(),
             source_properties: BTreeMap::new(),
             destination_bootstrap: "dst:9092".into(),
@@ -1761,6 +1766,7 @@ mod tests {
     fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() {
         let config = |props: &[(&str, &str)]| PipeConfig {
             mirror: "m".into(),
+            slot: 0,
             source_bootstrap: "src:9092".into(),
             source_properties: props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             destination_bootstrap: "dst:9092".into(),

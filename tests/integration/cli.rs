@@ -263,6 +263,7 @@ async fn sigterm_exits_cleanly_and_a_restart_continues_exactly_once() {
     let mut child = kmirror()
         .args(["serve", "--destination-bootstrap", &Cluster::Destination.bootstrap()])
         .args(["--state-topic", &config.state_topic, "--instance-id", &config.instance_id])
+        .args(["--cluster-name", &config.cluster_name])
         .args(["--state-partitions", &config.state_partitions.to_string(), "--listen", "127.0.0.1:0", "--no-auth"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -407,7 +408,7 @@ async fn the_listener_serves_https_with_the_configured_certificate() {
     let config = temp_file(
         "tls.toml",
         &format!(
-            "listen = \"127.0.0.1:{port}\"\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n[destination]\nbootstrap_servers = \"{}\"\n[engine]\nstate_topic = \"__mirror_state-{id}\"\nstate_partitions = 1\ninstance_id = \"{id}\"\n",
+            "listen = \"127.0.0.1:{port}\"\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n[destination]\nbootstrap_servers = \"{}\"\n[engine]\nstate_topic = \"__mirror_state-{id}\"\nstate_partitions = 1\ninstance_id = \"{id}\"\ncluster_name = \"{id}\"\n",
             cert_path.display(),
             key_path.display(),
             Cluster::Destination.bootstrap()

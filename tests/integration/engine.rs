@@ -37,6 +37,7 @@ impl TestEngine {
         config.state_topic = format!("__mirror_state-{id}");
         config.state_partitions = 4;
         config.instance_id = format!("kmirror-{id}");
+        config.cluster_name = format!("kmirror-{id}");
         config.metadata_refresh_interval = Duration::from_secs(3600);
         Self::with_config(config).await
     }
@@ -960,6 +961,7 @@ async fn sigkill_under_load_is_exactly_once() {
         std::process::Command::new(env!("CARGO_BIN_EXE_kmirror"))
             .args(["serve", "--destination-bootstrap", &Cluster::Destination.bootstrap()])
             .args(["--state-topic", &config.state_topic, "--instance-id", &config.instance_id])
+        .args(["--cluster-name", &config.cluster_name])
             .args(["--state-partitions", &config.state_partitions.to_string()])
             .args(["--listen", "127.0.0.1:0", "--no-auth"])
             .env("RUST_LOG", "warn")
@@ -1042,6 +1044,7 @@ async fn destination_outage_retries_and_recovers_exactly_once() {
     config.state_topic = format!("__mirror_state-{id}");
     config.state_partitions = 4;
     config.instance_id = format!("kmirror-{id}");
+    config.cluster_name = format!("kmirror-{id}");
     config.request_timeout = Duration::from_secs(5);
     let eng = TestEngine::with_config(config).await;
     let mirror = unique("m-outage");
@@ -1764,6 +1767,7 @@ async fn an_unconfirmed_pause_fails_and_retries_to_paused() {
     config.state_topic = format!("__mirror_state-{id}");
     config.state_partitions = 2;
     config.instance_id = format!("kmirror-{id}");
+    config.cluster_name = format!("kmirror-{id}");
     config.metadata_refresh_interval = Duration::from_secs(3600);
     config.request_timeout = Duration::from_secs(2);
     let eng = TestEngine::with_config(config).await;

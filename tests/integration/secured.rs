@@ -99,6 +99,7 @@ async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
         config.state_topic = format!("__mirror_state-{id}");
         config.state_partitions = 2;
         config.instance_id = format!("kmirror-{id}");
+        config.cluster_name = format!("kmirror-{id}");
         config.metadata_refresh_interval = Duration::from_secs(3600);
         let engine = TestEngine::with_config(config).await;
         let mirror = unique("sec-m");

@@ -107,6 +107,11 @@ impl Coordinator {
             let _ = self.flush().await;
             return failed;
         }
+        // The persisted record is the command; the actions are its owner's to run (`slots`): a
+        // transition of a partition another instance owns reaches that instance through the state
+        // topic, and it runs them there.
+        let mut planned = planned;
+        planned.steps.retain(|(t, p, _)| self.owns_partition(mirror, t, *p));
         let mut releases: BTreeMap<(bool, bool), Vec<(String, i32)>> = BTreeMap::new();
         let mut stop_points: Vec<(String, i32)> = Vec::new();
         let mut assigns: Vec<(String, i32, MirrorPosition)> = Vec::new();
@@ -130,26 +135,30 @@ impl Coordinator {
         let mut not_released: HashSet<(String, i32)> = HashSet::new();
         for ((abort, fence), parts) in releases {
             let finish = if abort { Finish::Abort } else { Finish::Commit };
-            match self.unassign_many(mirror, parts.clone(), finish, fence).await {
-                Ok(finals) => {
-                    for f in &finals {
-                        self.apply_final(mirror, &f.topic, f);
-                    }
-                    if !abort {
-                        for (t, p) in &parts {
-                            if self.mirrors[mirror].topics[t].partitions[p].record.state == PartitionState::Pausing {
-                                let _ = self.apply(mirror, t, *p, Event::Paused);
+            for released in self.unassign_many(mirror, parts, finish, fence).await {
+                let parts = released.partitions;
+                match released.outcome {
+                    Ok(finals) => {
+                        for f in &finals {
+                            self.apply_final(mirror, &f.topic, f);
+                        }
+                        if !abort {
+                            for (t, p) in &parts {
+                                if self.mirrors[mirror].topics[t].partitions[p].record.state == PartitionState::Pausing
+                                {
+                                    let _ = self.apply(mirror, t, *p, Event::Paused);
+                                }
                             }
                         }
                     }
-                }
-                Err(e) => {
-                    tracing::warn!(%mirror, partitions = parts.len(), "the data path did not release partitions: {e}");
-                    for (t, p) in &parts {
-                        let message = format!("the data path did not confirm the release: {e}; retried");
-                        self.fail(mirror, t, *p, pipe_error_code(&e), message);
-                        failed.entry(t.clone()).or_insert_with(|| pipe_problem(&e));
-                        not_released.insert((t.clone(), *p));
+                    Err(e) => {
+                        tracing::warn!(%mirror, partitions = parts.len(), "the data path did not release partitions: {e}");
+                        for (t, p) in &parts {
+                            let message = format!("the data path did not confirm the release: {e}; retried");
+                            self.fail(mirror, t, *p, pipe_error_code(&e), message);
+                            failed.entry(t.clone()).or_insert_with(|| pipe_problem(&e));
+                            not_released.insert((t.clone(), *p));
+                        }
                     }
                 }
             }

@@ -563,49 +563,6 @@ impl Coordinator {
         kafka_problem(kind, e)
     }
 
-    pub(super) fn assign(&mut self, mirror: &str, specs: Vec<AssignSpec>) {
-        if specs.is_empty() {
-            return;
-        }
-        let m = self.mirrors.get_mut(mirror).expect("known");
-        if m.pipe.is_none() {
-            let _ = self.spawn_pipe_for(mirror);
-        }
-        let m = self.mirrors.get_mut(mirror).expect("known");
-        if let Some(p) = &m.pipe
-            && p.tx.send(PipeCommand::Assign(specs)).is_err()
-        {
-            m.data_path = DataPathStatus::Failed { message: "its thread has stopped".into() };
-        }
-    }
-
-    pub(super) fn spawn_pipe_for(&mut self, mirror: &str) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        let mut m = self.mirrors.remove(mirror)?;
-        let r = self.spawn_pipe(&mut m);
-        self.mirrors.insert(mirror.to_string(), m);
-        r
-    }
-
-    /// Removes partitions of any topics from the data path in one step (one abort, one fence).
-    pub(super) async fn unassign_many(
-        &mut self,
-        mirror: &str,
-        parts: Vec<(String, i32)>,
-        finish: Finish,
-        fence: bool,
-    ) -> Result<Vec<pipe::FinalPosition>, PipeError> {
-        let m = &self.mirrors[mirror];
-        let Some(p) = &m.pipe else { return Ok(Vec::new()) };
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        let gone = || PipeError::Stopped("its thread has ended".into());
-        p.tx.send(PipeCommand::Unassign { partitions: parts, finish, fence, reply }).map_err(|_| gone())?;
-        match tokio::time::timeout(self.config.request_timeout * 2, rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(gone()),
-            Err(_) => Err(PipeError::NoAnswer),
-        }
-    }
-
     /// Applies a final position reported by the pipe, when it is ahead of the record's.
     pub(super) fn apply_final(&mut self, mirror: &str, topic: &str, f: &pipe::FinalPosition) {
         let Some(next) = f.next_source_offset else { return };

@@ -45,6 +45,8 @@ mod lifecycle;
 mod recovery;
 // Periodic refreshes feeding the snapshot and the metadata sync.
 mod refresh;
+// Slots: ownership and one data path per slot.
+mod slots;
 
 use crate::clock::now;
 
@@ -116,7 +118,8 @@ impl PipeRt {
 struct MirrorRt {
     stored: StoredMirror,
     source_admin: Admin,
-    pipe: Option<PipeRt>,
+    /// The data path of each slot holding partitions of this mirror (`slots`).
+    pipes: BTreeMap<i32, PipeRt>,
     data_path: DataPathStatus,
     fenced: bool,
     observed_cluster_id: Option<String>,
@@ -145,8 +148,8 @@ struct MirrorRt {
     lag_due: tokio::time::Instant,
     /// An offset-map prune (destination log starts) is being read.
     prune_in_flight: bool,
-    /// A data path that died while the destination was unavailable restarts at this time.
-    restart_pipe_at: Option<(tokio::time::Instant, String)>,
+    /// A slot's data path that died while the destination was unavailable restarts at this time.
+    restart_pipe_at: BTreeMap<i32, (tokio::time::Instant, String)>,
     /// Consecutive data-path restarts that found the destination unavailable.
     pipe_restarts: u32,
 }
@@ -165,7 +168,8 @@ impl MirrorRt {
 
 /// Messages from spawned helpers back to the coordinator.
 enum Internal {
-    Pipe(String, PipeEvent),
+    /// An event of `mirror`'s data path for a slot.
+    Pipe(String, i32, PipeEvent),
     Lag {
         mirror: String,
         offsets: Vec<((String, i32), Offsets)>,
@@ -192,6 +196,8 @@ pub(super) struct Coordinator {
     /// The clusters, the state topic and the data paths (`engine::ports`).
     ports: Arc<dyn Ports>,
     state_partitions: i32,
+    /// The slots this process owns (`slots`): every one, standalone.
+    owned: BTreeSet<i32>,
     mirrors: BTreeMap<String, MirrorRt>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
@@ -254,6 +260,7 @@ pub(super) async fn start_with_ports(
         writer,
         ports: Arc::clone(&ports),
         state_partitions,
+        owned: (0..state_partitions).collect(),
         mirrors: BTreeMap::new(),
         snapshot_tx,
         internal_tx,
@@ -268,12 +275,27 @@ pub(super) async fn start_with_ports(
         off_loop: off_loop::OffLoop::default(),
     };
 
-    // Start every mirror's data path first: each one fences its predecessor's producer (and
+    // Start every mirror's data paths first: each one fences its slot's previous writer (and
     // aborts its open transaction), so the second read below sees final positions.
     let mut ready = Vec::new();
     for m in &loaded.mirrors {
-        if let Some(rx) = coord.add_mirror(m.stored.clone()) {
-            ready.push(rx);
+        let name = m.stored.spec.name.clone();
+        coord.add_mirror(m.stored.clone());
+        coord.fence_legacy(&name).await;
+        let slots: BTreeSet<i32> = m
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|(p, _)| {
+                    slots::slot_of_partition(&name, &t.source_topic_id, *p, state_partitions)
+                })
+            })
+            .filter(|s| coord.owns(*s))
+            .collect();
+        for slot in slots {
+            if let Some(rx) = coord.spawn_pipe(&name, slot) {
+                ready.push(rx);
+            }
         }
     }
     coord.wait_ready(ready).await;
@@ -370,11 +392,13 @@ impl Coordinator {
     }
 
     async fn shutdown(&mut self) {
-        for (name, m) in self.mirrors.iter_mut() {
-            if let Some(p) = m.pipe.take() {
-                p.shut_down(true).await;
-                tracing::info!(mirror = %name, "data path stopped");
+        let names: Vec<String> = self.mirrors.keys().cloned().collect();
+        for name in names {
+            if self.mirrors[&name].pipes.is_empty() {
+                continue;
             }
+            self.shut_down_pipes(&name, None, true).await;
+            tracing::info!(mirror = %name, "data paths stopped");
         }
     }
 
@@ -541,9 +565,9 @@ impl Coordinator {
 
     // ----- mirrors -----------------------------------------------------------------------
 
-    /// Builds a mirror's runtime and starts its data path. Returns a receiver that resolves when
-    /// the data path's producer is initialised (and any predecessor fenced).
-    fn add_mirror(&mut self, stored: StoredMirror) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    /// Builds a mirror's runtime. Its data paths start per slot when partitions are assigned
+    /// (`slots`).
+    fn add_mirror(&mut self, stored: StoredMirror) {
         let name = stored.spec.name.clone();
         let source_admin = match self.ports.connect_source(
             &stored.spec.source.bootstrap_servers,
@@ -554,17 +578,22 @@ impl Coordinator {
             Err(e) => {
                 tracing::error!(mirror = %name, "cannot create source client: {e}");
                 // A broken client config: keep the mirror visible with the reason.
-                self.ports
-                    .connect_source(&stored.spec.source.bootstrap_servers, &BTreeMap::new(), Duration::from_secs(5))
-                    .ok()?
+                let Ok(a) = self.ports.connect_source(
+                    &stored.spec.source.bootstrap_servers,
+                    &BTreeMap::new(),
+                    Duration::from_secs(5),
+                ) else {
+                    return;
+                };
+                a
             }
         };
         let topic_ids = Arc::new(RwLock::new(HashMap::new()));
         let new_lineage = Arc::new(RwLock::new(HashSet::new()));
-        let mut m = MirrorRt {
+        let m = MirrorRt {
             stored,
             source_admin,
-            pipe: None,
+            pipes: BTreeMap::new(),
             data_path: DataPathStatus::Starting,
             fenced: false,
             observed_cluster_id: None,
@@ -583,60 +612,19 @@ impl Coordinator {
             lag_in_flight: false,
             lag_due: tokio::time::Instant::now(),
             prune_in_flight: false,
-            restart_pipe_at: None,
+            restart_pipe_at: BTreeMap::new(),
             pipe_restarts: 0,
         };
-        let ready = self.spawn_pipe(&mut m);
         self.mirrors.insert(name, m);
-        ready
     }
 
-    fn spawn_pipe(&self, m: &mut MirrorRt) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        let name = m.stored.spec.name.clone();
-        let config = PipeConfig {
-            mirror: name.clone(),
-            source_bootstrap: m.stored.spec.source.bootstrap_servers.clone(),
-            source_properties: m.stored.spec.source.properties.clone(),
-            destination_bootstrap: self.config.destination_bootstrap.clone(),
-            destination_properties: self.config.destination_properties.clone(),
-            transactional_id: format!("{}.mirror.{}", self.config.instance_id, name),
-            commit_interval: self.config.commit_interval,
-            commit_max_bytes: self.config.commit_max_bytes,
-            state_topic: self.config.state_topic.clone(),
-            transaction_timeout: self.config.request_timeout,
-        };
-        let encode = persist::progress_encoder(
-            name.clone(),
-            Arc::clone(&m.topic_ids),
-            Arc::clone(&m.new_lineage),
-            self.state_partitions,
-        );
-        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-        let internal = self.internal_tx.clone();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let mirror = name.clone();
-        // Forward the pipe's events, tagged with the mirror, and signal readiness once.
-        tokio::spawn(async move {
-            let mut ready_tx = Some(ready_tx);
-            while let Some(ev) = ev_rx.recv().await {
-                if matches!(ev, PipeEvent::Ready | PipeEvent::Failed { .. })
-                    && let Some(tx) = ready_tx.take()
-                {
-                    let _ = tx.send(());
-                }
-                if internal.send(Internal::Pipe(mirror.clone(), ev)).is_err() {
-                    break;
-                }
-            }
-        });
-        match self.ports.spawn_data_path(config, encode, ev_tx, self.runtime.clone()) {
-            Ok((tx, join)) => {
-                m.pipe = Some(PipeRt { tx, join: Some(join) });
-                Some(ready_rx)
-            }
-            Err(e) => {
-                m.data_path = DataPathStatus::Failed { message: format!("cannot start its thread: {e}") };
-                None
+    /// Fences the transactional ids of the single-pipe-per-mirror layout for `mirror` (see
+    /// `slots::legacy_transactional_ids`). Best effort: a failure only means an open transaction
+    /// of that layout, if any, ends by its own timeout.
+    async fn fence_legacy(&self, mirror: &str) {
+        for id in slots::legacy_transactional_ids(&self.config, mirror) {
+            if let Err(e) = self.ports.fence_writer(&self.config, &id).await {
+                tracing::warn!(%mirror, transactional_id = %id, "cannot fence the earlier layout's writer: {e}");
             }
         }
     }
@@ -665,13 +653,13 @@ impl Coordinator {
     }
 
     /// Creates a mirror whose source answered with `cluster` (asked off the loop: see
-    /// `off_loop::create_probe`). Returns a receiver that resolves when its data path is ready.
+    /// `off_loop::create_probe`).
     async fn create_mirror(
         &mut self,
         mut spec: MirrorSpec,
         cluster: crate::kafka::ClusterDescription,
         actor: &Actor,
-    ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, EngineError> {
+    ) -> Result<(), EngineError> {
         self.check_create(&spec)?;
         match &spec.expected_source_cluster_id {
             Some(expected) if *expected != cluster.cluster_id => {
@@ -693,14 +681,14 @@ impl Coordinator {
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
         self.flush().await?;
         let name = stored.spec.name.clone();
-        let ready = self.add_mirror(stored);
+        self.add_mirror(stored);
         if let Some(m) = self.mirrors.get_mut(&name) {
             m.observed_cluster_id = Some(cluster.cluster_id);
             m.cluster_id_status = ClusterIdStatus::Ok;
             m.cluster_id_checked_at = Some(now());
         }
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror created");
-        Ok(ready)
+        Ok(())
     }
 
     async fn update_mirror(&mut self, name: &str, update: MirrorUpdate, actor: &Actor) -> Result<(), EngineError> {
@@ -784,11 +772,8 @@ impl Coordinator {
             }
         }
         self.flush().await?;
-        if let Some(mut m) = self.mirrors.remove(name)
-            && let Some(p) = m.pipe.take()
-        {
-            p.shut_down(false).await;
-        }
+        self.shut_down_pipes(name, None, false).await;
+        self.mirrors.remove(name);
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror deleted");
         Ok(())
     }

@@ -349,23 +349,13 @@ impl Coordinator {
                     Ok(cluster) => self.create_mirror(spec, cluster, &actor).await,
                     Err(e) => Err(e),
                 };
-                let result = r.as_ref().map(|_| ()).map_err(Clone::clone);
+                let result = r.clone();
                 self.record_mirror_change(&name, OperationKind::CreateMirror, &actor, &result).await;
                 // Readers see the mirror as soon as the caller does.
                 self.publish();
-                match r {
-                    // The caller hears back once the data path is up (its producer initialised);
-                    // the loop does not wait for that.
-                    Ok(Some(ready)) => {
-                        let wait = self.config.request_timeout * 2;
-                        tokio::spawn(async move {
-                            let _ = tokio::time::timeout(wait, ready).await;
-                            let _ = reply.send(Ok(()));
-                        });
-                    }
-                    Ok(None) => drop(reply.send(Ok(()))),
-                    Err(e) => drop(reply.send(Err(e))),
-                }
+                // A new mirror has no partitions, so no data path yet: its slots' data paths start
+                // when its topics do.
+                let _ = reply.send(r);
             }
             Done::Surveyed { job, survey } => {
                 let StartJob { call: LifecycleCall { mirror, selector, op, validate_only, actor, reply }, source } =

@@ -53,7 +53,7 @@ impl Coordinator {
 
     pub(super) async fn internal(&mut self, msg: Internal) {
         match msg {
-            Internal::Pipe(mirror, ev) => self.pipe_event(&mirror, ev).await,
+            Internal::Pipe(mirror, slot, ev) => self.pipe_event(&mirror, slot, ev).await,
             Internal::Lag { mirror, offsets, error } => {
                 let t = now();
                 let Some(m) = self.mirrors.get_mut(&mirror) else { return };
@@ -93,7 +93,8 @@ impl Coordinator {
         }
     }
 
-    pub(super) async fn pipe_event(&mut self, mirror: &str, ev: PipeEvent) {
+    pub(super) async fn pipe_event(&mut self, mirror: &str, slot: i32, ev: PipeEvent) {
+        let in_group = self.in_group();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         match ev {
             PipeEvent::Ready => m.data_path = DataPathStatus::Running,
@@ -158,15 +159,24 @@ impl Coordinator {
             PipeEvent::Retrying { attempt, message } => {
                 m.data_path = DataPathStatus::Retrying { attempt, message };
             }
+            PipeEvent::Fenced { message } if in_group => {
+                // Another instance took the slot over (this one was paused past its session
+                // timeout, or the group moved the slot before this process heard of it).
+                // Restarting the data path would fence the new owner in turn: let the slot go
+                // and wait for the group to say what this instance owns.
+                m.pipes.remove(&slot);
+                tracing::warn!(%mirror, slot, "slot fenced by another instance ({message}); letting it go");
+                self.let_go(&BTreeSet::from([slot])).await;
+            }
             PipeEvent::Fenced { message } => {
-                m.pipe = None;
-                self.after_pipe_fatal(mirror, message).await;
+                m.pipes.remove(&slot);
+                self.after_pipe_fatal(mirror, slot, message).await;
             }
             PipeEvent::Failed { message } => {
                 // The data path could not start (destination unreachable, bad client settings):
                 // try again with backoff; the message stays visible meanwhile.
-                tracing::error!(%mirror, "data path failed: {message}");
-                m.pipe = None;
+                tracing::error!(%mirror, slot, "data path failed: {message}");
+                m.pipes.remove(&slot);
                 m.pipe_restarts += 1;
                 let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
                 m.data_path = DataPathStatus::Retrying {
@@ -176,7 +186,7 @@ impl Coordinator {
                         delay.as_secs_f64()
                     ),
                 };
-                m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message));
+                m.restart_pipe_at.insert(slot, (tokio::time::Instant::now() + delay, message));
             }
         }
     }
@@ -186,7 +196,10 @@ impl Coordinator {
     /// genuine producer failure: start a new data path and resume every mirroring partition from
     /// its committed position (the new producer's init aborts anything left open), so nothing is
     /// lost or duplicated.
-    pub(super) async fn after_pipe_fatal(&mut self, mirror: &str, message: String) {
+    pub(super) async fn after_pipe_fatal(&mut self, mirror: &str, slot: i32, message: String) {
+        if !self.owns(slot) {
+            return; // the slot moved to another instance meanwhile: nothing of it is ours to restart
+        }
         let probe = {
             let m = &self.mirrors[mirror];
             persist::mirror(&m.stored, self.state_partitions)
@@ -206,7 +219,7 @@ impl Coordinator {
             let m = self.mirrors.get_mut(mirror).expect("known");
             m.pipe_restarts += 1;
             let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
-            m.restart_pipe_at = Some((tokio::time::Instant::now() + delay, message.clone()));
+            m.restart_pipe_at.insert(slot, (tokio::time::Instant::now() + delay, message.clone()));
             m.data_path = DataPathStatus::Retrying {
                 attempt: m.pipe_restarts,
                 message: format!(
@@ -217,13 +230,17 @@ impl Coordinator {
             return;
         }
         self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
-        tracing::warn!(%mirror, "data path producer failed ({message}); restarting it from the committed state");
+        tracing::warn!(%mirror, slot, "data path producer failed ({message}); restarting it from the committed state");
         self.mirrors.get_mut(mirror).expect("known").data_path =
             DataPathStatus::Restarting { reason: format!("after: {message}") };
-        if let Some(rx) = self.spawn_pipe_for(mirror) {
+        if let Some(rx) = self.spawn_pipe(mirror, slot) {
             self.wait_ready(vec![rx]).await;
         }
-        let mirroring = self.mirrors[mirror].partitions_in(PartitionState::Mirroring);
+        let mirroring: Vec<(String, i32)> = self.mirrors[mirror]
+            .partitions_in(PartitionState::Mirroring)
+            .into_iter()
+            .filter(|(t, p)| self.slot_of(mirror, t, *p) == Some(slot))
+            .collect();
         self.reassign_mirroring(mirror, &mirroring).await;
         let _ = self.flush().await;
     }
@@ -233,18 +250,18 @@ impl Coordinator {
         if self.fenced.is_some() {
             return;
         }
-        let due: Vec<(String, String)> = self
-            .mirrors
-            .iter_mut()
-            .filter_map(|(n, m)| match &m.restart_pipe_at {
-                Some((at, _)) if *at <= tokio::time::Instant::now() => {
-                    m.restart_pipe_at.take().map(|(_, msg)| (n.clone(), msg))
+        let now_i = tokio::time::Instant::now();
+        let mut due: Vec<(String, i32, String)> = Vec::new();
+        for (n, m) in self.mirrors.iter_mut() {
+            let slots: Vec<i32> = m.restart_pipe_at.iter().filter(|(_, (at, _))| *at <= now_i).map(|(s, _)| *s).collect();
+            for s in slots {
+                if let Some((_, msg)) = m.restart_pipe_at.remove(&s) {
+                    due.push((n.clone(), s, msg));
                 }
-                _ => None,
-            })
-            .collect();
-        for (mirror, message) in due {
-            self.after_pipe_fatal(&mirror, message).await;
+            }
+        }
+        for (mirror, slot, message) in due {
+            self.after_pipe_fatal(&mirror, slot, message).await;
         }
         let t = now();
         let mut due: Vec<(String, String, i32)> = Vec::new();
@@ -254,7 +271,9 @@ impl Coordinator {
             }
             for (tn, topic) in &m.topics {
                 for (p, rt) in &topic.partitions {
-                    if rt.record.is_retry_due(t) {
+                    // A partition another instance owns is retried there.
+                    let slot = slots::slot_of_partition(mn, &topic.source_topic_id, *p, self.state_partitions);
+                    if rt.record.is_retry_due(t) && self.owned.contains(&slot) {
                         due.push((mn.clone(), tn.clone(), *p));
                     }
                 }

@@ -198,15 +198,15 @@ impl Coordinator {
                     .map(move |(p, _)| (t.clone(), *p))
             })
             .collect();
-        if let Some(p) = &m.pipe {
-            // Halt: abort whatever is open and drop every partition from the data path.
-            let (reply, _rx) = tokio::sync::oneshot::channel();
-            let _ = p.tx.send(PipeCommand::Unassign {
-                partitions: targets.clone(),
-                finish: Finish::Abort,
-                fence: false,
-                reply,
-            });
+        // Another instance's partitions are its own to fail (it checks the cluster ID too).
+        let targets: Vec<(String, i32)> =
+            targets.into_iter().filter(|(t, p)| self.owns_partition(mirror, t, *p)).collect();
+        // Halt: abort whatever is open and drop every partition from its slot's data path.
+        for (slot, partitions) in self.by_slot(mirror, targets.clone()) {
+            if let Some(p) = self.mirrors.get(mirror).and_then(|m| m.pipes.get(&slot)) {
+                let (reply, _rx) = tokio::sync::oneshot::channel();
+                let _ = p.tx.send(PipeCommand::Unassign { partitions, finish: Finish::Abort, fence: false, reply });
+            }
         }
         for (t, p) in targets {
             self.fail(mirror, &t, p, ErrorCode::SourceClusterIdMismatch, detail.to_string());

@@ -20,12 +20,15 @@
 use crate::domain::PartitionState;
 use crate::kafka::pipe::Finish;
 
+use std::collections::BTreeSet;
+
 use super::Coordinator;
 use crate::engine::snapshot::DataPathStatus;
 
 impl Coordinator {
-    /// Replaces `mirror`'s data path with one built from its current settings (see the module's
-    /// documentation), resuming every MIRRORING partition from its committed position.
+    /// Replaces `mirror`'s data paths with ones built from its current settings (see the module's
+    /// documentation), slot by slot, resuming every MIRRORING partition from its committed
+    /// position.
     pub(super) async fn restart_data_path(&mut self, mirror: &str) {
         if self.fenced.is_some() {
             return;
@@ -35,43 +38,51 @@ impl Coordinator {
             return;
         }
         let mirroring = m.partitions_in(PartitionState::Mirroring);
-        if m.pipe.is_some() {
-            // 1. Commit what is open and learn where each partition stands.
-            match self.unassign_many(mirror, mirroring.clone(), Finish::Commit, false).await {
-                Ok(finals) => {
-                    for f in &finals {
-                        self.apply_final(mirror, &f.topic, f);
-                    }
-                }
-                Err(e) => {
-                    let why = format!(
-                        "the new source settings are stored but the data path could not hand over ({e}); they apply when it next restarts"
-                    );
-                    tracing::error!(%mirror, "{why}");
-                    if let Some(m) = self.mirrors.get_mut(mirror) {
-                        m.data_path = DataPathStatus::Failed { message: why };
-                    }
-                    return;
-                }
-            }
-            // 2. Shut the old data path down (nothing is open any more).
-            let m = self.mirrors.get_mut(mirror).expect("known");
-            if let Some(p) = m.pipe.take() {
-                p.shut_down(true).await;
-            }
+        let running: BTreeSet<i32> = m.pipes.keys().copied().collect();
+        let mut by_slot = self.by_slot(mirror, mirroring);
+        for slot in &running {
+            by_slot.entry(*slot).or_default();
         }
-        // 3. A new data path with the new settings, from the committed positions.
-        {
-            let m = self.mirrors.get_mut(mirror).expect("known");
-            m.restart_pipe_at = None;
+        let mut restarted = 0;
+        for (slot, parts) in by_slot {
+            if !self.owns(slot) {
+                continue;
+            }
+            if running.contains(&slot) {
+                // 1. Commit what is open and learn where each partition stands.
+                for released in self.unassign_many(mirror, parts.clone(), Finish::Commit, false).await {
+                    match released.outcome {
+                        Ok(finals) => {
+                            for f in &finals {
+                                self.apply_final(mirror, &f.topic, f);
+                            }
+                        }
+                        Err(e) => {
+                            let why = format!(
+                                "the new source settings are stored but the data path of slot {slot} could not hand over ({e}); they apply when it next restarts"
+                            );
+                            tracing::error!(%mirror, "{why}");
+                            if let Some(m) = self.mirrors.get_mut(mirror) {
+                                m.data_path = DataPathStatus::Failed { message: why };
+                            }
+                            continue;
+                        }
+                    }
+                }
+                // 2. Shut the old data path down (nothing is open any more).
+                self.shut_down_pipes(mirror, Some(&BTreeSet::from([slot])), true).await;
+            }
+            // 3. A new data path with the new settings, from the committed positions.
+            let _ready = self.spawn_pipe(mirror, slot);
+            self.reassign_mirroring(mirror, &parts).await;
+            restarted += 1;
+        }
+        if let Some(m) = self.mirrors.get_mut(mirror) {
             m.pipe_restarts = 0;
-            m.data_path = DataPathStatus::Restarting { reason: "the source connection changed".into() };
+            if !matches!(m.data_path, DataPathStatus::Failed { .. }) {
+                m.data_path = DataPathStatus::Restarting { reason: "the source connection changed".into() };
+            }
         }
-        tracing::info!(%mirror, partitions = mirroring.len(), "source connection changed: data path restarted");
-        let _ready = self.spawn_pipe_for(mirror);
-        if mirroring.is_empty() {
-            return;
-        }
-        self.reassign_mirroring(mirror, &mirroring).await;
+        tracing::info!(%mirror, slots = restarted, "source connection changed: data paths restarted");
     }
 }

@@ -235,8 +235,9 @@ async fn pause_releases_the_partitions_and_resume_continues_from_the_pause_point
     assert_eq!(rig.destination_end("orders", 0), 8, "nothing copied twice");
 }
 
-/// Pause and resume of many topics are one step each for the data path (issue 16): one
-/// unassign (one commit) for the pause, one assign for the resume, whatever the topic count.
+/// Pause and resume of many topics are one step each for each slot's data path (issues 16, 17):
+/// one unassign (one commit) per slot for the pause, one assign per slot for the resume, whatever
+/// the topic count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_and_resume_of_several_topics_are_one_data_path_step_each() {
     let rig = Rig::new().await;
@@ -249,12 +250,18 @@ async fn pause_and_resume_of_several_topics_are_one_data_path_step_each() {
     for t in topics {
         rig.all_in("m", t, S::Paused).await;
     }
+    let slots = rig.world.pipes.slots("m");
+    assert!(slots.len() > 1, "six partitions spread over the four slots: {slots:?}");
     let paused: Vec<Received> = rig.world.pipes.received("m")[before..].to_vec();
-    assert_eq!(paused.len(), 1, "one unassign for three topics: {paused:?}");
-    assert!(
-        matches!(&paused[0], Received::Unassign { partitions, fence: false, ok: true } if partitions.len() == 6),
-        "{paused:?}"
-    );
+    assert_eq!(paused.len(), slots.len(), "one unassign per slot for three topics: {paused:?}");
+    let released: usize = paused
+        .iter()
+        .map(|r| match r {
+            Received::Unassign { partitions, fence: false, ok: true } => partitions.len(),
+            other => panic!("not a pause's release: {other:?}"),
+        })
+        .sum();
+    assert_eq!(released, 6, "{paused:?}");
 
     let before = rig.world.pipes.received("m").len();
     rig.op_ok("m", &topics, LifecycleOp::Resume).await;
@@ -262,8 +269,15 @@ async fn pause_and_resume_of_several_topics_are_one_data_path_step_each() {
         rig.caught_up("m", t).await;
     }
     let resumed: Vec<Received> = rig.world.pipes.received("m")[before..].to_vec();
-    assert_eq!(resumed.len(), 1, "one assign for three topics: {resumed:?}");
-    assert!(matches!(&resumed[0], Received::Assign(specs) if specs.len() == 6), "{resumed:?}");
+    assert_eq!(resumed.len(), slots.len(), "one assign per slot for three topics: {resumed:?}");
+    let assigned: usize = resumed
+        .iter()
+        .map(|r| match r {
+            Received::Assign(specs) => specs.len(),
+            other => panic!("not a resume's assign: {other:?}"),
+        })
+        .sum();
+    assert_eq!(assigned, 6, "{resumed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,7 +294,7 @@ async fn stop_records_the_stop_point_and_fences_the_data_path() {
     assert_eq!((p0.destination_stop_offset, p0.last_mirrored_epoch), (Some(7), Some(1)), "{p0:?}");
     assert_eq!((p1.destination_stop_offset, p1.last_mirrored_epoch), (Some(5), Some(0)), "{p1:?}");
     assert_eq!(p0.lag_records, 0);
-    // One unassign with the fence for both partitions.
+    // One unassign with the fence per slot, for both partitions.
     let stops: Vec<Received> = rig
         .world
         .pipes
@@ -288,8 +302,15 @@ async fn stop_records_the_stop_point_and_fences_the_data_path() {
         .into_iter()
         .filter(|r| matches!(r, Received::Unassign { fence: true, .. }))
         .collect();
-    assert_eq!(stops.len(), 1, "{stops:?}");
-    assert!(matches!(&stops[0], Received::Unassign { partitions, ok: true, .. } if partitions.len() == 2));
+    assert_eq!(stops.len(), rig.world.pipes.slots("m").len(), "{stops:?}");
+    let fenced: usize = stops
+        .iter()
+        .map(|r| match r {
+            Received::Unassign { partitions, ok: true, .. } => partitions.len(),
+            other => panic!("{other:?}"),
+        })
+        .sum();
+    assert_eq!(fenced, 2, "{stops:?}");
     assert!(rig.world.pipes.held("m").is_empty());
 
     // A stopped topic restarts where it stopped (nothing was written locally meanwhile).
@@ -611,12 +632,13 @@ async fn a_data_path_reporting_retries_shows_it() {
 async fn a_data_path_whose_producer_fails_is_restarted_from_committed_positions() {
     let rig = Rig::new().await;
     rig.mirroring("m", "orders", 2, 3).await;
-    assert_eq!(rig.world.pipes.started("m"), 1);
+    let slots = rig.world.pipes.slots("m").len() as u32;
+    assert_eq!(rig.world.pipes.started("m"), slots, "one data path per slot");
     let assigned_before = rig.world.pipes.assigned("m").len();
     rig.world.pipes.fence("m");
     rig.source.produce("orders", 0, 2);
     rig.caught_up("m", "orders").await;
-    assert_eq!(rig.world.pipes.started("m"), 2, "a new data path");
+    assert_eq!(rig.world.pipes.started("m"), 2 * slots, "a new data path per slot");
     let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
     assert_eq!(resumed.len(), 2, "{resumed:?}");
     assert!(resumed.iter().all(|s| s.next_source_offset == Some(3)), "{resumed:?}");
@@ -627,14 +649,16 @@ async fn a_data_path_whose_producer_fails_is_restarted_from_committed_positions(
 async fn a_data_path_that_cannot_start_is_started_again() {
     let rig = Rig::new().await;
     rig.source.add_topic("orders", 1, 2);
-    rig.world.pipes.fail_next_start("fake: destination refused the producer");
     rig.create("m").await;
+    // A slot's data path starts with the first partition assigned to it.
+    assert_eq!(rig.world.pipes.started("m"), 0, "a mirror without partitions has no data path");
+    rig.world.pipes.fail_next_start("fake: destination refused the producer");
+    rig.op_ok("m", &["orders"], START).await;
     rig.until("the failure shown", |s| data_path(s, "m").contains("refused the producer").then_some(())).await;
-    // The retry (after its backoff) starts a data path that works.
+    // The retry (after its backoff) starts a data path that works, and the partition mirrors.
+    rig.caught_up("m", "orders").await;
     rig.until("restarted", |s| (!data_path(s, "m").contains("refused the producer")).then_some(())).await;
     assert_eq!(rig.world.pipes.started("m"), 2);
-    rig.op_ok("m", &["orders"], START).await;
-    rig.caught_up("m", "orders").await;
 }
 
 // ----- fencing and restore -------------------------------------------------------------------
