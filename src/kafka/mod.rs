@@ -9,6 +9,7 @@ pub mod client;
 pub mod consumer;
 pub mod error;
 mod ffi;
+pub mod membership;
 pub mod mock;
 pub mod pipe;
 mod produce;

@@ -8,6 +8,7 @@ mod api;
 mod cli;
 mod engine;
 mod kafka_admin;
+mod membership;
 mod metadata;
 mod secured;
 mod support;
