@@ -898,6 +898,23 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(r))
     }
 
+    fn tail_state(
+        &self,
+        _config: &EngineConfig,
+        _start: &[(i32, Option<i64>)],
+        _batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+    ) -> KafkaResult<Box<dyn super::ports::Background>> {
+        Err(KafkaError::Client("the fake clusters have no state tail: group ownership runs on real Kafka".into()))
+    }
+
+    fn join_group(
+        &self,
+        _config: &EngineConfig,
+        _events: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
+    ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
+        Err(KafkaError::Client("the fake clusters have no consumer groups: group ownership runs on real Kafka".into()))
+    }
+
     fn fence_writer<'a>(&'a self, _config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
         let r = self.destination_check("InitProducerId").map(|()| {
             self.state.open(transactional_id);

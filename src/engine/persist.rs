@@ -255,6 +255,7 @@ pub(crate) fn partition_state(
     partition: i32,
     r: &PartitionRecord,
     n: i32,
+    written_by: Option<&str>,
 ) -> StateWrite {
     let value = PartitionStateValue {
         mirror: mirror.to_string(),
@@ -281,6 +282,7 @@ pub(crate) fn partition_state(
             destination_stop_offset: s.destination_stop_offset,
         }),
         truncation: truncation_value(r.truncation),
+        written_by: written_by.map(str::to_string),
     };
     write(StateRecord::PartitionState(Entry::put(value.key(), value)), n)
 }
@@ -449,66 +451,104 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
             format!("skipped state record at partition {} offset {}: {}", r.partition, r.offset, s.error)
         })
         .collect();
+    let loaded = load_state(&state, &mut warnings);
+    (loaded, warnings)
+}
+
+/// The engine's model of everything in `state` (see [`load`]).
+pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>) -> Loaded {
     let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
     for mv in state.mirrors() {
-        let stored = StoredMirror {
-            spec: MirrorSpec {
-                name: mv.name.clone(),
-                source: SourceSpec {
-                    bootstrap_servers: mv.source.bootstrap_servers.clone(),
-                    properties: mv.source.properties.clone(),
-                },
-                expected_source_cluster_id: mv.expected_source_cluster_id.clone(),
-                sync: SyncSpec {
-                    topic_configs: mv.sync.topic_configs,
-                    group_offsets: mv.sync.consumer_group_offsets,
-                    acls: mv.sync.acls,
-                    group_include: mv.sync.group_include.clone(),
-                    group_exclude: mv.sync.group_exclude.clone(),
-                },
-            },
-            created_at: Timestamp::from_millis(mv.created_at),
-            updated_at: Timestamp::from_millis(mv.updated_at),
-            created_acls: mv.created_acls.iter().filter_map(acl_from).collect(),
-        };
+        let stored = stored_mirror(mv);
         let mut topics = Vec::new();
         for tv in state.topics_of(&mv.name) {
-            let mut partitions = Vec::new();
-            for p in 0..tv.partition_count {
-                let key = PartitionKey::new(&mv.name, &tv.source_topic_id, p);
-                let mut rec = match state.partition(&key).map(partition_record) {
-                    Some(Ok(r)) => r,
-                    Some(Err(e)) => {
-                        warnings.push(format!("mirror {} topic {} partition {p}: {e}", mv.name, tv.topic));
-                        continue;
-                    }
-                    None => PartitionRecord::new(Timestamp::from_millis(tv.created_at)),
-                };
-                // The data path's position records are at least as recent as the lifecycle's.
-                if let Some(pos) = state.committed_position(&key) {
-                    let pos = position_from(&pos);
-                    if rec.position.is_none_or(|cur| !pos.is_behind(&cur) && pos != cur) {
-                        rec.position = Some(pos);
-                    }
-                }
-                if let Some(map) = state.offset_map(&key) {
-                    loaded.offset_maps.insert((mv.name.clone(), tv.topic.clone(), p), map.clone());
-                }
-                partitions.push((p, rec));
-            }
-            topics.push(LoadedTopic {
-                name: tv.topic.clone(),
-                source_topic_id: tv.source_topic_id.clone(),
-                destination_topic_id: tv.destination_topic_id.clone().unwrap_or_default(),
-                created_at: Timestamp::from_millis(tv.created_at),
-                partitions,
-            });
+            topics.push(loaded_topic(state, &mv.name, tv, Some(&mut loaded.offset_maps), warnings));
         }
         let last_mirror_epochs =
             state.last_mirror_epochs(&mv.name).cloned().unwrap_or(LastMirrorEpochsValue { topics: Vec::new() });
         loaded.mirrors.push(LoadedMirror { stored, topics, last_mirror_epochs });
     }
-    (loaded, warnings)
+    loaded
+}
+
+/// A mirror's definition as stored.
+pub(crate) fn stored_mirror(mv: &MirrorValue) -> StoredMirror {
+    StoredMirror {
+        spec: MirrorSpec {
+            name: mv.name.clone(),
+            source: SourceSpec {
+                bootstrap_servers: mv.source.bootstrap_servers.clone(),
+                properties: mv.source.properties.clone(),
+            },
+            expected_source_cluster_id: mv.expected_source_cluster_id.clone(),
+            sync: SyncSpec {
+                topic_configs: mv.sync.topic_configs,
+                group_offsets: mv.sync.consumer_group_offsets,
+                acls: mv.sync.acls,
+                group_include: mv.sync.group_include.clone(),
+                group_exclude: mv.sync.group_exclude.clone(),
+            },
+        },
+        created_at: Timestamp::from_millis(mv.created_at),
+        updated_at: Timestamp::from_millis(mv.updated_at),
+        created_acls: mv.created_acls.iter().filter_map(acl_from).collect(),
+    }
+}
+
+/// One topic of a mirror with its partitions' records (and, when `maps` is given, their offset
+/// maps) as `state` holds them.
+pub(crate) fn loaded_topic(
+    state: &MaterializedState,
+    mirror: &str,
+    tv: &MirrorTopicValue,
+    mut maps: Option<&mut HashMap<(String, String, i32), OffsetMap>>,
+    warnings: &mut Vec<String>,
+) -> LoadedTopic {
+    let mut partitions = Vec::new();
+    for p in 0..tv.partition_count {
+        let key = PartitionKey::new(mirror, &tv.source_topic_id, p);
+        let Some(rec) = partition_in(state, &key, Timestamp::from_millis(tv.created_at), warnings) else { continue };
+        if let Some(maps) = maps.as_deref_mut()
+            && let Some(map) = state.offset_map(&key)
+        {
+            maps.insert((mirror.to_string(), tv.topic.clone(), p), map.clone());
+        }
+        partitions.push((p, rec));
+    }
+    LoadedTopic {
+        name: tv.topic.clone(),
+        source_topic_id: tv.source_topic_id.clone(),
+        destination_topic_id: tv.destination_topic_id.clone().unwrap_or_default(),
+        created_at: Timestamp::from_millis(tv.created_at),
+        partitions,
+    }
+}
+
+/// A partition's record as `state` holds it: its lifecycle record with the position of its
+/// latest position record when that is further (a partition without a record yet is new, as
+/// of `created_at`). `None` when its record cannot be read (described in `warnings`).
+pub(crate) fn partition_in(
+    state: &MaterializedState,
+    key: &PartitionKey,
+    created_at: Timestamp,
+    warnings: &mut Vec<String>,
+) -> Option<PartitionRecord> {
+    let mut rec = match state.partition(key).map(partition_record) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            warnings.push(format!("mirror {} topic ID {} partition {}: {e}", key.mirror, key.topic_id, key.partition));
+            return None;
+        }
+        None => PartitionRecord::new(created_at),
+    };
+    // The data path's position records are at least as recent as the lifecycle's.
+    if let Some(pos) = state.committed_position(key) {
+        let pos = position_from(&pos);
+        if rec.position.is_none_or(|cur| !pos.is_behind(&cur) && pos != cur) {
+            rec.position = Some(pos);
+        }
+    }
+    Some(rec)
 }
 
 /// Offset maps shared between the coordinator (writer) and handle readers.
@@ -707,7 +747,7 @@ mod tests {
         let records = log(&[
             mirror_record(),
             topic_record("orders", "T-orders", 1),
-            partition_state("m", "orders", "T-orders", 0, &record, 4),
+            partition_state("m", "orders", "T-orders", 0, &record, 4, None),
         ]);
         let (loaded, warnings) = load(&records);
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -23,7 +23,8 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
-use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter};
+use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
+use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter, TailBatch};
 use crate::kafka::{
     AclBinding, AclFilter, ClusterDescription, ConfigEntry, ConfigOp, GroupDescription, GroupListing, GroupOffset,
     IsolationLevel, KafkaAdmin, KafkaError, KafkaResult, ListedOffset, OffsetSpec, TopicDescription,
@@ -93,6 +94,21 @@ pub(crate) trait StateStore: Send + Sync {
     fn write(&self, records: &[StateWrite]) -> Result<(), StateWriteError>;
 }
 
+/// A background reader of its own thread (the state tail): ends on `close`.
+pub(crate) trait Background: Send + Sync {
+    /// Stops it and waits for its thread. Blocking.
+    fn close(self: Box<Self>);
+}
+
+/// This instance's membership of the slot group (`kafka::membership`).
+pub(crate) trait GroupMember: Send + Sync {
+    /// Rebalances seen so far.
+    fn rebalances(&self) -> u64;
+    /// Leaves (a static member: the slots stay assigned until its session times out, so an
+    /// instance that comes back in time keeps them). Blocking.
+    fn close(self: Box<Self>);
+}
+
 /// A data path's command sender and its thread (see [`pipe::spawn`]).
 pub(crate) type SpawnedDataPath = (std::sync::mpsc::Sender<PipeCommand>, std::thread::JoinHandle<()>);
 
@@ -114,6 +130,20 @@ pub(crate) trait Ports: Send + Sync {
     fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
     /// Opens the engine-level state writer; opening it fences any earlier instance's.
     fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>>;
+    /// Follows every partition of the state topic from `start` (partition, next offset; `None`
+    /// = its beginning), handing what it reads to `batches`.
+    fn tail_state(
+        &self,
+        config: &EngineConfig,
+        start: &[(i32, Option<i64>)],
+        batches: mpsc::UnboundedSender<TailBatch>,
+    ) -> KafkaResult<Box<dyn Background>>;
+    /// Joins the slot group of `config.cluster_name`; assignment changes come on `events`.
+    fn join_group(
+        &self,
+        config: &EngineConfig,
+        events: mpsc::UnboundedSender<MembershipEvent>,
+    ) -> KafkaResult<Box<dyn GroupMember>>;
     /// Initialises a transactional producer with `transactional_id` and closes it: whatever
     /// producer had that id is fenced and its open transaction aborted.
     fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>>;
@@ -370,6 +400,42 @@ impl Ports for KafkaPorts {
         })
     }
 
+    fn tail_state(
+        &self,
+        config: &EngineConfig,
+        start: &[(i32, Option<i64>)],
+        batches: mpsc::UnboundedSender<TailBatch>,
+    ) -> KafkaResult<Box<dyn Background>> {
+        let tail = state_log::StateTail::spawn(
+            &config.destination_bootstrap,
+            &config.destination_properties,
+            &config.state_topic,
+            start,
+            batches,
+        )?;
+        Ok(Box::new(tail))
+    }
+
+    fn join_group(
+        &self,
+        config: &EngineConfig,
+        events: mpsc::UnboundedSender<MembershipEvent>,
+    ) -> KafkaResult<Box<dyn GroupMember>> {
+        let session_timeout = match &config.ownership {
+            crate::engine::Ownership::Group { session_timeout, .. } => *session_timeout,
+            crate::engine::Ownership::Standalone => Duration::from_secs(10),
+        };
+        let mut cfg = MembershipConfig::new(
+            &config.destination_bootstrap,
+            config.destination_properties.clone(),
+            group_id(&config.cluster_name),
+            &config.instance_id,
+            &config.state_topic,
+        );
+        cfg.session_timeout = session_timeout;
+        Ok(Box::new(Membership::start(cfg, events)?))
+    }
+
     fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
         let c = config.clone();
         let id = transactional_id.to_string();
@@ -391,5 +457,25 @@ impl Ports for KafkaPorts {
         runtime: tokio::runtime::Handle,
     ) -> std::io::Result<SpawnedDataPath> {
         pipe::spawn(config, encode, events, runtime)
+    }
+}
+
+/// The consumer group of a deployment's instances.
+pub(crate) fn group_id(cluster_name: &str) -> String {
+    format!("{cluster_name}.slots")
+}
+
+impl Background for state_log::StateTail {
+    fn close(self: Box<Self>) {
+        self.stop();
+    }
+}
+
+impl GroupMember for Membership {
+    fn rebalances(&self) -> u64 {
+        Membership::rebalances(self)
+    }
+    fn close(self: Box<Self>) {
+        Membership::close(*self);
     }
 }

@@ -157,6 +157,121 @@ fn read_blocking(
     Ok(out)
 }
 
+/// What the tail read since its last batch, and where it stands.
+#[derive(Debug, Default)]
+pub struct TailBatch {
+    /// Committed records, in log order per partition.
+    pub records: Vec<LogRecord>,
+    /// Per state partition, the next offset the tail will read (past trailing transaction
+    /// markers and aborted records too): a takeover waits until it reaches the last stable offset.
+    pub positions: Vec<(i32, i64)>,
+}
+
+/// Follows every partition of the state topic (`read_committed`, outside any group) and hands
+/// what it reads to `batches`: how every instance sees what the others write (DESIGN.md
+/// section 10). A thread of its own; ends when [`StateTail::stop`] is called or the receiver is
+/// dropped.
+#[derive(Debug)]
+pub struct StateTail {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long the tail gathers records before handing a batch over.
+const TAIL_BATCH_WINDOW: Duration = Duration::from_millis(50);
+
+impl StateTail {
+    /// Starts the tail at `start` (partition, next offset; `None` = its beginning).
+    pub fn spawn(
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        topic: &str,
+        start: &[(i32, Option<i64>)],
+        batches: tokio::sync::mpsc::UnboundedSender<TailBatch>,
+    ) -> KafkaResult<StateTail> {
+        const OP: &str = "tail state";
+        let mut cfg = client_config(bootstrap, properties, &[])?;
+        cfg.set("group.id", "kmirror-state-tail")
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            .set("auto.offset.reset", "earliest")
+            .set("fetch.wait.max.ms", "100")
+            .set("fetch.queue.backoff.ms", "10");
+        let consumer: BaseConsumer = create(&cfg, "state tail")?;
+        let mut tpl = TopicPartitionList::new();
+        for (p, offset) in start {
+            let o = offset.map_or(Offset::Beginning, Offset::Offset);
+            tpl.add_partition_offset(topic, *p, o)
+                .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+        }
+        consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let topic = topic.to_string();
+        let join = std::thread::Builder::new()
+            .name("state-tail".into())
+            .spawn(move || tail_loop(&consumer, &topic, &flag, &batches))
+            .map_err(|e| KafkaError::Task { operation: OP, message: e.to_string() })?;
+        Ok(StateTail { stop, join: Some(join) })
+    }
+
+    /// Stops the tail and waits for its thread. Blocking.
+    pub fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for StateTail {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn tail_loop(
+    consumer: &BaseConsumer,
+    topic: &str,
+    stop: &std::sync::atomic::AtomicBool,
+    batches: &tokio::sync::mpsc::UnboundedSender<TailBatch>,
+) {
+    let mut last_positions: HashMap<i32, i64> = HashMap::new();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let mut batch = TailBatch::default();
+        let window = Instant::now() + TAIL_BATCH_WINDOW;
+        while Instant::now() < window && batch.records.len() < 10_000 {
+            match consumer.poll(Duration::from_millis(20)) {
+                None => {
+                    if batch.records.is_empty() {
+                        break;
+                    }
+                }
+                Some(Ok(m)) => batch.records.push(LogRecord {
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                }),
+                Some(Err(e)) => tracing::debug!(error = %e, "state tail: transient consumer error"),
+            }
+        }
+        if let Ok(pos) = consumer.position() {
+            for el in pos.elements_for_topic(topic) {
+                if let Offset::Offset(o) = el.offset()
+                    && last_positions.insert(el.partition(), o) != Some(o)
+                {
+                    batch.positions.push((el.partition(), o));
+                }
+            }
+        }
+        if (!batch.records.is_empty() || !batch.positions.is_empty()) && batches.send(batch).is_err() {
+            return;
+        }
+    }
+}
+
 /// Appends state records in transactions of its own (lifecycle transitions, mirror definitions,
 /// operations). A second kmirror instance with the same transactional id fences this writer.
 pub struct StateWriter {
@@ -183,7 +298,13 @@ impl StateWriter {
         timeout: Duration,
     ) -> KafkaResult<StateWriter> {
         let mut cfg = client_config(bootstrap, properties, &[])?;
-        cfg.set("transactional.id", transactional_id).set("enable.idempotence", "true").set("linger.ms", "0");
+        // Its transactions are single writes; a short timeout bounds how long one left open by a
+        // crashed instance holds back the last stable offset other instances read up to (a
+        // takeover waits for that).
+        cfg.set("transactional.id", transactional_id)
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "0")
+            .set("transaction.timeout.ms", "15000");
         let producer: ThreadedProducer<DefaultProducerContext> = create(&cfg, "state writer")?;
         producer.init_transactions(timeout).map_err(|e| KafkaError::Client(format!("init transactions: {e}")))?;
         Ok(StateWriter { producer, topic: topic.to_string(), timeout })

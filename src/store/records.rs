@@ -508,6 +508,11 @@ pub struct PartitionStateValue {
     pub stop: Option<StopValue>,
     /// The truncation mode of the start in progress.
     pub truncation: TruncationValue,
+    /// The instance that wrote this record (several instances share a cluster, DESIGN.md
+    /// section 10): the owner of the partition's slot runs the actions of a transition another
+    /// instance recorded. Absent from records of a single instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
 }
 
 impl PartitionStateValue {
@@ -1139,6 +1144,7 @@ mod tests {
             next_retry_at: None,
             stop: Some(StopValue { last_mirrored_source_offset: Some(99), lme: 4, destination_stop_offset: 41 }),
             truncation: TruncationValue::None,
+            written_by: None,
         }
     }
 

@@ -432,6 +432,7 @@ mod tests {
             next_retry_at: None,
             stop: None,
             truncation: TruncationValue::None,
+            written_by: None,
         }
     }
 

@@ -47,6 +47,8 @@ mod recovery;
 mod refresh;
 // Slots: ownership and one data path per slot.
 mod slots;
+// Several instances: membership, the state tail, commands and takeovers.
+mod group;
 
 use crate::clock::now;
 
@@ -185,6 +187,10 @@ enum Internal {
     },
     /// A create's source check or a start's source reads, done off the coordinator task.
     OffLoop(Box<off_loop::Done>),
+    /// What the state tail read (group ownership).
+    Tail(state_log::TailBatch),
+    /// A change of this instance's slots (group ownership).
+    Membership(crate::kafka::membership::MembershipEvent),
 }
 
 pub(super) struct Coordinator {
@@ -198,6 +204,8 @@ pub(super) struct Coordinator {
     state_partitions: i32,
     /// The slots this process owns (`slots`): every one, standalone.
     owned: BTreeSet<i32>,
+    /// Membership and the state tail, when slots are shared with other instances (`group`).
+    group: Option<group::Group>,
     mirrors: BTreeMap<String, MirrorRt>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
@@ -237,7 +245,8 @@ pub(super) async fn start_with_ports(
 
     // First read: which mirrors exist.
     let records = read_state(&config, &*ports).await?;
-    let (loaded, warnings) = persist::load(&records);
+    let in_group = matches!(config.ownership, Ownership::Group { .. });
+    let (mut loaded, warnings) = persist::load(&records);
     for w in &warnings {
         tracing::warn!(target: "kmirror::state", "{w}");
     }
@@ -260,7 +269,8 @@ pub(super) async fn start_with_ports(
         writer,
         ports: Arc::clone(&ports),
         state_partitions,
-        owned: (0..state_partitions).collect(),
+        owned: if in_group { BTreeSet::new() } else { (0..state_partitions).collect() },
+        group: None,
         mirrors: BTreeMap::new(),
         snapshot_tx,
         internal_tx,
@@ -274,6 +284,50 @@ pub(super) async fn start_with_ports(
         priority_rx,
         off_loop: off_loop::OffLoop::default(),
     };
+
+    if in_group {
+        // Nothing is owned before the group says so: install the view, follow the state topic
+        // from where this read ended, and join (`group`).
+        coord.install(&loaded);
+        *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
+        *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+        for m in &loaded.mirrors {
+            coord.fence_legacy(&m.stored.spec.name).await;
+        }
+        let start = group::tail_start(&records, state_partitions);
+        let (state, _) =
+            crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
+        let mut g = group::Group::new(state, &start);
+        let (tail_tx, mut tail_rx) = mpsc::unbounded_channel();
+        g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);
+        let (member_tx, mut member_rx) = mpsc::unbounded_channel();
+        g.member = Some(ports.join_group(&config, member_tx).map_err(dest_err)?);
+        coord.group = Some(g);
+        let internal = coord.internal_tx.clone();
+        tokio::spawn(async move {
+            loop {
+                let msg = tokio::select! {
+                    Some(b) = tail_rx.recv() => Internal::Tail(b),
+                    Some(e) = member_rx.recv() => Internal::Membership(e),
+                    else => break,
+                };
+                if internal.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        coord.publish();
+        let (tx, rx) = mpsc::channel(64);
+        let handle = EngineHandle {
+            tx,
+            priority_tx,
+            snapshot: snapshot_rx,
+            offset_maps: Arc::clone(&coord.offset_maps),
+            operations: Arc::clone(&coord.operations),
+        };
+        let join = tokio::spawn(coord.run(rx, internal_rx));
+        return Ok((handle, join));
+    }
 
     // Start every mirror's data paths first: each one fences its slot's previous writer (and
     // aborts its open transaction), so the second read below sees final positions.
@@ -392,6 +446,13 @@ impl Coordinator {
     }
 
     async fn shutdown(&mut self) {
+        if let Some(g) = self.group.as_mut() {
+            // Stop reading first; the membership closes last (a static member does not leave:
+            // its slots wait for it for a session timeout, so a restart moves nothing).
+            if let Some(t) = g.tail.take() {
+                let _ = tokio::task::spawn_blocking(move || t.close()).await;
+            }
+        }
         let names: Vec<String> = self.mirrors.keys().cloned().collect();
         for name in names {
             if self.mirrors[&name].pipes.is_empty() {
@@ -399,6 +460,12 @@ impl Coordinator {
             }
             self.shut_down_pipes(&name, None, true).await;
             tracing::info!(mirror = %name, "data paths stopped");
+        }
+        if let Some(m) = self.group.as_mut().and_then(|g| g.member.take()) {
+            // Not awaited: closing revokes every slot once more and waits for an answer this
+            // loop, ending, no longer gives. The data paths are down already, and a static member
+            // does not leave the group anyway (its slots wait a session timeout for it).
+            let _ = std::thread::Builder::new().name("membership-close".into()).spawn(move || m.close());
         }
     }
 
@@ -465,8 +532,18 @@ impl Coordinator {
         let Some(m) = self.mirrors.get(mirror) else { return };
         let Some(t) = m.topics.get(topic) else { return };
         let Some(p) = t.partitions.get(&partition) else { return };
-        let w =
-            persist::partition_state(mirror, topic, &t.source_topic_id, partition, &p.record, self.state_partitions);
+        // In a group, the record names its writer: the slot's owner runs what another instance
+        // recorded (`group`).
+        let writer = self.in_group().then_some(self.config.instance_id.as_str());
+        let w = persist::partition_state(
+            mirror,
+            topic,
+            &t.source_topic_id,
+            partition,
+            &p.record,
+            self.state_partitions,
+            writer,
+        );
         self.pending_writes.push(w);
     }
 

@@ -80,6 +80,8 @@ impl Coordinator {
             }
             Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
             Internal::OffLoop(done) => self.off_loop_done(*done).await,
+            Internal::Tail(batch) => self.tailed(batch).await,
+            Internal::Membership(ev) => self.membership(ev).await,
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results

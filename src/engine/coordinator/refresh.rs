@@ -31,10 +31,19 @@ impl Coordinator {
 
     pub(super) fn spawn_metadata_refresh(&mut self, only: Option<&str>) {
         let t = now();
+        let slots = self.state_partitions;
         for (name, m) in self.mirrors.iter_mut() {
             if only.is_some_and(|o| o != name) || m.fenced {
                 continue;
             }
+            // The MirrorMetadataManager's syncs run on the owner of the mirror's slot only, so
+            // exactly one instance writes a mirror's configs, offsets and ACLs; every instance
+            // still checks the source (cluster ID, topics) for its own view.
+            let sync = if self.owned.contains(&slots::mirror_slot(name, slots)) {
+                m.stored.spec.sync.clone()
+            } else {
+                SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..m.stored.spec.sync.clone() }
+            };
             if m.metadata_in_flight {
                 m.metadata_again |= only.is_some();
                 continue;
@@ -42,7 +51,7 @@ impl Coordinator {
             m.metadata_in_flight = true;
             let input = metadata::RefreshInput {
                 mirror: name.clone(),
-                sync: m.stored.spec.sync.clone(),
+                sync,
                 expected_cluster_id: m.stored.spec.expected_source_cluster_id.clone(),
                 source: m.source_admin.clone(),
                 destination: self.destination_admin.clone(),
@@ -94,6 +103,19 @@ impl Coordinator {
                 continue;
             }
             let Some(keys) = keys_of.get(name) else { continue };
+            // Another instance prunes its own partitions' maps.
+            let keys: Vec<(String, i32)> = keys
+                .iter()
+                .filter(|(t, p)| {
+                    m.topics.get(t).is_some_and(|rt| {
+                        self.owned.contains(&slots::slot_of_partition(name, &rt.source_topic_id, *p, self.state_partitions))
+                    })
+                })
+                .cloned()
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
             m.prune_in_flight = true;
             let q: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
             let dest = self.destination_admin.clone();
@@ -318,6 +340,7 @@ impl Coordinator {
                 .iter()
                 .filter(|(_, p)| !matches!(p.record.state, PartitionState::Stopped | PartitionState::Failed))
                 .map(|(p, _)| *p)
+                .filter(|p| self.owns_partition(mirror, &tn, *p))
                 .collect();
             if parts.is_empty() {
                 continue;
@@ -331,6 +354,9 @@ impl Coordinator {
             let _ = self.run_actions(mirror, planned).await;
         }
         let _ = self.flush().await;
+        if !self.owns_mirror(mirror) {
+            return; // the mirror's owner adds new partitions
+        }
         for (tn, n) in grown {
             if let Err(p) = self.grow_topic(mirror, &tn, n).await {
                 tracing::warn!(%mirror, topic = %tn, "cannot mirror new partitions: {}", p.detail);

@@ -1,0 +1,400 @@
+//! Several instances, one cluster (DESIGN.md section 10): slot ownership through Kafka's group
+//! protocol, and every instance's view of what the others write.
+//!
+//! - **Membership.** Every instance with the same cluster name joins one consumer group on the
+//!   destination, subscribed to `__mirror_state` (`kafka::membership`); the partitions assigned
+//!   to it are the slots it owns. Kafka is the coordinator: no consensus of kmirror's own.
+//! - **The tail.** Every instance follows all of `__mirror_state` (`StateTail`) and applies what
+//!   it reads to its model: mirrors, topics and the records of partitions it does not own. So
+//!   every instance shows every mirror and partition, and lag is computed by every reader from
+//!   the owner's committed positions and its own offset reads (the snapshot's age is the reader's).
+//! - **Commands.** A lifecycle call is applied on whichever instance accepts it and recorded
+//!   (`written_by` names that instance). The transition's actions run on the owner of the
+//!   partition's slot: it sees a record another instance wrote for a partition it owns and, when
+//!   the state differs from its own, adopts it and runs it the way a restart would (`Loaded`).
+//!   A command for a slot whose owner is gone waits in the state topic for the takeover.
+//! - **Takeover.** A slot assigned to this instance is taken over in three steps: its data paths
+//!   start (their `init_transactions` fences the previous owner and aborts its open
+//!   transaction), the tail reads the slot's partition up to its last stable offset (everything
+//!   the previous owner committed), then its partitions are restored from those records.
+//! - **Letting go.** A revoked slot's data paths end (open transactions aborted) before the
+//!   rebalance goes on; a lost one's (session expired) at once, and a data path fenced by a new
+//!   owner lets its slot go instead of starting again, so a zombie never writes to a slot again.
+
+use crate::engine::ports::{Background, GroupMember};
+use crate::kafka::membership::MembershipEvent;
+use crate::kafka::state_log::TailBatch;
+use crate::store::{MaterializedState, StateRecord};
+
+use super::*;
+
+/// The group side of a coordinator (present when `EngineConfig::ownership` is `Group`).
+pub(super) struct Group {
+    /// Everything the tail has read, materialized (the records other instances write included).
+    pub(super) state: MaterializedState,
+    /// Per state partition, the next offset the tail reads.
+    positions: HashMap<i32, i64>,
+    /// Slots assigned to this instance whose takeover waits for the tail to reach this offset.
+    pending: BTreeMap<i32, i64>,
+    pub(super) member: Option<Box<dyn GroupMember>>,
+    pub(super) tail: Option<Box<dyn Background>>,
+}
+
+impl Group {
+    pub(super) fn new(state: MaterializedState, start: &[(i32, Option<i64>)]) -> Group {
+        let positions = start.iter().filter_map(|(p, o)| o.map(|o| (*p, o))).collect();
+        Group { state, positions, pending: BTreeMap::new(), member: None, tail: None }
+    }
+}
+
+/// Where the tail starts after the first full read: past the last record read of each state
+/// partition (`None`: from the partition's beginning).
+pub(super) fn tail_start(records: &[state_log::LogRecord], partitions: i32) -> Vec<(i32, Option<i64>)> {
+    let mut last: HashMap<i32, i64> = HashMap::new();
+    for r in records {
+        let e = last.entry(r.partition).or_insert(r.offset);
+        *e = (*e).max(r.offset);
+    }
+    (0..partitions).map(|p| (p, last.get(&p).map(|o| o + 1))).collect()
+}
+
+impl Coordinator {
+    /// Installs the model of what `loaded` holds without running anything: the view of a
+    /// group member before it owns a slot.
+    pub(super) fn install(&mut self, loaded: &Loaded) {
+        for lm in &loaded.mirrors {
+            let name = lm.stored.spec.name.clone();
+            if !self.mirrors.contains_key(&name) {
+                self.add_mirror(lm.stored.clone());
+            }
+            let Some(m) = self.mirrors.get_mut(&name) else { continue };
+            m.last_mirror_epochs = lm.last_mirror_epochs.clone();
+            for lt in &lm.topics {
+                install_topic(m, lt);
+            }
+        }
+    }
+
+    /// A membership change.
+    pub(super) async fn membership(&mut self, ev: MembershipEvent) {
+        match ev {
+            MembershipEvent::Assigned(slots) => {
+                tracing::info!(?slots, "slots assigned: taking them over");
+                self.begin_takeover(slots.into_iter().collect()).await;
+            }
+            MembershipEvent::Revoked { slots, done } => {
+                tracing::info!(?slots, "slots revoked: ending their data paths");
+                let set: BTreeSet<i32> = slots.into_iter().collect();
+                self.let_go(&set).await;
+                if let Some(g) = self.group.as_mut() {
+                    for s in &set {
+                        g.pending.remove(s);
+                    }
+                }
+                let _ = done.send(());
+            }
+            MembershipEvent::Lost(slots) => {
+                tracing::warn!(?slots, "slots lost (session expired?): another instance may own them now");
+                let set: BTreeSet<i32> = slots.into_iter().collect();
+                self.let_go(&set).await;
+                if let Some(g) = self.group.as_mut() {
+                    for s in &set {
+                        g.pending.remove(s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takeover, steps 1 and 2 (see the module docs): start the slots' data paths (fencing the
+    /// previous owner), then note the offset the tail must reach before the partitions restore.
+    async fn begin_takeover(&mut self, slots: BTreeSet<i32>) {
+        let mut ready = Vec::new();
+        let names: Vec<String> = self.mirrors.keys().cloned().collect();
+        for name in &names {
+            for slot in self.slots_of_mirror(name).intersection(&slots) {
+                if !self.mirrors[name].pipes.contains_key(slot)
+                    && let Some(rx) = self.spawn_pipe(name, *slot)
+                {
+                    ready.push(rx);
+                }
+            }
+        }
+        self.wait_ready(ready).await;
+        let req: Vec<(String, i32, OffsetSpec)> =
+            slots.iter().map(|s| (self.config.state_topic.clone(), *s, OffsetSpec::Latest)).collect();
+        let ends = loop {
+            match self.destination_admin.list_offsets(&req, IsolationLevel::ReadCommitted).await {
+                Ok(ends) => break ends,
+                Err(e) => {
+                    // Without the end, the takeover cannot know it has read everything: keep asking.
+                    tracing::warn!(?slots, "takeover: cannot read the state topic's end ({e}); trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        };
+        let Some(g) = self.group.as_mut() else { return };
+        for o in ends {
+            g.pending.insert(o.partition, o.offset);
+        }
+        self.finish_takeovers().await;
+    }
+
+    /// Takeover, step 3, for every pending slot the tail has read up to its end.
+    async fn finish_takeovers(&mut self) {
+        let Some(g) = self.group.as_mut() else { return };
+        let done: BTreeSet<i32> = g
+            .pending
+            .iter()
+            .filter(|(s, end)| g.positions.get(s).is_some_and(|p| p >= end) || **end == 0)
+            .map(|(s, _)| *s)
+            .collect();
+        if done.is_empty() {
+            return;
+        }
+        for s in &done {
+            g.pending.remove(s);
+        }
+        self.owned.extend(done.iter().copied());
+        tracing::info!(slots = ?done, "slots taken over");
+        let names: Vec<String> = self.mirrors.keys().cloned().collect();
+        for mirror in names {
+            let mut planned = Planned::default();
+            for (topic, p) in self.partitions_of_slots(&mirror, &done) {
+                // UNKNOWN, PAUSED and STOPPED have nothing to redo (AlreadyInState).
+                if let Ok(actions) = self.apply(&mirror, &topic, p, Event::Loaded) {
+                    planned.push(&topic, p, actions);
+                }
+            }
+            for (topic, p) in self.run_actions(&mirror, planned).await {
+                tracing::warn!(%mirror, %topic, "takeover: {}", p.detail);
+            }
+        }
+    }
+
+    /// `mirror`'s partitions in `slots`.
+    fn partitions_of_slots(&self, mirror: &str, slots: &BTreeSet<i32>) -> Vec<(String, i32)> {
+        let Some(m) = self.mirrors.get(mirror) else { return Vec::new() };
+        m.topics
+            .iter()
+            .flat_map(|(tn, t)| {
+                t.partitions
+                    .keys()
+                    .filter(|p| slots.contains(&slots::slot_of_partition(mirror, &t.source_topic_id, **p, self.state_partitions)))
+                    .map(move |p| (tn.clone(), *p))
+            })
+            .collect()
+    }
+
+    /// What the tail read: applied to the model (see the module docs), then any takeover it
+    /// completes.
+    pub(super) async fn tailed(&mut self, batch: TailBatch) {
+        let Some(g) = self.group.as_mut() else { return };
+        for (p, o) in &batch.positions {
+            g.positions.insert(*p, *o);
+        }
+        let mut decoded = Vec::new();
+        for r in &batch.records {
+            if let Err(e) = g.state.apply_encoded(r.key.as_deref(), r.value.as_deref()) {
+                tracing::warn!(partition = r.partition, offset = r.offset, "tail: skipped state record: {e}");
+                continue;
+            }
+            if let Ok(rec) = crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+                decoded.push(rec);
+            }
+        }
+        // Mirror-level records first: a partition's record may arrive before its topic's (they
+        // live in different state partitions).
+        let mut new_topics: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut operations_changed = false;
+        for rec in &decoded {
+            match rec {
+                StateRecord::Mirror(e) => self.tailed_mirror(&e.key.mirror, e.value.as_ref()).await,
+                StateRecord::MirrorTopic(e) => {
+                    if self.tailed_topic(&e.key.mirror, &e.key.topic, e.value.as_ref()) {
+                        new_topics.insert((e.key.mirror.clone(), e.key.topic.clone()));
+                    }
+                }
+                StateRecord::LastMirrorEpochs(e) => {
+                    if let (Some(v), Some(m)) = (&e.value, self.mirrors.get_mut(&e.key.mirror)) {
+                        m.last_mirror_epochs = v.clone();
+                    }
+                }
+                StateRecord::Operation(_) => operations_changed = true,
+                StateRecord::PartitionState(_) | StateRecord::OffsetRuns(_) => {}
+            }
+        }
+        if operations_changed && let Some(g) = self.group.as_ref() {
+            let mut warnings = Vec::new();
+            let all = persist::load_state(&g.state, &mut warnings).operations;
+            let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
+            *ops = all.into_iter().rev().take(persist::MAX_OPERATIONS).rev().collect();
+        }
+        // Partition-level records, and every partition of a topic that just appeared.
+        let mut touched: BTreeSet<(String, String, i32)> = BTreeSet::new();
+        for rec in &decoded {
+            match rec {
+                StateRecord::PartitionState(e) => {
+                    if let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id) {
+                        touched.insert((e.key.mirror.clone(), t, e.key.partition));
+                    }
+                }
+                StateRecord::OffsetRuns(e) => {
+                    if let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id) {
+                        touched.insert((e.key.mirror.clone(), t, e.key.partition));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (mirror, topic) in &new_topics {
+            if let Some(t) = self.mirrors.get(mirror).and_then(|m| m.topics.get(topic)) {
+                for p in t.partitions.keys() {
+                    touched.insert((mirror.clone(), topic.clone(), *p));
+                }
+            }
+        }
+        let mut adopt: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+        for (mirror, topic, p) in touched {
+            let is_new = new_topics.contains(&(mirror.clone(), topic.clone()));
+            if self.tailed_partition(&mirror, &topic, p, is_new) {
+                adopt.entry(mirror).or_default().push((topic, p));
+            }
+        }
+        // Commands another instance recorded for partitions this one owns: run them.
+        for (mirror, parts) in adopt {
+            let mut planned = Planned::default();
+            for (topic, p) in parts {
+                match self.apply(&mirror, &topic, p, Event::Loaded) {
+                    Ok(actions) => planned.push(&topic, p, actions),
+                    // PAUSED, STOPPED, UNKNOWN: nothing to run.
+                    Err(_) => {}
+                }
+            }
+            for (topic, p) in self.run_actions(&mirror, planned).await {
+                tracing::warn!(%mirror, %topic, "command from another instance: {}", p.detail);
+            }
+        }
+        self.finish_takeovers().await;
+    }
+
+    fn topic_name(&self, mirror: &str, topic_id: &str) -> Option<String> {
+        let m = self.mirrors.get(mirror)?;
+        m.topics.iter().find(|(_, t)| t.source_topic_id == topic_id).map(|(n, _)| n.clone())
+    }
+
+    /// A Mirror record (or tombstone) another instance may have written.
+    async fn tailed_mirror(&mut self, name: &str, value: Option<&crate::store::MirrorValue>) {
+        match value {
+            None => {
+                if self.mirrors.contains_key(name) {
+                    self.shut_down_pipes(name, None, false).await;
+                    self.mirrors.remove(name);
+                    tracing::info!(mirror = %name, "mirror deleted by another instance");
+                }
+            }
+            Some(v) => {
+                let stored = persist::stored_mirror(v);
+                let Some(m) = self.mirrors.get_mut(name) else {
+                    self.add_mirror(stored);
+                    tracing::info!(mirror = %name, "mirror created by another instance");
+                    return;
+                };
+                // Only a newer definition: this instance's own write comes back too.
+                if stored.updated_at <= m.stored.updated_at {
+                    return;
+                }
+                let source_changed = stored.spec.source != m.stored.spec.source;
+                m.stored = stored;
+                if !source_changed {
+                    return;
+                }
+                match self.ports.connect_source(
+                    &m.stored.spec.source.bootstrap_servers,
+                    &m.stored.spec.source.properties,
+                    self.config.request_timeout.min(Duration::from_secs(10)),
+                ) {
+                    Ok(a) => m.source_admin = a,
+                    Err(e) => m.cluster_id_error = Some(e.to_string()),
+                }
+                self.restart_data_path(name).await;
+            }
+        }
+    }
+
+    /// A MirrorTopic record; true when the topic is new to this instance.
+    fn tailed_topic(&mut self, mirror: &str, topic: &str, value: Option<&crate::store::MirrorTopicValue>) -> bool {
+        let Some(g) = self.group.as_ref() else { return false };
+        let Some(m) = self.mirrors.get_mut(mirror) else { return false };
+        match value {
+            None => {
+                m.topics.remove(topic);
+                false
+            }
+            Some(tv) if !m.topics.contains_key(topic) => {
+                let mut warnings = Vec::new();
+                let lt = persist::loaded_topic(&g.state, mirror, tv, None, &mut warnings);
+                install_topic(m, &lt);
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// A partition's records changed in the state topic. A partition of another instance takes
+    /// them as they are; one this instance owns adopts a record another instance wrote when its
+    /// state differs (returns true: run it).
+    fn tailed_partition(&mut self, mirror: &str, topic: &str, partition: i32, is_new: bool) -> bool {
+        let owned = self.owns_partition(mirror, topic, partition);
+        let Some(g) = self.group.as_ref() else { return false };
+        let Some(m) = self.mirrors.get_mut(mirror) else { return false };
+        let Some(t) = m.topics.get_mut(topic) else { return false };
+        let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
+        let mut warnings = Vec::new();
+        let Some(rec) = persist::partition_in(&g.state, &key, t.created_at, &mut warnings) else { return false };
+        let Some(rt) = t.partitions.get_mut(&partition) else { return false };
+        if !owned {
+            rt.record = rec;
+            if let Some(map) = g.state.offset_map(&key) {
+                self.offset_maps
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((mirror.to_string(), topic.to_string(), partition), map.clone());
+            }
+            return false;
+        }
+        let written_by = g.state.partition(&key).and_then(|v| v.written_by.clone());
+        let foreign = written_by.as_deref().is_some_and(|w| w != self.config.instance_id);
+        if !foreign || (!is_new && rec.state == rt.record.state) {
+            return false;
+        }
+        tracing::info!(
+            %mirror, %topic, partition, by = ?written_by, state = ?rec.state,
+            "running a transition another instance recorded"
+        );
+        // Keep the further position: this instance's data path may have committed past the
+        // position the other instance saw.
+        let position = match (rec.position, rt.record.position) {
+            (Some(a), Some(b)) if a.is_behind(&b) => Some(b),
+            (a, b) => a.or(b),
+        };
+        rt.record = rec;
+        rt.record.position = position;
+        true
+    }
+}
+
+/// Adds a loaded topic to a mirror's model (no data path is touched).
+fn install_topic(m: &mut MirrorRt, lt: &persist::LoadedTopic) {
+    m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).insert(lt.name.clone(), lt.source_topic_id.clone());
+    let t = m.topics.entry(lt.name.clone()).or_insert_with(|| TopicRt {
+        source_topic_id: lt.source_topic_id.clone(),
+        destination_topic_id: lt.destination_topic_id.clone(),
+        created_at: lt.created_at,
+        missing_refreshes: 0,
+        partitions: BTreeMap::new(),
+    });
+    for (p, rec) in &lt.partitions {
+        t.partitions.entry(*p).or_insert_with(|| PartRt::new(rec.clone())).record = rec.clone();
+    }
+}
