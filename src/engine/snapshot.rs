@@ -17,6 +17,54 @@ pub struct Snapshot {
     /// The destination cluster's brokers, as seen at startup.
     pub destination_brokers: Vec<BrokerSnapshot>,
     pub mirrors: Vec<MirrorSnapshot>,
+    /// The kmirror instances sharing the work, as this one sees them (DESIGN.md section 10).
+    pub cluster: ClusterSnapshot,
+}
+
+/// The deployment (every instance with the same cluster name) as this instance sees it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ClusterSnapshot {
+    /// `--cluster-name`.
+    pub cluster_name: String,
+    /// `group` (slots shared through a consumer group) or `standalone` (this instance owns all).
+    pub mode: String,
+    /// This instance's id.
+    pub this_instance: String,
+    /// Slots: partitions of the state topic.
+    pub slots: i32,
+    /// Every instance known: this one, and the others by their heartbeats in the state topic.
+    pub instances: Vec<InstanceSnapshot>,
+    /// Rebalances of the slot group this instance saw.
+    pub rebalances: u64,
+}
+
+impl ClusterSnapshot {
+    /// The instance that owns `slot`, by the latest heartbeats (this instance's own slots are
+    /// exact; another's are as of its last heartbeat).
+    pub fn owner_of(&self, slot: i32) -> Option<&InstanceSnapshot> {
+        self.instances.iter().find(|i| i.slots.contains(&slot))
+    }
+}
+
+/// One kmirror instance of the deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstanceSnapshot {
+    /// `--instance-id`.
+    pub id: String,
+    /// Where its API and dashboard are reachable (`--advertised-url`), when it said.
+    pub advertised_url: Option<String>,
+    /// Its kmirror version.
+    pub version: String,
+    /// The slots it owns.
+    pub slots: Vec<i32>,
+    /// Mirrored partitions in those slots.
+    pub partitions: u64,
+    /// When it last wrote its heartbeat (this instance: now).
+    pub last_heartbeat: Timestamp,
+    /// Since when it runs.
+    pub started_at: Timestamp,
+    /// Whether this is the instance answering.
+    pub this: bool,
 }
 
 impl Snapshot {
@@ -253,4 +301,8 @@ pub struct PartitionSnapshot {
     /// a restart without resync would refuse), from `domain::lineage::divergence`; 0 unless
     /// STOPPED with a known destination log.
     pub local_writes: i64,
+    /// The slot (state-topic partition) the partition belongs to.
+    pub slot: i32,
+    /// The instance that owns the slot, when known.
+    pub owner: Option<String>,
 }

@@ -206,6 +206,8 @@ pub(super) struct Coordinator {
     owned: BTreeSet<i32>,
     /// Membership and the state tail, when slots are shared with other instances (`group`).
     group: Option<group::Group>,
+    /// When this instance started (the instances view).
+    started_at: Timestamp,
     mirrors: BTreeMap<String, MirrorRt>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
@@ -271,6 +273,7 @@ pub(super) async fn start_with_ports(
         state_partitions,
         owned: if in_group { BTreeSet::new() } else { (0..state_partitions).collect() },
         group: None,
+        started_at: now(),
         mirrors: BTreeMap::new(),
         snapshot_tx,
         internal_tx,
@@ -918,16 +921,30 @@ impl Coordinator {
 
     fn publish(&self) {
         let taken_at = now();
+        let cluster = self.cluster_snapshot(taken_at);
+        let owners: HashMap<i32, &str> =
+            cluster.instances.iter().flat_map(|i| i.slots.iter().map(move |s| (*s, i.id.as_str()))).collect();
+        let slots = self.state_partitions;
         let mirrors = self
             .mirrors
             .values()
             .map(|m| {
+                let name = m.stored.spec.name.as_str();
                 let topics = m
                     .topics
                     .iter()
                     .map(|(tn, t)| {
-                        let partitions: Vec<PartitionSnapshot> =
-                            t.partitions.iter().map(|(p, rt)| partition_snapshot(tn, *p, rt, taken_at)).collect();
+                        let partitions: Vec<PartitionSnapshot> = t
+                            .partitions
+                            .iter()
+                            .map(|(p, rt)| {
+                                let slot = slots::slot_of_partition(name, &t.source_topic_id, *p, slots);
+                                let mut snap = partition_snapshot(tn, *p, rt, taken_at);
+                                snap.slot = slot;
+                                snap.owner = owners.get(&slot).map(|o| o.to_string());
+                                snap
+                            })
+                            .collect();
                         TopicSnapshot {
                             name: tn.clone(),
                             state: roll_up(partitions.iter().map(|p| p.state)),
@@ -962,6 +979,7 @@ impl Coordinator {
             destination_cluster_id: self.destination_cluster_id.clone(),
             destination_brokers: self.destination_brokers.clone(),
             mirrors,
+            cluster,
         };
         self.snapshot_tx.send_replace(Arc::new(snap));
     }
@@ -1038,6 +1056,8 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         bytes_mirrored: rt.bytes_mirrored,
         destination_stop_offset: rec.stop_point.map(|s| s.destination_stop_offset),
         local_writes: local_writes(rt),
+        slot: 0,
+        owner: None,
     }
 }
 

@@ -249,3 +249,53 @@ impl Coordinator {
         }
     }
 }
+
+impl Coordinator {
+    /// This instance as the instances view shows it.
+    pub(super) fn this_instance(&self, t: Timestamp) -> InstanceSnapshot {
+        let slots: Vec<i32> = self.owned.iter().copied().collect();
+        let partitions = self
+            .mirrors
+            .iter()
+            .map(|(name, m)| {
+                m.topics
+                    .values()
+                    .flat_map(|t| {
+                        t.partitions.keys().map(|p| slot_of_partition(name, &t.source_topic_id, *p, self.state_partitions))
+                    })
+                    .filter(|s| self.owned.contains(s))
+                    .count() as u64
+            })
+            .sum();
+        let advertised_url = match &self.config.ownership {
+            Ownership::Group { advertised_url, .. } => advertised_url.clone(),
+            Ownership::Standalone => None,
+        };
+        InstanceSnapshot {
+            id: self.config.instance_id.clone(),
+            advertised_url,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            slots,
+            partitions,
+            last_heartbeat: t,
+            started_at: self.started_at,
+            this: true,
+        }
+    }
+
+    /// The deployment as this instance sees it: itself, and the others by their heartbeats.
+    pub(super) fn cluster_snapshot(&self, t: Timestamp) -> ClusterSnapshot {
+        let mut instances = vec![self.this_instance(t)];
+        if let Some(g) = &self.group {
+            instances.extend(g.others(&self.config.instance_id, &self.owned));
+        }
+        ClusterSnapshot {
+            cluster_name: self.config.cluster_name.clone(),
+            mode: if self.in_group() { "group" } else { "standalone" }.to_string(),
+            this_instance: self.config.instance_id.clone(),
+            slots: self.state_partitions,
+            instances,
+            rebalances: self.group.as_ref().and_then(|g| g.member.as_ref()).map_or(0, |m| m.rebalances()),
+        }
+    }
+}
