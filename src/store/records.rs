@@ -25,6 +25,14 @@
 //! except LastMirrorEpochs, whose value follows the seed's schema. A null value (tombstone)
 //! deletes the keyed entity.
 //!
+//! # Instance heartbeats
+//!
+//! Several kmirror instances share one destination cluster (DESIGN.md section 10). Each writes an
+//! [`InstanceValue`] every few seconds, keyed by its instance ID ([`InstanceKey`]): its cluster
+//! name, version, the slots (state partitions) it owns and when it last beat. Like a mirror-level
+//! record, it goes to `mirror_partition(instance ID, N)` ([`StateRecord::mirror`] returns the
+//! instance ID for this kind); a tombstone (an orderly shutdown) removes the instance.
+//!
 //! # Where positions and offset maps live
 //!
 //! In `__mirror_state` itself, not in a sibling topic: every data transaction writes, for each
@@ -75,17 +83,20 @@ pub enum RecordKind {
     /// The offset-map runs and committed position of one data transaction for one partition
     /// ([`OffsetRunsValue`]).
     OffsetRuns,
+    /// The heartbeat of one kmirror instance sharing the cluster ([`InstanceValue`]).
+    Instance,
 }
 
 impl RecordKind {
     /// Every kind.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Mirror,
         Self::MirrorTopic,
         Self::MirrorPartitionState,
         Self::LastMirrorEpochs,
         Self::Operation,
         Self::OffsetRuns,
+        Self::Instance,
     ];
 
     /// The `"type"` name (stable; never renamed).
@@ -98,6 +109,7 @@ impl RecordKind {
             Self::LastMirrorEpochs => "LastMirrorEpochs",
             Self::Operation => "Operation",
             Self::OffsetRuns => "OffsetRuns",
+            Self::Instance => "Instance",
         }
     }
 
@@ -110,13 +122,19 @@ impl RecordKind {
     /// The newest key version this build reads and the one it writes.
     #[must_use]
     pub const fn key_version(self) -> u32 {
-        0
+        match self {
+            Self::Instance => 1,
+            _ => 0,
+        }
     }
 
     /// The newest value version this build reads and the one it writes.
     #[must_use]
     pub const fn value_version(self) -> u32 {
-        0
+        match self {
+            Self::Instance => 1,
+            _ => 0,
+        }
     }
 }
 
@@ -190,6 +208,13 @@ pub struct OffsetRunsKey {
     /// The destination offset of the batch's first record: unique per batch, so compaction keeps
     /// every batch.
     pub first_destination_offset: i64,
+}
+
+/// The key of an Instance record: one per kmirror instance.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InstanceKey {
+    /// The instance ID (unique within the cluster).
+    pub instance: String,
 }
 
 impl OffsetRunsKey {
@@ -691,6 +716,38 @@ impl OffsetRunsValue {
     }
 }
 
+/// The value of an Instance record: a heartbeat of one kmirror instance, rewritten every few
+/// seconds while it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceValue {
+    /// The instance ID (as in the key).
+    pub instance: String,
+    /// The cluster name the instance runs under (`--cluster-name`).
+    pub cluster_name: String,
+    /// Where the instance's API and dashboard are reached (`--advertised-url`), when configured.
+    pub advertised_url: Option<String>,
+    /// The kmirror version the instance runs. Written as `"kmirror_version"`: `"version"` is the
+    /// record header's format version.
+    #[serde(rename = "kmirror_version")]
+    pub version: String,
+    /// The slots (state partitions) it owns, in ascending order.
+    pub slots: Vec<i32>,
+    /// The mirrored partitions in those slots.
+    pub partitions: u64,
+    /// When this heartbeat was written (ms since the Unix epoch).
+    pub heartbeat_at: i64,
+    /// When the instance started (ms since the Unix epoch).
+    pub started_at: i64,
+}
+
+impl InstanceValue {
+    /// The record key.
+    #[must_use]
+    pub fn key(&self) -> InstanceKey {
+        InstanceKey { instance: self.instance.clone() }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Records
 // ---------------------------------------------------------------------------------------------
@@ -731,6 +788,8 @@ pub enum StateRecord {
     Operation(Entry<OperationKey, OperationValue>),
     /// An OffsetRuns record.
     OffsetRuns(Entry<OffsetRunsKey, OffsetRunsValue>),
+    /// An Instance record (a heartbeat).
+    Instance(Entry<InstanceKey, InstanceValue>),
 }
 
 /// An encoded record, ready to produce to the state partition it names.
@@ -756,6 +815,7 @@ impl StateRecord {
             Self::LastMirrorEpochs(_) => RecordKind::LastMirrorEpochs,
             Self::Operation(_) => RecordKind::Operation,
             Self::OffsetRuns(_) => RecordKind::OffsetRuns,
+            Self::Instance(_) => RecordKind::Instance,
         }
     }
 
@@ -769,10 +829,12 @@ impl StateRecord {
             Self::LastMirrorEpochs(e) => e.value.is_none(),
             Self::Operation(e) => e.value.is_none(),
             Self::OffsetRuns(e) => e.value.is_none(),
+            Self::Instance(e) => e.value.is_none(),
         }
     }
 
-    /// The mirror the record belongs to.
+    /// The mirror the record belongs to; for an Instance record, which belongs to no mirror, the
+    /// instance ID (what its state partition is computed from).
     #[must_use]
     pub fn mirror(&self) -> &str {
         match self {
@@ -782,11 +844,13 @@ impl StateRecord {
             Self::LastMirrorEpochs(e) => &e.key.mirror,
             Self::Operation(e) => &e.key.mirror,
             Self::OffsetRuns(e) => &e.key.mirror,
+            Self::Instance(e) => &e.key.instance,
         }
     }
 
     /// The `__mirror_state` partition of this record among `num_partitions`: partition-level
-    /// records (MirrorPartitionState, OffsetRuns) by (mirror, topic ID, partition), the others by
+    /// records (MirrorPartitionState, OffsetRuns) by (mirror, topic ID, partition), Instance records
+    /// by instance ID (`mirror_partition(instance, N)`, through [`Self::mirror`]), the others by
     /// mirror name ([`super::partitioning`]).
     #[must_use]
     pub fn state_partition(&self, num_partitions: NonZeroU32) -> i32 {
@@ -807,6 +871,7 @@ impl StateRecord {
             Self::LastMirrorEpochs(e) => encode_entry(RecordKind::LastMirrorEpochs, e),
             Self::Operation(e) => encode_entry(RecordKind::Operation, e),
             Self::OffsetRuns(e) => encode_entry(RecordKind::OffsetRuns, e),
+            Self::Instance(e) => encode_entry(RecordKind::Instance, e),
         };
         EncodedRecord { partition: self.state_partition(num_partitions), key, value }
     }
@@ -1069,6 +1134,17 @@ impl ValueOf<OffsetRunsKey> for OffsetRunsValue {
     }
 }
 
+impl ValueOf<InstanceKey> for InstanceValue {
+    fn check(&self, key: &InstanceKey) -> Result<(), DecodeError> {
+        same!(RecordKind::Instance, "instance": key.instance => self.instance);
+        list_len(RecordKind::Instance, "slots", self.slots.len())?;
+        for slot in &self.slots {
+            partition_index(RecordKind::Instance, "slot", *slot)?;
+        }
+        Ok(())
+    }
+}
+
 fn decode_entry<K: DeserializeOwned, V: ValueOf<K>>(
     kind: RecordKind,
     key: &[u8],
@@ -1110,6 +1186,7 @@ pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<StateRecord, D
         RecordKind::LastMirrorEpochs => StateRecord::LastMirrorEpochs(decode_entry(kind, key, value)?),
         RecordKind::Operation => StateRecord::Operation(decode_entry(kind, key, value)?),
         RecordKind::OffsetRuns => StateRecord::OffsetRuns(decode_entry(kind, key, value)?),
+        RecordKind::Instance => StateRecord::Instance(decode_entry(kind, key, value)?),
     })
 }
 
@@ -1160,6 +1237,19 @@ mod tests {
                 source_leader_epoch: 4,
                 destination_end_offset: 45,
             }),
+        }
+    }
+
+    fn instance() -> InstanceValue {
+        InstanceValue {
+            instance: "kmirror-0".to_owned(),
+            cluster_name: "eu-to-us".to_owned(),
+            advertised_url: Some("http://kmirror-0:8080".to_owned()),
+            version: "0.9.0".to_owned(),
+            slots: vec![0, 3, 7],
+            partitions: 42,
+            heartbeat_at: 1_700_000_005_000,
+            started_at: 1_700_000_000_000,
         }
     }
 
@@ -1214,6 +1304,7 @@ mod tests {
         let mirror_key = MirrorKey { mirror: "m".to_owned() };
         let state = partition_state();
         let runs = offset_runs();
+        let instance = instance();
         vec![
             StateRecord::Mirror(Entry::put(mirror_key.clone(), mirror)),
             StateRecord::Mirror(Entry::tombstone(mirror_key.clone())),
@@ -1227,6 +1318,8 @@ mod tests {
             StateRecord::Operation(Entry::tombstone(operation.key())),
             StateRecord::OffsetRuns(Entry::put(runs.key().unwrap(), runs.clone())),
             StateRecord::OffsetRuns(Entry::tombstone(runs.key().unwrap())),
+            StateRecord::Instance(Entry::put(instance.key(), instance.clone())),
+            StateRecord::Instance(Entry::tombstone(instance.key())),
         ]
     }
 
@@ -1291,8 +1384,74 @@ mod tests {
             assert_eq!(decoded.encode(n16()), e);
             assert_eq!(decoded.kind(), record.kind());
             assert_eq!(decoded.is_tombstone(), e.value.is_none());
-            assert_eq!(decoded.mirror(), "m");
+            let owner = if record.kind() == RecordKind::Instance { "kmirror-0" } else { "m" };
+            assert_eq!(decoded.mirror(), owner);
         }
+        let kinds: std::collections::BTreeSet<RecordKind> = samples().iter().map(StateRecord::kind).collect();
+        assert_eq!(kinds.len(), RecordKind::ALL.len(), "a sample of every kind");
+    }
+
+    #[test]
+    fn instance_records_have_a_fixed_form_and_go_to_the_instances_partition() {
+        let value = instance();
+        let record = StateRecord::Instance(Entry::put(value.key(), value));
+        let e = record.encode(n16());
+        assert_eq!(text(&e.key), r#"{"type":"Instance","version":1,"instance":"kmirror-0"}"#);
+        assert_eq!(
+            text(e.value.as_deref().unwrap()),
+            concat!(
+                r#"{"type":"Instance","version":1,"instance":"kmirror-0","cluster_name":"eu-to-us","#,
+                r#""advertised_url":"http://kmirror-0:8080","kmirror_version":"0.9.0","slots":[0,3,7],"partitions":42,"#,
+                r#""heartbeat_at":1700000005000,"started_at":1700000000000}"#
+            )
+        );
+        assert_eq!(e.partition, mirror_partition("kmirror-0", n16()));
+        assert_eq!(record.state_partition(n16()), mirror_partition("kmirror-0", n16()));
+        let tombstone = StateRecord::Instance(Entry::tombstone(InstanceKey { instance: "kmirror-0".to_owned() }));
+        assert_eq!(tombstone.encode(n16()).partition, e.partition);
+        assert_eq!(tombstone.encode(n16()).value, None);
+
+        // No advertised URL is written as null, and reads back as None.
+        let mut bare = instance();
+        bare.advertised_url = None;
+        let e = StateRecord::Instance(Entry::put(bare.key(), bare.clone())).encode(n16());
+        assert!(text(e.value.as_deref().unwrap()).contains(r#""advertised_url":null"#));
+        let StateRecord::Instance(entry) = decode(Some(&e.key), e.value.as_deref()).unwrap() else { panic!() };
+        assert_eq!(entry.value, Some(bare));
+    }
+
+    #[test]
+    fn instance_records_are_checked_against_their_key_and_version() {
+        let key = br#"{"type":"Instance","version":1,"instance":"kmirror-0"}"#;
+        let mut other = instance();
+        other.instance = "kmirror-1".to_owned();
+        let value = serde_json::to_vec(&Envelope { kind: "Instance", version: 1, body: &other }).unwrap();
+        let e = decode_error(key, Some(&value));
+        assert_eq!(
+            e.to_string(),
+            r#"Instance record value does not match its key: instance is "kmirror-0" in the key but "kmirror-1" in the value"#
+        );
+        let e = decode_error(key, Some(br#"{"type":"Mirror","version":0,"name":"kmirror-0"}"#));
+        assert!(matches!(e, DecodeError::KeyValueMismatch { kind: RecordKind::Instance, .. }), "{e}");
+
+        let e = decode_error(br#"{"type":"Instance","version":0,"instance":"kmirror-0"}"#, None);
+        assert_eq!(
+            e,
+            DecodeError::UnknownVersion { part: Part::Key, kind: RecordKind::Instance, version: 0, supported: 1 }
+        );
+        let e = decode_error(key, Some(br#"{"type":"Instance","version":2,"instance":"kmirror-0"}"#));
+        assert!(matches!(e, DecodeError::UnknownVersion { part: Part::Value, version: 2, supported: 1, .. }), "{e}");
+
+        let mut hostile = instance();
+        hostile.slots = vec![0, -1];
+        let record = StateRecord::Instance(Entry::put(hostile.key(), hostile));
+        assert_eq!(out_of_bounds(&record), ("slot", -1, i64::from(MAX_PARTITION_COUNT) - 1));
+
+        // A tombstone decodes to a tombstone.
+        assert_eq!(
+            decode(Some(key), None),
+            Ok(StateRecord::Instance(Entry::tombstone(InstanceKey { instance: "kmirror-0".to_owned() })))
+        );
     }
 
     #[test]
@@ -1597,7 +1756,7 @@ mod tests {
 
         #[test]
         fn decode_never_panics_on_mutated_records(
-            sample in 0_usize..12,
+            sample in 0_usize..14,
             flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<bool>()), 1..6),
         ) {
             let (mut key, mut value) = encoded_samples().swap_remove(sample);

@@ -3,7 +3,8 @@
 //!
 //! # Rules
 //!
-//! - **Last write wins** for Mirror, MirrorTopic, LastMirrorEpochs and Operation records.
+//! - **Last write wins** for Mirror, MirrorTopic, LastMirrorEpochs, Operation and Instance
+//!   records (an instance's latest heartbeat is its entry).
 //! - **State epochs fence writers** for MirrorPartitionState records: a record whose
 //!   `state_epoch` is not greater than the stored one is rejected as
 //!   [`ApplyError::StaleStateEpoch`] (a deposed writer loses), except that a record identical to
@@ -26,8 +27,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::records::{
-    DecodeError, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue,
-    OperationKey, OperationValue, PartitionKey, PartitionStateValue, PositionValue, StateRecord, decode,
+    DecodeError, InstanceValue, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey,
+    OffsetRunsValue, OperationKey, OperationValue, PartitionKey, PartitionStateValue, PositionValue, StateRecord,
+    decode,
 };
 use crate::domain::offset_map::{OffsetMap, OffsetMapError, Run};
 
@@ -128,6 +130,7 @@ pub struct MaterializedState {
     last_mirror_epochs: BTreeMap<String, LastMirrorEpochsValue>,
     operations: Operations,
     offset_maps: BTreeMap<PartitionKey, OffsetMap>,
+    instances: BTreeMap<String, InstanceValue>,
 }
 
 impl Default for MaterializedState {
@@ -154,6 +157,7 @@ impl MaterializedState {
             last_mirror_epochs: BTreeMap::new(),
             operations: Operations::new(capacity),
             offset_maps: BTreeMap::new(),
+            instances: BTreeMap::new(),
         }
     }
 
@@ -229,6 +233,14 @@ impl MaterializedState {
             StateRecord::OffsetRuns(entry) => match entry.value {
                 Some(value) => self.put_offset_runs(entry.key, value)?,
                 None => self.remove_offset_runs(&entry.key),
+            },
+            StateRecord::Instance(entry) => match entry.value {
+                Some(value) => {
+                    self.instances.insert(entry.key.instance, value);
+                }
+                None => {
+                    self.instances.remove(&entry.key.instance);
+                }
             },
         }
         Ok(())
@@ -364,6 +376,19 @@ impl MaterializedState {
     pub fn offset_maps(&self) -> impl Iterator<Item = (&PartitionKey, &OffsetMap)> {
         self.offset_maps.iter()
     }
+
+    /// The latest heartbeat of an instance.
+    #[must_use]
+    pub fn instance(&self, id: &str) -> Option<&InstanceValue> {
+        self.instances.get(id)
+    }
+
+    /// The latest heartbeat of every instance (not shut down by a tombstone), by instance ID. A
+    /// heartbeat is kept however old it is: whether an instance is alive is the reader's call
+    /// (compare `heartbeat_at` with the clock).
+    pub fn instances(&self) -> impl Iterator<Item = &InstanceValue> {
+        self.instances.values()
+    }
 }
 
 #[cfg(test)]
@@ -373,8 +398,8 @@ mod tests {
     use super::*;
     use crate::domain::offset_map::Translation;
     use crate::store::records::{
-        DesiredStateValue, Entry, LmePartitionValue, LmeTopicValue, MirrorKey, RunValue, SourceClusterValue,
-        SyncSettingsValue, TruncationValue,
+        DesiredStateValue, Entry, InstanceKey, LmePartitionValue, LmeTopicValue, MirrorKey, RunValue,
+        SourceClusterValue, SyncSettingsValue, TruncationValue,
     };
 
     fn mirror(name: &str, updated_at: i64) -> StateRecord {
@@ -681,6 +706,46 @@ mod tests {
         assert_eq!(state.committed_position(&key(0)).unwrap().next_source_offset, 10);
         state.apply(state_record(partition_state(0, "PAUSED", 4, 12))).unwrap();
         assert_eq!(state.committed_position(&key(0)).unwrap().next_source_offset, 12);
+    }
+
+    fn heartbeat(id: &str, slots: &[i32], heartbeat_at: i64) -> StateRecord {
+        let value = InstanceValue {
+            instance: id.to_owned(),
+            cluster_name: "c".to_owned(),
+            advertised_url: None,
+            version: "0.1.0".to_owned(),
+            slots: slots.to_vec(),
+            partitions: 3,
+            heartbeat_at,
+            started_at: 1,
+        };
+        StateRecord::Instance(Entry::put(value.key(), value))
+    }
+
+    #[test]
+    fn the_latest_heartbeat_per_instance_is_kept_and_a_tombstone_removes_it() {
+        let raw = encoded(&[
+            heartbeat("b", &[1], 10),
+            heartbeat("a", &[0, 2], 10),
+            heartbeat("b", &[1, 3], 20),
+            mirror("m", 1),
+        ]);
+        let (mut state, skipped) = rebuild(&raw);
+        assert_eq!(skipped, vec![]);
+        let ids: Vec<&str> = state.instances().map(|i| i.instance.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        let b = state.instance("b").unwrap();
+        assert_eq!((b.slots.as_slice(), b.heartbeat_at), ([1, 3].as_slice(), 20));
+        assert!(state.mirror("m").is_some());
+
+        state.apply(StateRecord::Instance(Entry::tombstone(InstanceKey { instance: "b".to_owned() }))).unwrap();
+        assert!(state.instance("b").is_none());
+        assert_eq!(state.instances().count(), 1);
+        // A tombstone of an unknown instance is harmless; a later heartbeat brings it back.
+        state.apply(StateRecord::Instance(Entry::tombstone(InstanceKey { instance: "x".to_owned() }))).unwrap();
+        state.apply(heartbeat("b", &[1], 30)).unwrap();
+        assert_eq!(state.instance("b").unwrap().heartbeat_at, 30);
+        assert_eq!(state.instances().count(), 2);
     }
 
     #[test]
