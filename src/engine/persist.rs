@@ -291,6 +291,22 @@ pub(crate) fn partition_tombstone(mirror: &str, topic_id: &str, partition: i32, 
     write(StateRecord::PartitionState(Entry::tombstone(PartitionKey::new(mirror, topic_id, partition))), n)
 }
 
+/// An instance's heartbeat (the instances view).
+pub(crate) fn instance(cluster_name: &str, me: &super::InstanceSnapshot, n: i32) -> StateWrite {
+    let value = crate::store::InstanceValue {
+        instance: me.id.clone(),
+        cluster_name: cluster_name.to_string(),
+        advertised_url: me.advertised_url.clone(),
+        version: me.version.clone(),
+        slots: me.slots.clone(),
+        partitions: me.partitions,
+        heartbeat_at: me.last_heartbeat.as_millis(),
+        started_at: me.started_at.as_millis(),
+    };
+    let key = crate::store::InstanceKey { instance: me.id.clone() };
+    write(StateRecord::Instance(Entry::put(key, value)), n)
+}
+
 /// Deletes one OffsetRuns batch (pruned: the destination no longer has its records).
 pub(crate) fn offset_runs_tombstone(
     mirror: &str,

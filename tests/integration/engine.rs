@@ -128,7 +128,7 @@ impl Drop for TestEngine {
 }
 
 /// Reads every committed record of a topic, grouped by partition.
-fn read_all(cluster: Cluster, topic: &str, partitions: i32) -> BTreeMap<i32, Vec<Consumed>> {
+pub fn read_all(cluster: Cluster, topic: &str, partitions: i32) -> BTreeMap<i32, Vec<Consumed>> {
     let admin_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let admin = cluster.admin();
     let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();

@@ -7,6 +7,7 @@
 mod api;
 mod cli;
 mod engine;
+mod instances;
 mod kafka_admin;
 mod membership;
 mod metadata;

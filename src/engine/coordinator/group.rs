@@ -48,11 +48,44 @@ impl Group {
 }
 
 impl Group {
-    /// The other instances, by their latest heartbeats (none yet: see `heartbeat`). A slot this
-    /// instance owns is shown as its own, whatever an older heartbeat of another one says.
-    pub(super) fn others(&self, this: &str, owned: &BTreeSet<i32>) -> Vec<InstanceSnapshot> {
-        let _ = (this, owned);
-        Vec::new()
+    /// The other instances, by their latest heartbeats. A slot this instance owns is shown as its
+    /// own, whatever an older heartbeat of another one says; an instance silent for longer than
+    /// [`HEARTBEAT_STALE`] is left out (gone, or cut off from the destination).
+    pub(super) fn others(&self, this: &str, owned: &BTreeSet<i32>, t: Timestamp) -> Vec<InstanceSnapshot> {
+        self.state
+            .instances()
+            .filter(|i| i.instance != this)
+            .filter(|i| t.as_millis() - i.heartbeat_at <= HEARTBEAT_STALE.as_millis() as i64)
+            .map(|i| InstanceSnapshot {
+                id: i.instance.clone(),
+                advertised_url: i.advertised_url.clone(),
+                version: i.version.clone(),
+                slots: i.slots.iter().copied().filter(|s| !owned.contains(s)).collect(),
+                partitions: i.partitions,
+                last_heartbeat: Timestamp::from_millis(i.heartbeat_at),
+                started_at: Timestamp::from_millis(i.started_at),
+                this: false,
+            })
+            .collect()
+    }
+}
+
+/// How often an instance writes its heartbeat (slots, partitions) to the state topic.
+pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(3);
+/// A heartbeat older than this is an instance that is gone.
+const HEARTBEAT_STALE: Duration = Duration::from_secs(30);
+
+impl Coordinator {
+    /// Writes this instance's heartbeat: what the instances view of every instance shows.
+    pub(super) async fn heartbeat(&mut self) {
+        if self.group.is_none() || self.fenced.is_some() {
+            return;
+        }
+        let me = self.this_instance(now());
+        self.pending_writes.push(persist::instance(&self.config.cluster_name, &me, self.state_partitions));
+        if let Err(e) = self.flush().await {
+            tracing::debug!("heartbeat not written: {e}");
+        }
     }
 }
 
@@ -101,6 +134,7 @@ impl Coordinator {
                     }
                 }
                 let _ = done.send(());
+                self.heartbeat().await;
             }
             MembershipEvent::Lost(slots) => {
                 tracing::warn!(?slots, "slots lost (session expired?): another instance may own them now");
@@ -111,6 +145,7 @@ impl Coordinator {
                         g.pending.remove(s);
                     }
                 }
+                self.heartbeat().await;
             }
         }
     }
@@ -179,6 +214,8 @@ impl Coordinator {
                 tracing::warn!(%mirror, %topic, "takeover: {}", p.detail);
             }
         }
+        // The other instances show the new owner at once, not at the next heartbeat.
+        self.heartbeat().await;
     }
 
     /// `mirror`'s partitions in `slots`.
@@ -230,7 +267,8 @@ impl Coordinator {
                     }
                 }
                 StateRecord::Operation(_) => operations_changed = true,
-                StateRecord::PartitionState(_) | StateRecord::OffsetRuns(_) => {}
+                // Heartbeats are read from the materialized state when the snapshot is built.
+                StateRecord::PartitionState(_) | StateRecord::OffsetRuns(_) | StateRecord::Instance(_) => {}
             }
         }
         if operations_changed && let Some(g) = self.group.as_ref() {

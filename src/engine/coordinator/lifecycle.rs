@@ -418,6 +418,10 @@ impl Coordinator {
         partitions: &[i32],
         dest_ends: Option<&BTreeMap<i32, i64>>,
     ) -> Result<(), Problem> {
+        // A partition another instance owns is prepared there: it runs the PREPARING record this
+        // call wrote (`group`), so the start position is decided once, by the one writer.
+        let owned: Vec<i32> = partitions.iter().copied().filter(|p| self.owns_partition(mirror, topic, *p)).collect();
+        let partitions = &owned[..];
         if partitions.is_empty() {
             return Ok(());
         }

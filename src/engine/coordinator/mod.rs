@@ -402,6 +402,8 @@ impl Coordinator {
         // Background events (a commit every few milliseconds under load) publish at most every
         // PUBLISH_EVERY: rebuilding the snapshot of thousands of partitions per commit cost more
         // CPU than the data path. Requests publish at once (in `handle`).
+        let mut heartbeat_tick = tokio::time::interval(group::HEARTBEAT_EVERY);
+        heartbeat_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut publish_tick = tokio::time::interval(PUBLISH_EVERY);
         publish_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut dirty = false;
@@ -435,6 +437,10 @@ impl Coordinator {
                 }
                 _ = retry_tick.tick() => {
                     self.retry_due().await;
+                    dirty = true;
+                }
+                _ = heartbeat_tick.tick(), if self.group.is_some() => {
+                    self.heartbeat().await;
                     dirty = true;
                 }
                 _ = publish_tick.tick() => {}

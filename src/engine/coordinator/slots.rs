@@ -287,7 +287,7 @@ impl Coordinator {
     pub(super) fn cluster_snapshot(&self, t: Timestamp) -> ClusterSnapshot {
         let mut instances = vec![self.this_instance(t)];
         if let Some(g) = &self.group {
-            instances.extend(g.others(&self.config.instance_id, &self.owned));
+            instances.extend(g.others(&self.config.instance_id, &self.owned, t));
         }
         ClusterSnapshot {
             cluster_name: self.config.cluster_name.clone(),

@@ -1,0 +1,374 @@
+//! Several `kmirror serve` instances of one cluster (issue 17, DESIGN.md section 10): slots spread
+//! over the instances through the consumer group, `kill -9` and SIGSTOP (a zombie) take nothing
+//! and duplicate nothing, commands sent to one instance run on the owners, a rolling restart
+//! moves nothing. Every instance is a real child process talking to the real rig.
+
+use std::collections::BTreeSet;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::message::OwnedHeaders;
+use rdkafka::producer::{BaseRecord, Producer};
+use serde_json::{Value, json};
+
+use crate::engine::{assert_same_content, read_all};
+use crate::support::*;
+
+/// Session timeout of the instances: the brokers' minimum (group.min.session.timeout.ms = 6 s).
+const SESSION: Duration = Duration::from_secs(6);
+/// What a takeover may take: the session timeout plus the data paths' start (issue 17's bound).
+const TAKEOVER_BOUND: Duration = Duration::from_secs(6 + 15);
+
+/// One `kmirror serve` child process.
+struct Node {
+    id: String,
+    port: u16,
+    args: Vec<String>,
+    log: std::path::PathBuf,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Node {
+    fn new(cluster: &str, state_topic: &str, id: &str) -> Node {
+        let port = free_port();
+        let args: Vec<String> = [
+            "serve",
+            "--destination-bootstrap",
+            &Cluster::Destination.bootstrap(),
+            "--state-topic",
+            state_topic,
+            "--state-partitions",
+            "16",
+            "--cluster-name",
+            cluster,
+            "--instance-id",
+            id,
+            "--session-timeout-ms",
+            &SESSION.as_millis().to_string(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--advertised-url",
+            &format!("http://127.0.0.1:{port}"),
+            "--no-auth",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let log = std::env::temp_dir().join(format!("{cluster}-{id}.log"));
+        let mut n = Node { id: id.to_string(), port, args, log, child: None };
+        n.start();
+        n
+    }
+
+    fn start(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
+        self.child = Some(
+            Command::new(env!("CARGO_BIN_EXE_kmirror"))
+                .args(&self.args)
+                .env("RUST_LOG", "info,rdkafka=warn")
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("spawn kmirror serve"),
+        );
+    }
+
+    fn pid(&self) -> String {
+        self.child.as_ref().expect("running").id().to_string()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args([sig, &self.pid()]).status().unwrap().success();
+        assert!(ok, "kill {sig} {}", self.id);
+    }
+
+    /// `kill -9`.
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    fn terminate(&mut self) {
+        self.signal("-TERM");
+        let mut c = self.child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                assert!(status.success(), "{} exited with {status} after SIGTERM", self.id);
+                return;
+            }
+            assert!(Instant::now() < deadline, "{} did not exit within 60 s of SIGTERM", self.id);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/api/v1{path}", self.port)
+    }
+
+    async fn get(&self, path: &str) -> Option<Value> {
+        let r = reqwest::Client::new().get(self.url(path)).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = reqwest::Client::new().post(self.url(path)).json(&body).send().await.expect("request");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "POST {path} on {}: {status} {v}", self.id);
+        v
+    }
+
+    /// The slots this instance owns, as it says itself.
+    async fn slots(&self) -> Option<BTreeSet<i64>> {
+        let v = self.get("/instances").await?;
+        let me = v["instances"].as_array()?.iter().find(|i| i["this"] == true)?.clone();
+        Some(me["slots"].as_array()?.iter().filter_map(Value::as_i64).collect())
+    }
+
+    /// Every partition of `topic` in `mirror`, as this instance shows them.
+    async fn partitions(&self, mirror: &str, topic: &str) -> Option<Vec<Value>> {
+        let v = self.get(&format!("/mirrors/{mirror}/partitions?page_size=1000")).await?;
+        Some(v["items"].as_array()?.iter().filter(|p| p["topic"] == topic).cloned().collect())
+    }
+
+    /// The log, for a failure message.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = Command::new("kill").args(["-CONT", &c.id().to_string()]).status();
+        }
+        self.kill9();
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// Transactional load on the source until finished: batches of 24 records over the partitions
+/// of two topics, every fourth transaction aborted. Returns the committed record count.
+struct TxnTraffic {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    join: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl TxnTraffic {
+    fn start(topics: Vec<String>, partitions: i32) -> TxnTraffic {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let join = std::thread::spawn(move || {
+            let p = producer(Cluster::Source, &[("transactional.id", &unique("txn-load"))]);
+            p.init_transactions(Duration::from_secs(30)).unwrap();
+            let mut committed = 0;
+            let mut n: usize = 0;
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                p.begin_transaction().unwrap();
+                let abort = n % 4 == 3;
+                for i in 0..24 {
+                    let topic = &topics[i % topics.len()];
+                    let part = ((n * 24 + i) % partitions as usize) as i32;
+                    let key = format!("k{}", (n * 24 + i) % 101);
+                    let value = format!("{}-{n}-{i}", if abort { "aborted" } else { "committed" });
+                    let seq = (n * 24 + i).to_string();
+                    let headers =
+                        OwnedHeaders::new().insert(rdkafka::message::Header { key: "seq", value: Some(&seq) });
+                    let rec = BaseRecord::to(topic)
+                        .partition(part)
+                        .key(&key)
+                        .payload(&value)
+                        .headers(headers)
+                        .timestamp(now_ms());
+                    p.send(rec).map_err(|(e, _)| e).unwrap();
+                }
+                if abort {
+                    p.abort_transaction(Duration::from_secs(30)).unwrap();
+                } else {
+                    p.commit_transaction(Duration::from_secs(30)).unwrap();
+                    committed += 24;
+                }
+                n += 1;
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            committed
+        });
+        TxnTraffic { stop, join: Some(join) }
+    }
+
+    fn finish(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.join.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for TxnTraffic {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Waits until the live instances together own every slot, each a disjoint set; returns them.
+async fn slots_spread(nodes: &[&Node], within: Duration) -> Vec<BTreeSet<i64>> {
+    let ids: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
+    eventually(&format!("the 16 slots spread over {ids:?}"), within, || async {
+        let mut all = Vec::new();
+        for n in nodes {
+            all.push(n.slots().await?);
+        }
+        let union: BTreeSet<i64> = all.iter().flatten().copied().collect();
+        let total: usize = all.iter().map(BTreeSet::len).sum();
+        (union.len() == 16 && total == 16 && all.iter().all(|s| !s.is_empty())).then_some(all)
+    })
+    .await
+}
+
+/// Waits until `node` shows every partition of `topics` in `state`.
+async fn all_in(node: &Node, mirror: &str, topics: &[String], state: &str, within: Duration) {
+    eventually(&format!("{} shows {topics:?} {state}", node.id), within, || async {
+        for t in topics {
+            let parts = node.partitions(mirror, t).await?;
+            if parts.len() != 12 || !parts.iter().all(|p| p["state"] == state) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await
+}
+
+/// Waits until the destination holds as many committed records as the source, per partition.
+async fn caught_up(topics: &[String], within: Duration) {
+    eventually("destination caught up with the source", within, || async {
+        for t in topics {
+            let t = t.clone();
+            let (s, d) = tokio::task::spawn_blocking(move || {
+                let count = |c| read_all(c, &t, 12).values().map(Vec::len).collect::<Vec<_>>();
+                (count(Cluster::Source), count(Cluster::Destination))
+            })
+            .await
+            .ok()?;
+            if s != d {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await
+}
+
+/// Three instances, one mirror of two topics with 12 partitions each under transactional load:
+/// the slots spread over all three and every partition mirrors; `kill -9` of one moves its slots
+/// to the survivors within the bound; a SIGSTOPped instance past its session timeout is fenced
+/// and writes nothing more; pause and stop sent to one instance run on the owners and show on
+/// another; a rolling restart moves nothing. The destination equals the source record for
+/// record (count, and key, value, headers and timestamp in order): nothing lost, duplicated or
+/// aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_restart() {
+    let _rig = shared().await;
+    let a_topic = TestTopic::create(Cluster::Source, "inst-a", 12, &[]).await;
+    let b_topic = TestTopic::create(Cluster::Source, "inst-b", 12, &[]).await;
+    let topics = vec![a_topic.name.clone(), b_topic.name.clone()];
+    let cluster = unique("kmc");
+    let state_topic = format!("__mirror_state-{cluster}");
+    let mut nodes: Vec<Node> = ["i0", "i1", "i2"].iter().map(|id| Node::new(&cluster, &state_topic, id)).collect();
+
+    // 1. The slots spread over all three; a mirror created and started through i0 mirrors on all.
+    let spread = slots_spread(&nodes.iter().collect::<Vec<_>>(), Duration::from_secs(90)).await;
+    let mirror = unique("m-inst");
+    let traffic = TxnTraffic::start(topics.clone(), 12);
+    nodes[0]
+        .post("/mirrors", json!({"name": mirror, "source": {"bootstrap_servers": Cluster::Source.bootstrap()}}))
+        .await;
+    let started = nodes[0].post(&format!("/mirrors/{mirror}/topics:start"), json!({"topics": topics})).await;
+    assert!(started["results"].as_array().unwrap().iter().all(|r| r["ok"] == true), "{started}");
+    for n in &nodes {
+        all_in(n, &mirror, &topics, "MIRRORING", Duration::from_secs(90)).await;
+    }
+    // Every partition's owner is one of the instances, and each instance owns some of them.
+    let parts = nodes[2].partitions(&mirror, &topics[0]).await.unwrap();
+    let owners: BTreeSet<String> = parts.iter().filter_map(|p| p["owner"].as_str().map(str::to_string)).collect();
+    assert!(owners.len() >= 2, "partitions owned by {owners:?} (slots {spread:?})");
+
+    // 2. kill -9 of i1: its slots move to i0 and i2 within the bound, and mirroring goes on.
+    let killed_at = Instant::now();
+    nodes[1].kill9();
+    let survivors = [&nodes[0], &nodes[2]];
+    slots_spread(&survivors, TAKEOVER_BOUND).await;
+    let takeover = killed_at.elapsed();
+    println!("takeover after kill -9: {:.1} s (session timeout {} s)", takeover.as_secs_f64(), SESSION.as_secs());
+
+    // 3. Zombie: SIGSTOP i2 past its session timeout; i0 takes every slot; SIGCONT: i2 is fenced
+    //    where it would write, drops those slots, and rejoins.
+    nodes[2].signal("-STOP");
+    eventually("i0 owns every slot while i2 is stopped", TAKEOVER_BOUND, || async {
+        (nodes[0].slots().await?.len() == 16).then_some(())
+    })
+    .await;
+    nodes[2].signal("-CONT");
+    nodes[1].start();
+    slots_spread(&nodes.iter().collect::<Vec<_>>(), Duration::from_secs(90)).await;
+
+    // 4. Pause sent to i0 for every partition of topic a (most owned by others) takes effect, as
+    //    i2 shows; resume; then a stop of topic b sent to i1.
+    let r = nodes[0].post(&format!("/mirrors/{mirror}/topics:pause"), json!({"topics": [topics[0]]})).await;
+    assert!(r["results"][0]["ok"] == true, "{r}");
+    all_in(&nodes[2], &mirror, &topics[..1], "PAUSED", Duration::from_secs(60)).await;
+    let r = nodes[0].post(&format!("/mirrors/{mirror}/topics:resume"), json!({"topics": [topics[0]]})).await;
+    assert!(r["results"][0]["ok"] == true, "{r}");
+    all_in(&nodes[1], &mirror, &topics[..1], "MIRRORING", Duration::from_secs(60)).await;
+
+    // 5. Rolling restart: SIGTERM one at a time, same ids.
+    for i in 0..3 {
+        nodes[i].terminate();
+        nodes[i].start();
+        eventually(&format!("{} back with slots", nodes[i].id), Duration::from_secs(60), || async {
+            (!nodes[i].slots().await?.is_empty()).then_some(())
+        })
+        .await;
+    }
+
+    // 6. The load ends; everything committed is on the destination exactly once.
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    assert!(produced > 0);
+    caught_up(&topics, Duration::from_secs(120)).await;
+    let mut total = 0;
+    for t in &topics {
+        total += assert_same_content(t, 12).await;
+    }
+    assert_eq!(total, produced, "every committed record once, no aborted one");
+
+    // 7. Failover of topic b sent to i1: STOPPED everywhere.
+    let r = nodes[1].post(&format!("/mirrors/{mirror}/topics:stop"), json!({"topics": [topics[1]]})).await;
+    assert!(r["results"][0]["ok"] == true, "{r}");
+    all_in(&nodes[0], &mirror, &topics[1..], "STOPPED", Duration::from_secs(60)).await;
+    let r = nodes[2].post(&format!("/mirrors/{mirror}/topics:stop"), json!({"topics": [topics[0]]})).await;
+    assert!(r["results"][0]["ok"] == true, "{r}");
+    all_in(&nodes[1], &mirror, &topics[..1], "STOPPED", Duration::from_secs(60)).await;
+    for n in &nodes {
+        if std::thread::panicking() {
+            eprintln!("--- {} ---\n{}", n.id, n.log_tail());
+        }
+    }
+    drop(nodes);
+    for t in &topics {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+}
