@@ -160,6 +160,12 @@ async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
     tracing::info!(?config, "configuration");
     match kmirror::app::run(listener, run_config, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
+        Err(kmirror::app::RunError::Engine(e @ kmirror::engine::EngineError::Incompatible(_))) => {
+            // A configuration problem like an invalid field: the same exit code.
+            eprintln!("kmirror: {e}");
+            tracing::error!("{e}");
+            ExitCode::from(2)
+        }
         Err(e @ kmirror::app::RunError::Http(_)) => {
             // The engine was shut down cleanly all the same.
             tracing::error!("{e}");

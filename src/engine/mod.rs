@@ -263,6 +263,8 @@ pub struct OperationView {
     pub requested_at: i64,
     pub finished_at: Option<i64>,
     pub results: Vec<TopicOutcome>,
+    /// The instance that accepted the call (its partitions' owners carry it out).
+    pub accepted_by: Option<String>,
 }
 
 /// Who asked (for the audit trail).
@@ -281,6 +283,9 @@ pub enum EngineError {
     Destination(String),
     #[error("the engine is shutting down")]
     ShuttingDown,
+    /// This instance cannot join the instances already running (startup only).
+    #[error("incompatible with the running instances: {0}")]
+    Incompatible(String),
 }
 
 impl EngineError {
@@ -289,6 +294,7 @@ impl EngineError {
             EngineError::Rejected { kind, .. } => *kind,
             EngineError::Destination(_) => ProblemKind::DestinationUnavailable,
             EngineError::ShuttingDown => ProblemKind::ShuttingDown,
+            EngineError::Incompatible(_) => ProblemKind::Internal,
         }
     }
 

@@ -352,6 +352,7 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
                 message: r.error.as_ref().map(|e| e.detail.clone()),
             })
             .collect(),
+        accepted_by: op.accepted_by.clone(),
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
 }
@@ -379,6 +380,7 @@ fn operation_view(v: &OperationValue) -> OperationView {
                 }),
             })
             .collect(),
+        accepted_by: v.accepted_by.clone(),
     }
 }
 

@@ -637,6 +637,10 @@ pub struct OperationValue {
     pub finished_at: Option<i64>,
     /// The outcome per topic.
     pub results: Vec<TopicResultValue>,
+    /// The instance that accepted the call (the owners of its partitions carry it out); absent
+    /// from records written before instances shared a cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_by: Option<String>,
 }
 
 impl OperationValue {
@@ -1300,6 +1304,7 @@ mod tests {
                 error_code: Some("DESTINATION_DIVERGED".to_owned()),
                 message: Some("3 local records".to_owned()),
             }],
+            accepted_by: None,
         };
         let mirror_key = MirrorKey { mirror: "m".to_owned() };
         let state = partition_state();

@@ -493,6 +493,7 @@ mod tests {
             requested_at: 5,
             finished_at,
             results: Vec::new(),
+            accepted_by: None,
         };
         StateRecord::Operation(Entry::put(value.key(), value))
     }

@@ -33,7 +33,7 @@ fn free_port() -> u16 {
 }
 
 impl Node {
-    fn new(cluster: &str, state_topic: &str, id: &str) -> Node {
+    fn new(cluster: &str, state_topic: &str, id: &str, slots: i32) -> Node {
         let port = free_port();
         let args: Vec<String> = [
             "serve",
@@ -42,7 +42,7 @@ impl Node {
             "--state-topic",
             state_topic,
             "--state-partitions",
-            "16",
+            &slots.to_string(),
             "--cluster-name",
             cluster,
             "--instance-id",
@@ -255,11 +255,15 @@ async fn all_in(node: &Node, mirror: &str, topics: &[String], state: &str, withi
 
 /// Waits until the destination holds as many committed records as the source, per partition.
 async fn caught_up(topics: &[String], within: Duration) {
+    caught_up_n(topics, 12, within).await
+}
+
+async fn caught_up_n(topics: &[String], partitions: i32, within: Duration) {
     eventually("destination caught up with the source", within, || async {
         for t in topics {
             let t = t.clone();
             let (s, d) = tokio::task::spawn_blocking(move || {
-                let count = |c| read_all(c, &t, 12).values().map(Vec::len).collect::<Vec<_>>();
+                let count = |c| read_all(c, &t, partitions).values().map(Vec::len).collect::<Vec<_>>();
                 (count(Cluster::Source), count(Cluster::Destination))
             })
             .await
@@ -288,7 +292,7 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     let topics = vec![a_topic.name.clone(), b_topic.name.clone()];
     let cluster = unique("kmc");
     let state_topic = format!("__mirror_state-{cluster}");
-    let mut nodes: Vec<Node> = ["i0", "i1", "i2"].iter().map(|id| Node::new(&cluster, &state_topic, id)).collect();
+    let mut nodes: Vec<Node> = ["i0", "i1", "i2"].iter().map(|id| Node::new(&cluster, &state_topic, id, 16)).collect();
 
     // 1. The slots spread over all three; a mirror created and started through i0 mirrors on all.
     let spread = slots_spread(&nodes.iter().collect::<Vec<_>>(), Duration::from_secs(90)).await;
@@ -331,6 +335,14 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     let r = nodes[0].post(&format!("/mirrors/{mirror}/topics:pause"), json!({"topics": [topics[0]]})).await;
     assert!(r["results"][0]["ok"] == true, "{r}");
     all_in(&nodes[2], &mirror, &topics[..1], "PAUSED", Duration::from_secs(60)).await;
+    // The operation, with its progress, from another instance: accepted by i0, done everywhere.
+    let op_id = r["operation_id"].as_str().expect("operation_id").to_string();
+    let op = eventually("the pause operation done, seen from i2", Duration::from_secs(30), || async {
+        let op = nodes[2].get(&format!("/operations/{op_id}")).await?;
+        (op["progress"]["done"] == true).then_some(op)
+    })
+    .await;
+    assert_eq!(op["progress"]["partitions"].as_array().map(Vec::len), Some(12), "{op}");
     let r = nodes[0].post(&format!("/mirrors/{mirror}/topics:resume"), json!({"topics": [topics[0]]})).await;
     assert!(r["results"][0]["ok"] == true, "{r}");
     all_in(&nodes[1], &mirror, &topics[..1], "MIRRORING", Duration::from_secs(60)).await;
@@ -371,4 +383,121 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     for t in &topics {
         let _ = Cluster::Destination.admin().delete_topic(t).await;
     }
+}
+
+/// Migration from the single-pipe-per-mirror layout: state written by one instance, plus an
+/// open transaction left on the destination by that layout's data path (transactional id
+/// `<instance-id>.mirror.<mirror>`), is taken over by a `kmirror serve` of the slot layout
+/// without loss: the old transaction is aborted at once (not after its 60 s timeout, which would
+/// hold every `read_committed` reader back), and the destination ends equal to the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_single_pipe_layout_is_taken_over_without_loss() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "migrate", 2, &[]).await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(200, 2, "before")))
+        .await
+        .unwrap();
+    // A single instance mirrors it, then stops.
+    let eng = crate::engine::TestEngine::start().await;
+    let config = eng.config.clone();
+    let mirror = unique("m-migrate");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(
+        &mirror,
+        &[&topic.name],
+        kmirror::engine::LifecycleOp::Start { truncation: kmirror::engine::Truncation::None },
+    )
+    .await;
+    eng.wait_caught_up(&mirror, &topic.name, 2).await;
+    eng.stop().await;
+
+    // What that layout's data path would leave behind after a crash: an open transaction.
+    let legacy = format!("{}.mirror.{mirror}", config.instance_id);
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        let p = producer(Cluster::Destination, &[("transactional.id", &legacy), ("transaction.timeout.ms", "60000")]);
+        p.init_transactions(Duration::from_secs(30)).unwrap();
+        p.begin_transaction().unwrap();
+        p.send(BaseRecord::<str, str>::to(&t).partition(0).key("stray").payload("never committed"))
+            .map_err(|(e, _)| e)
+            .unwrap();
+        p.flush(Duration::from_secs(30)).unwrap();
+        // Gone without ending it, as a crashed process.
+        std::mem::forget(p);
+    })
+    .await
+    .unwrap();
+
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(100, 2, "after")))
+        .await
+        .unwrap();
+    let node = Node::new(&config.cluster_name, &config.state_topic, &config.instance_id, config.state_partitions);
+    // Well within the old transaction's 60 s timeout.
+    caught_up_n(&[topic.name.clone()], 2, Duration::from_secs(40)).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 300);
+    let parts = eventually("partitions shown MIRRORING", Duration::from_secs(30), || async {
+        let p = node.partitions(&mirror, &topic.name).await?;
+        (p.len() == 2 && p.iter().all(|x| x["state"] == "MIRRORING")).then_some(p)
+    })
+    .await;
+    assert!(parts.iter().all(|p| p["owner"] == config.instance_id.as_str()), "{parts:?}");
+    node.post(&format!("/mirrors/{mirror}/topics:stop"), json!({"topics": [topic.name]})).await;
+    drop(node);
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+fn records(n: usize, partitions: i32, tag: &str) -> Vec<Rec> {
+    (0..n)
+        .map(|i| Rec {
+            partition: (i as i32) % partitions,
+            key: Some(format!("{tag}-{i}").into_bytes()),
+            value: Some(format!("{tag}-value-{i}").into_bytes()),
+            headers: vec![("tag".into(), tag.as_bytes().to_vec())],
+            timestamp: Some(now_ms()),
+        })
+        .collect()
+}
+
+/// Starts an instance expected to refuse to start; returns its exit code and log.
+fn start_refused(cluster: String, state_topic: String, id: &'static str, slots: i32) -> (Option<i32>, String) {
+    let mut n = Node::new(&cluster, &state_topic, id, slots);
+    let mut child = n.child.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{id} did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status.code(), std::fs::read_to_string(&n.log).unwrap_or_default())
+}
+
+/// Safety at start: an instance of another cluster name on the same state topic, or one with
+/// another slot count, refuses to start with one clear error and exit code 2, and the running
+/// instance keeps its slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incompatible_instance_refuses_to_start() {
+    let _rig = shared().await;
+    let cluster = unique("kmc-safe");
+    let state_topic = format!("__mirror_state-{cluster}");
+    let running = Node::new(&cluster, &state_topic, "i0", 4);
+    eventually("i0 owns the 4 slots", Duration::from_secs(60), || async {
+        (running.slots().await?.len() == 4).then_some(())
+    })
+    .await;
+    let (other, st) = (unique("kmc-other"), state_topic.clone());
+    let (code, log) = tokio::task::spawn_blocking(move || start_refused(other, st, "j0", 4)).await.unwrap();
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("incompatible with the running instances") && log.contains(&cluster), "{log}");
+    let (c, st) = (cluster.clone(), state_topic.clone());
+    let (code, log) = tokio::task::spawn_blocking(move || start_refused(c, st, "i1", 8)).await.unwrap();
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("has 4 partitions but this instance is configured with 8"), "{log}");
+    assert_eq!(running.slots().await.map(|s| s.len()), Some(4), "the running instance kept its slots");
 }

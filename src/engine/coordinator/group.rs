@@ -89,6 +89,59 @@ impl Coordinator {
     }
 }
 
+/// A heartbeat this recent is a running instance.
+const LIVE: Duration = Duration::from_secs(30);
+
+/// Refuses to join instances this one cannot work with (issue 17, "safety at start"): a state
+/// topic whose partition count is not the configured slot count (every instance must hash
+/// partitions to the same slots), instances of another cluster name on the same state topic (two
+/// deployments would mirror the same partitions), or instances of another kmirror release line
+/// (major.minor: the state format and the slot layout may differ). Heartbeats older than
+/// [`LIVE`] are instances that are gone.
+pub(super) fn check_compatible(
+    config: &EngineConfig,
+    actual_slots: i32,
+    state: &MaterializedState,
+    t: Timestamp,
+) -> Result<(), String> {
+    if actual_slots != config.state_partitions {
+        return Err(format!(
+            "the state topic {} has {actual_slots} partitions but this instance is configured with {} \
+             (--state-partitions): every instance must use the topic's count",
+            config.state_topic, config.state_partitions
+        ));
+    }
+    let live: Vec<&crate::store::InstanceValue> = state
+        .instances()
+        .filter(|i| i.instance != config.instance_id)
+        .filter(|i| t.as_millis() - i.heartbeat_at <= LIVE.as_millis() as i64)
+        .collect();
+    if let Some(other) = live.iter().find(|i| i.cluster_name != config.cluster_name) {
+        return Err(format!(
+            "instance {} of cluster {:?} runs on the state topic {}; this instance's cluster name is {:?}: \
+             use the same --cluster-name, or another --state-topic for another deployment",
+            other.instance, other.cluster_name, config.state_topic, config.cluster_name
+        ));
+    }
+    let mine = release_line(env!("CARGO_PKG_VERSION"));
+    if let Some(other) = live.iter().find(|i| release_line(&i.version) != mine) {
+        return Err(format!(
+            "instance {} runs kmirror {} and this is {}: instances of one cluster must run the same \
+             release line (major.minor); upgrade them one at a time within a line, or stop them all first",
+            other.instance,
+            other.version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    Ok(())
+}
+
+/// `major.minor` of a version string.
+fn release_line(version: &str) -> (String, String) {
+    let mut parts = version.split('.');
+    (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string())
+}
+
 /// Where the tail starts after the first full read: past the last record read of each state
 /// partition (`None`: from the partition's beginning).
 pub(super) fn tail_start(records: &[state_log::LogRecord], partitions: i32) -> Vec<(i32, Option<i64>)> {
@@ -443,5 +496,69 @@ fn install_topic(m: &mut MirrorRt, lt: &persist::LoadedTopic) {
     });
     for (p, rec) in &lt.partitions {
         t.partitions.entry(*p).or_insert_with(|| PartRt::new(rec.clone())).record = rec.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Entry, InstanceKey, InstanceValue};
+
+    fn config() -> EngineConfig {
+        let mut c = EngineConfig::new("destination:9092");
+        c.state_partitions = 4;
+        c.cluster_name = "east".into();
+        c.instance_id = "i0".into();
+        c
+    }
+
+    fn state_with(id: &str, cluster: &str, version: &str, heartbeat_at: i64) -> MaterializedState {
+        let mut s = MaterializedState::new();
+        let value = InstanceValue {
+            instance: id.into(),
+            cluster_name: cluster.into(),
+            advertised_url: None,
+            version: version.into(),
+            slots: vec![0, 1],
+            partitions: 3,
+            heartbeat_at,
+            started_at: 0,
+        };
+        s.apply(StateRecord::Instance(Entry::put(InstanceKey { instance: id.into() }, value))).unwrap();
+        s
+    }
+
+    const NOW: i64 = 1_000_000;
+
+    #[test]
+    fn instances_that_cannot_work_together_are_refused_at_start() {
+        let t = Timestamp::from_millis(NOW);
+        let v = env!("CARGO_PKG_VERSION");
+        // Same cluster, same release line: fine; and an empty state topic.
+        assert_eq!(check_compatible(&config(), 4, &state_with("i1", "east", v, NOW - 1000), t), Ok(()));
+        assert_eq!(check_compatible(&config(), 4, &MaterializedState::new(), t), Ok(()));
+        // Another slot count than the topic's.
+        let e = check_compatible(&config(), 8, &MaterializedState::new(), t).unwrap_err();
+        assert!(e.contains("has 8 partitions but this instance is configured with 4"), "{e}");
+        // Another deployment on the same state topic.
+        let e = check_compatible(&config(), 4, &state_with("w0", "west", v, NOW - 1000), t).unwrap_err();
+        assert!(e.contains("instance w0 of cluster \"west\""), "{e}");
+        // Another release line.
+        let e = check_compatible(&config(), 4, &state_with("i1", "east", "99.0.0", NOW - 1000), t).unwrap_err();
+        assert!(e.contains("runs kmirror 99.0.0"), "{e}");
+        // A patch release of the same line is fine.
+        let (major, minor) = release_line(v);
+        let patch = format!("{major}.{minor}.999");
+        assert_eq!(check_compatible(&config(), 4, &state_with("i1", "east", &patch, NOW - 1000), t), Ok(()));
+        // Gone instances (stale heartbeat) and this instance's own earlier heartbeat do not count.
+        assert_eq!(check_compatible(&config(), 4, &state_with("w0", "west", v, NOW - 60_000), t), Ok(()));
+        assert_eq!(check_compatible(&config(), 4, &state_with("i0", "west", "99.0.0", NOW), t), Ok(()));
+    }
+
+    #[test]
+    fn the_tail_starts_after_the_last_record_read() {
+        let rec = |partition, offset| state_log::LogRecord { partition, offset, key: None, value: None };
+        let start = tail_start(&[rec(0, 5), rec(0, 9), rec(2, 0)], 3);
+        assert_eq!(start, vec![(0, Some(10)), (1, None), (2, Some(1))]);
     }
 }

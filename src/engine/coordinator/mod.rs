@@ -300,6 +300,7 @@ pub(super) async fn start_with_ports(
         let start = group::tail_start(&records, state_partitions);
         let (state, _) =
             crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
+        group::check_compatible(&config, state_partitions, &state, now()).map_err(EngineError::Incompatible)?;
         let mut g = group::Group::new(state, &start);
         let (tail_tx, mut tail_rx) = mpsc::unbounded_channel();
         g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);
@@ -889,6 +890,7 @@ impl Coordinator {
             requested_at: requested_at.as_millis(),
             finished_at: Some(now().as_millis()),
             results,
+            accepted_by: Some(self.config.instance_id.clone()),
         };
         self.pending_writes.push(persist::operation(&op, self.state_partitions));
         if let Err(e) = self.flush().await {
