@@ -127,6 +127,27 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
     header(&mut out, "kmirror_mirrors", "gauge", "Number of mirrors.");
     let _ = writeln!(out, "kmirror_mirrors {}", snap.mirrors.len());
 
+    let cluster = &snap.cluster;
+    header(
+        &mut out,
+        "kmirror_instances",
+        "gauge",
+        "kmirror instances of this deployment this instance knows, itself included (others by recent heartbeats).",
+    );
+    let _ = writeln!(out, "kmirror_instances {}", cluster.instances.len());
+    header(&mut out, "kmirror_slots", "gauge", "Slots (partitions of the state topic) of the deployment.");
+    let _ = writeln!(out, "kmirror_slots {}", cluster.slots.max(0));
+    header(&mut out, "kmirror_slots_owned", "gauge", "Slots this instance owns (it mirrors the partitions in them).");
+    let owned = cluster.instances.iter().find(|i| i.this).map_or(0, |i| i.slots.len());
+    let _ = writeln!(out, "kmirror_slots_owned {owned}");
+    header(
+        &mut out,
+        "kmirror_rebalances_total",
+        "counter",
+        "Rebalances of the slot group this instance saw since it started.",
+    );
+    let _ = writeln!(out, "kmirror_rebalances_total {}", cluster.rebalances);
+
     type Series<'a> = (&'a str, &'a str, &'a str);
     let per_partition: [Series<'_>; 4] = [
         ("kmirror_partition_lag_records", "gauge", "Records the source has that the destination does not yet."),
@@ -267,5 +288,44 @@ mod tests {
         let out = render(&Snapshot::default(), Timestamp::from_millis(5_000), &HttpMetrics::default(), "0.1.0");
         assert!(out.contains("kmirror_build_info{version=\"0.1.0\"} 1"));
         assert!(out.contains("kmirror_snapshot_age_seconds 5"));
+        for zero in ["kmirror_instances 0", "kmirror_slots 0", "kmirror_slots_owned 0", "kmirror_rebalances_total 0"] {
+            assert!(out.contains(&format!("\n{zero}\n")), "{zero}: {out}");
+        }
+    }
+
+    #[test]
+    fn instance_series_come_from_the_cluster_snapshot() {
+        use crate::engine::{ClusterSnapshot, InstanceSnapshot};
+        let instance = |id: &str, slots: Vec<i32>, this: bool| InstanceSnapshot {
+            id: id.to_string(),
+            advertised_url: None,
+            version: "0.1.0".to_string(),
+            slots,
+            partitions: 0,
+            last_heartbeat: Timestamp::from_millis(1),
+            started_at: Timestamp::from_millis(1),
+            this,
+        };
+        let snap = Snapshot {
+            cluster: ClusterSnapshot {
+                cluster_name: "c".to_string(),
+                mode: "group".to_string(),
+                this_instance: "b".to_string(),
+                slots: 16,
+                instances: vec![instance("a", (0..10).collect(), false), instance("b", vec![10, 11, 12], true)],
+                rebalances: 7,
+            },
+            ..Snapshot::default()
+        };
+        let out = render(&snap, Timestamp::from_millis(5_000), &HttpMetrics::default(), "0.1.0");
+        for (name, kind, value) in [
+            ("kmirror_instances", "gauge", "2"),
+            ("kmirror_slots", "gauge", "16"),
+            ("kmirror_slots_owned", "gauge", "3"),
+            ("kmirror_rebalances_total", "counter", "7"),
+        ] {
+            assert!(out.contains(&format!("# HELP {name} ")), "{name} HELP");
+            assert!(out.contains(&format!("# TYPE {name} {kind}\n{name} {value}\n")), "{name}: {out}");
+        }
     }
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod pagination;
 pub mod problem;
 
+mod instances;
 mod mirrors;
 mod operations;
 mod system;
@@ -66,7 +67,7 @@ pub const BEARER: &str = "bearer";
     ),
     modifiers(&SecurityAddon),
     tags(
-        (name = "cluster", description = "The destination cluster"),
+        (name = "cluster", description = "The destination cluster and the kmirror instances sharing the work"),
         (name = "mirrors", description = "Mirror definitions and health"),
         (name = "topics", description = "Mirrored topics, their lifecycle and partitions"),
         (name = "operations", description = "Operations and the audit log"),
@@ -95,6 +96,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(system::metrics))
         .routes(routes!(system::openapi_spec))
         .routes(routes!(mirrors::cluster_get))
+        .routes(routes!(instances::instances_get))
         .routes(routes!(mirrors::mirror_list, mirrors::mirror_create))
         .routes(routes!(mirrors::mirror_get, mirrors::mirror_update, mirrors::mirror_delete))
         .routes(routes!(mirrors::mirror_health))

@@ -436,6 +436,8 @@ mod tests {
             bytes_mirrored: 0,
             destination_stop_offset: None,
             local_writes: 0,
+            slot: 0,
+            owner: None,
         }
     }
 

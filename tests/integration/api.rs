@@ -648,6 +648,86 @@ async fn fenced_and_shutting_down_instances_answer_with_problems() {
     first.stop().await;
 }
 
+/// A standalone engine is one instance owning every slot: `GET /api/v1/instances` says so, every
+/// partition names its slot (the state partition of its records) and that instance as owner, and
+/// `/metrics` reports the slots and instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_and_partition_owners_of_a_standalone_engine() {
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    let me = eng.config.instance_id.clone();
+    let slots = eng.config.state_partitions;
+
+    let r = srv.get("/api/v1/instances", Some(VIEWER)).await;
+    let body = r.ok(200).clone();
+    assert_eq!(body["cluster_name"], eng.config.cluster_name.as_str(), "{body}");
+    assert_eq!(body["mode"], "standalone", "{body}");
+    assert_eq!(body["this_instance"], me.as_str(), "{body}");
+    assert_eq!(body["slots"], slots, "{body}");
+    assert_eq!(body["unowned_slots"], json!([]), "{body}");
+    assert_eq!(body["rebalances"], 0, "{body}");
+    assert!(body["taken_at"].is_string() && body["snapshot_age_ms"].is_u64(), "{body}");
+    let instances = body["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 1, "{body}");
+    let i = &instances[0];
+    assert_eq!(i["id"], me.as_str());
+    assert_eq!(i["this"], true);
+    assert_eq!(i["slots"], json!((0..slots).collect::<Vec<_>>()), "every slot: {body}");
+    assert_eq!(i["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(i["advertised_url"], Value::Null, "standalone advertises nothing");
+    assert!(i["heartbeat_age_ms"].is_u64(), "{body}");
+    for field in ["last_heartbeat", "started_at"] {
+        let t = i[field].as_str().unwrap_or_default();
+        assert!(t.len() == 24 && t.ends_with('Z') && t.as_bytes()[10] == b'T', "{field} is RFC 3339: {t:?}");
+    }
+    // Viewers read it; no token, no answer.
+    srv.get("/api/v1/instances", None).await.problem(401, "unauthorized");
+
+    // A mirrored topic: its partitions are in the slots their state records go to, all owned here.
+    let topic = TestTopic::create(Cluster::Source, "api-slots", 3, &[]).await;
+    let mirror = unique("api-slots");
+    srv.post("/api/v1/mirrors", ADMIN, mirror_body(&mirror)).await.ok(201);
+    let mp = format!("/api/v1/mirrors/{mirror}");
+    let r = srv.post(&format!("{mp}/topics:start"), OPERATOR, json!({"topics": [topic.name]})).await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], true, "{}", r.text);
+    eng.wait_state(&mirror, &topic.name, kmirror::domain::PartitionState::Mirroring).await;
+    let one = srv.get(&format!("{mp}/topics/{}", topic.name), Some(VIEWER)).await.ok(200).clone();
+    let topic_id = one["source_topic_id"].as_str().unwrap().to_string();
+    let n = std::num::NonZeroU32::new(slots as u32).unwrap();
+    let page = srv.get(&format!("{mp}/partitions?page_size=100"), Some(VIEWER)).await.ok(200).clone();
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "{page}");
+    for p in items.iter().chain(one["partitions"].as_array().unwrap()) {
+        let partition = p["partition"].as_i64().unwrap() as i32;
+        assert_eq!(p["slot"], kmirror::store::state_partition(&mirror, &topic_id, partition, n), "{p}");
+        assert_eq!(p["owner"], me.as_str(), "{p}");
+    }
+    let counted = eventually("the instance counts its partitions", Duration::from_secs(30), || async {
+        let b = srv.get("/api/v1/instances", Some(VIEWER)).await.json;
+        (b["instances"][0]["partitions"] == 3).then_some(b)
+    })
+    .await;
+    assert_eq!(counted["instances"][0]["partitions"], 3);
+
+    let metrics = srv.get("/metrics", Some(VIEWER)).await;
+    for line in [
+        "kmirror_instances 1".to_string(),
+        format!("kmirror_slots {slots}"),
+        format!("kmirror_slots_owned {slots}"),
+        "kmirror_rebalances_total 0".to_string(),
+        "# TYPE kmirror_rebalances_total counter".to_string(),
+        "# TYPE kmirror_slots_owned gauge".to_string(),
+    ] {
+        assert!(metrics.text.lines().any(|l| l == line), "missing {line:?}");
+    }
+
+    srv.call(Method::POST, &format!("{mp}/topics:stop"), Some(OPERATOR), json!({"topics": [topic.name]})).await.ok(200);
+    srv.stop().await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
 /// Waits until every partition of `topics` is `state` with lag 0 and everything produced
 /// (`per_partition` records each) mirrored, reading only the partitions endpoint.
 async fn wait_partitions(srv: &TestServer, mirror: &str, topics: &[&str], state: &str, per_partition: i64) -> Value {
@@ -741,6 +821,8 @@ async fn a_mirror_runs_end_to_end_through_the_api() {
         "lag_seconds",
         "last_mirrored_epoch",
         "retry_count",
+        "slot",
+        "owner",
     ] {
         assert!(one["partitions"][0].get(field).is_some(), "partition field {field} missing: {one}");
     }
