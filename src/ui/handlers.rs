@@ -73,6 +73,16 @@ pub async fn overview_live(State(ui): State<UiState>, Extension(viewer): Extensi
     Ok(html(pages::overview(&ui.app.engine.snapshot(), &ops, &viewer, now(), Part::Live)?))
 }
 
+// ----- instances --------------------------------------------------------------------------------
+
+pub async fn instances_get(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
+    Ok(html(pages::instances(&ui.app.engine.snapshot(), &viewer, now(), Part::Page)?))
+}
+
+pub async fn instances_live(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
+    Ok(html(pages::instances(&ui.app.engine.snapshot(), &viewer, now(), Part::Live)?))
+}
+
 // ----- mirror -----------------------------------------------------------------------------------
 
 async fn mirror_part(ui: UiState, viewer: Viewer, m: String, q: Pairs, part: Part) -> Page {

@@ -13,6 +13,7 @@
 //! | `GET /new-mirror`, `POST /mirrors` | create a mirror (admin) |
 //! | `POST /mirrors/{m}/delete` | delete a mirror (admin, typed confirmation) |
 //! | `GET /operations`, `/operations/{id}`, `/audit` | operations with progress; the audit trail |
+//! | `GET /instances` | the kmirror instances sharing the work, their slots and heartbeats |
 //! | `GET,POST /signin`, `POST /signout` | sessions |
 //! | `GET /ui/...` | the live fragments the pages poll every 2 s |
 //! | `GET /static/{file}` | embedded CSS, script and vendored htmx |
@@ -100,6 +101,8 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/ui/operations/{id}", get(handlers::operation_live))
         .route("/audit", get(handlers::audit_get))
         .route("/ui/audit", get(handlers::audit_live))
+        .route("/instances", get(handlers::instances_get))
+        .route("/ui/instances", get(handlers::instances_live))
         .route("/signout", post(handlers::signout_post))
         .route_layer(middleware::from_fn_with_state(ui.clone(), require_session));
     let public = Router::new()

@@ -12,15 +12,15 @@ use crate::engine::{OperationView, Snapshot};
 
 use super::error::UiError;
 use super::view::{
-    self, ConfirmView, MirrorView, OperationDetailView, OperationsView, OverviewView, Params, PartitionsView,
-    ResultsView, UiOp, Viewer,
+    self, ConfirmView, InstancesView, MirrorView, OperationDetailView, OperationsView, OverviewView, Params,
+    PartitionsView, ResultsView, UiOp, Viewer,
 };
 
 /// What every full page needs around its content.
 #[derive(Debug, Clone)]
 pub struct Chrome {
     pub title: String,
-    /// The highlighted navigation entry: `overview`, `operations`, `audit` or empty.
+    /// The highlighted navigation entry: `overview`, `operations`, `audit`, `instances` or empty.
     pub nav: &'static str,
     pub viewer: Option<Viewer>,
     pub asset_v: &'static str,
@@ -150,6 +150,21 @@ pub struct OperationFragment {
 }
 
 #[derive(Debug, Template)]
+#[template(path = "pages/instances.html")]
+pub struct InstancesPage {
+    pub chrome: Chrome,
+    pub v: InstancesView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/instances_live.html")]
+pub struct InstancesFragment {
+    pub v: InstancesView,
+    pub oob: bool,
+}
+
+#[derive(Debug, Template)]
 #[template(path = "pages/signin.html")]
 pub struct SigninPage {
     pub chrome: Chrome,
@@ -270,7 +285,7 @@ pub fn partitions(
         })?),
         None => None,
     };
-    let v = view::partitions(m, t, params, now, snap.taken_at, viewer);
+    let v = view::partitions(m, t, params, now, snap.taken_at, viewer, &snap.cluster.this_instance);
     Ok(match part {
         Part::Page => {
             let title = match topic {
@@ -341,6 +356,18 @@ pub fn operation(
             OperationPage { chrome, v, oob: false }.render()?
         }
         Part::Live => OperationFragment { v, oob: true }.render()?,
+    })
+}
+
+/// The instances sharing the work and their slots, page or live fragment.
+pub fn instances(snap: &Snapshot, viewer: &Viewer, now: Timestamp, part: Part) -> Result<String, UiError> {
+    let v = view::instances(snap, now);
+    Ok(match part {
+        Part::Page => {
+            InstancesPage { chrome: Chrome::new("Instances", "instances", Some(viewer.clone())), v, oob: false }
+                .render()?
+        }
+        Part::Live => InstancesFragment { v, oob: true }.render()?,
     })
 }
 

@@ -11,9 +11,9 @@ use kmirror::app::AppState;
 use kmirror::auth::{Identity, Role, TokenEntry, TokenStore};
 use kmirror::domain::{PartitionState, Timestamp};
 use kmirror::engine::{
-    ClusterIdStatus, DataPathStatus, EngineHandle, GroupSyncView, LifecycleOp, MirrorSnapshot, OperationKind,
-    OperationView, PartitionErrorView, PartitionSnapshot, Problem, ProblemKind, Snapshot, SyncKind, SyncStatus,
-    TopicOutcome, TopicSnapshot, Truncation,
+    ClusterIdStatus, ClusterSnapshot, DataPathStatus, EngineHandle, GroupSyncView, InstanceSnapshot, LifecycleOp,
+    MirrorSnapshot, OperationKind, OperationView, PartitionErrorView, PartitionSnapshot, Problem, ProblemKind,
+    Snapshot, SyncKind, SyncStatus, TopicOutcome, TopicSnapshot, Truncation,
 };
 use kmirror::ui::pages::{self, Part};
 use kmirror::ui::view::UiOp;
@@ -56,6 +56,8 @@ fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionS
         bytes_mirrored: 64_000,
         destination_stop_offset: (state == PartitionState::Stopped).then_some(mirrored - 5),
         local_writes: if state == PartitionState::Stopped { 6 } else { 0 },
+        slot: 0,
+        owner: None,
     }
 }
 
@@ -117,6 +119,49 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
     }
 }
 
+fn instance(id: &str, slots: std::ops::Range<i32>, heartbeat_ago_ms: i64) -> InstanceSnapshot {
+    InstanceSnapshot {
+        id: id.to_string(),
+        advertised_url: Some(format!("http://{id}.kmirror:8080")),
+        version: "0.9.0".into(),
+        partitions: 2 * slots.len() as u64,
+        slots: slots.collect(),
+        last_heartbeat: Timestamp::from_millis(NOW - heartbeat_ago_ms),
+        started_at: Timestamp::from_millis(NOW - 3_600_000),
+        this: false,
+    }
+}
+
+/// Three instances sharing 16 slots in a group, the page served by `kmirror-1`: `kmirror-0`
+/// advertises its URL, `kmirror-1` (this one) does not, `kmirror-2` runs an older version, its
+/// heartbeat is late and its advertised URL is not a web URL; slot 15 has no owner.
+fn cluster() -> ClusterSnapshot {
+    let mut this = instance("kmirror-1", 6..12, 800);
+    this.this = true;
+    this.advertised_url = None;
+    let mut old = instance("kmirror-2", 12..15, 14_000);
+    old.version = "0.8.2".into();
+    old.advertised_url = Some("javascript:alert(1)".into());
+    ClusterSnapshot {
+        cluster_name: "prod-eu".into(),
+        mode: "group".into(),
+        this_instance: "kmirror-1".into(),
+        slots: 16,
+        instances: vec![this, instance("kmirror-0", 0..6, 2_300), old],
+        rebalances: 3,
+    }
+}
+
+/// Gives every partition a slot (by topic name and partition) and the slot's owner.
+fn place(mut snap: Snapshot) -> Snapshot {
+    let cluster = snap.cluster.clone();
+    for p in snap.mirrors.iter_mut().flat_map(|m| &mut m.topics).flat_map(|t| &mut t.partitions) {
+        p.slot = (p.topic.len() as i32 + p.partition * 5) % cluster.slots.max(1);
+        p.owner = cluster.owner_of(p.slot).map(|i| i.id.clone());
+    }
+    snap
+}
+
 /// Two mirrors: a healthy one with mixed states and lag, and one whose source cluster ID changed.
 fn snapshot() -> Snapshot {
     let orders =
@@ -147,12 +192,13 @@ fn snapshot() -> Snapshot {
     broken.sync[1].consecutive_failures = 3;
     broken.sync[1].last_error = Some("GroupAuthorizationFailed: not authorized to describe groups".into());
     broken.sync[2].supported = false;
-    Snapshot {
+    place(Snapshot {
         taken_at: Timestamp::from_millis(NOW - 800),
         destination_cluster_id: "rurTmx9dW7WWA6KnPM7ubQ".into(),
         destination_brokers: Vec::new(),
         mirrors: vec![healthy, broken],
-    }
+        cluster: cluster(),
+    })
 }
 
 fn p64(p: i32) -> i64 {
@@ -181,6 +227,7 @@ fn operations() -> Vec<OperationView> {
                     }),
                 },
             ],
+            accepted_by: None,
         },
         OperationView {
             id: "op-000001".into(),
@@ -192,6 +239,7 @@ fn operations() -> Vec<OperationView> {
             requested_at: NOW - 86_400_000,
             finished_at: Some(NOW - 86_399_000),
             results: vec![],
+            accepted_by: None,
         },
     ]
 }
@@ -296,6 +344,8 @@ fn topic_page_renders() {
     .unwrap();
     insta::assert_snapshot!("topic_page", stable(page.clone()));
     assert!(page.contains("SOURCE_TOPIC_RECREATED") && page.contains("needs an operator"));
+    // clicks/0 and clicks/1 are in slots 6 and 11: this instance's (kmirror-1).
+    assert!(page.contains(">Owner</th>") && page.contains(r#"<td class="owner">kmirror-1 <span class="tag this""#));
     let live = pages::partitions(
         &snap,
         "eu-west",
@@ -311,6 +361,97 @@ fn topic_page_renders() {
     let missing =
         pages::partitions(&snap, "eu-west", Some("nope"), &params(&[]), &viewer(Role::Viewer), now(), Part::Page, None);
     assert_eq!(missing.unwrap_err().status, 404);
+}
+
+#[test]
+fn partitions_name_their_slot_and_owner() {
+    let snap = snapshot();
+    let v = viewer(Role::Viewer);
+    let page = pages::partitions(&snap, "eu-west", None, &params(&[("prefix", "orders")]), &v, now(), Part::Live, None)
+        .unwrap();
+    // orders/0..5 are in slots 6, 11, 0, 5, 10, 15: kmirror-1 (this), kmirror-0, and none for 15.
+    let model = kmirror::ui::view::partitions(
+        snap.mirror("eu-west").unwrap(),
+        None,
+        &params(&[("prefix", "orders")]),
+        now(),
+        now(),
+        &v,
+        "kmirror-1",
+    );
+    let owners: Vec<(i32, i32, &str, bool)> =
+        model.rows.iter().map(|r| (r.partition, r.slot, r.owner.as_str(), r.owner_this)).collect();
+    assert_eq!(
+        owners,
+        [
+            (0, 6, "kmirror-1", true),
+            (1, 11, "kmirror-1", true),
+            (2, 0, "kmirror-0", false),
+            (3, 5, "kmirror-0", false),
+            (4, 10, "kmirror-1", true),
+            (5, 15, "—", false),
+        ]
+    );
+    assert!(page.contains(r#"<td class="owner">kmirror-0</td>"#), "{page}");
+    assert!(page.contains("no instance is known to own this slot"));
+    assert_eq!(page.matches(r#"<span class="tag this""#).count(), 3);
+    // Sorting by slot.
+    let by_slot = kmirror::ui::view::partitions(
+        snap.mirror("eu-west").unwrap(),
+        None,
+        &params(&[("prefix", "orders"), ("sort", "slot")]),
+        now(),
+        now(),
+        &v,
+        "kmirror-1",
+    );
+    let slots: Vec<i32> = by_slot.rows.iter().map(|r| r.slot).collect();
+    assert_eq!(slots, [0, 5, 6, 10, 11, 15]);
+}
+
+#[test]
+fn instances_render() {
+    let snap = snapshot();
+    let live = pages::instances(&snap, &viewer(Role::Viewer), now(), Part::Live).unwrap();
+    insta::assert_snapshot!("instances_live", live.clone());
+    assert!(!live.contains("<html"), "a fragment, not a page");
+    assert!(live.contains(r#"id="freshness""#) && live.contains(r#"hx-swap-oob="true""#), "freshness rides along");
+    let page = pages::instances(&snap, &viewer(Role::Viewer), now(), Part::Page).unwrap();
+    assert!(page.starts_with("<!doctype html>") && page.contains(r#"hx-get="/ui/instances""#));
+    assert!(page.contains(r#"<a href="/instances" aria-current="page">Instances</a>"#), "nav entry");
+    // Ordered by id; this instance marked; a late heartbeat and an older version stand out.
+    let ids: Vec<&str> = ["kmirror-0", "kmirror-1", "kmirror-2"].into_iter().filter(|id| live.contains(id)).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(live.find(r#"data-instance="kmirror-0""#) < live.find(r#"data-instance="kmirror-1""#));
+    assert!(live.contains(r#"<tr data-instance="kmirror-1" class="this-row">"#));
+    assert_eq!(live.matches("this instance</span>").count(), 1);
+    assert!(live.contains(r#"<a href="http://kmirror-0.kmirror:8080" rel="noopener noreferrer">"#));
+    assert!(!live.contains(r#"href="javascript:"#), "a non-web advertised URL is shown, not linked");
+    assert!(live.contains(r#"<span class="health warn" title="2026-"#) || live.contains(r#"class="health warn""#));
+    assert!(live.contains("14 s ago") && live.contains("2 s ago"));
+    assert!(live.contains("0–5") && live.contains("6–11") && live.contains("12–14"));
+    assert!(
+        live.contains("1 without owner") && live.contains(r#"Slot <span class="mono">15</span> has no known owner"#)
+    );
+    assert!(live.contains(">group<") && live.contains(">prod-eu<") && live.contains(">3<"), "mode, name, rebalances");
+
+    // A standalone instance: one row with every slot; no snapshot yet: a readable empty page.
+    let mut alone = snapshot();
+    let mut me = instance("solo", 0..16, 0);
+    me.this = true;
+    alone.cluster = ClusterSnapshot {
+        cluster_name: "kmirror".into(),
+        mode: "standalone".into(),
+        this_instance: "solo".into(),
+        slots: 16,
+        instances: vec![me],
+        rebalances: 0,
+    };
+    let v = kmirror::ui::view::instances(&alone, now());
+    assert_eq!((v.mode.as_str(), v.unowned_count, v.rows.len()), ("standalone", 0, 1));
+    assert_eq!((v.rows[0].slots.as_str(), v.rows[0].slot_count.as_str(), v.rows[0].this), ("0–15", "16", true));
+    let empty = pages::instances(&Snapshot::default(), &viewer(Role::Viewer), now(), Part::Page).unwrap();
+    assert!(empty.contains("No instance reported yet."));
 }
 
 #[test]
@@ -379,6 +520,7 @@ fn ten_thousand_partitions_stay_instant() {
         now(),
         now(),
         &v,
+        "kmirror-1",
     );
     assert_eq!(model.rows.len(), 100, "one page");
     assert_eq!(model.rows[0].lag_records, kmirror::ui::format::int(max_lag), "worst lag first");
@@ -471,12 +613,26 @@ fn hostile_strings_are_escaped_everywhere() {
     m.groups[0].group = hostile("group");
     m.groups[1].last_error = Some(hostile("group-error"));
     let mname = m.name.clone();
-    let snap = Snapshot {
+    let mut other = instance(&hostile("instance"), 0..2, 1_000);
+    other.advertised_url = Some(format!("http://x/{X}{Y}"));
+    other.version = hostile("version");
+    let mut this = instance(&hostile("this"), 2..4, 0);
+    this.this = true;
+    this.advertised_url = Some(hostile("url"));
+    let snap = place(Snapshot {
         taken_at: now(),
         destination_cluster_id: hostile("dest"),
         destination_brokers: Vec::new(),
         mirrors: vec![m],
-    };
+        cluster: ClusterSnapshot {
+            cluster_name: hostile("cluster"),
+            mode: hostile("mode"),
+            this_instance: this.id.clone(),
+            slots: 4,
+            instances: vec![other, this],
+            rebalances: 0,
+        },
+    });
     let ops = vec![OperationView {
         id: hostile("op"),
         mirror: mname.clone(),
@@ -491,6 +647,7 @@ fn hostile_strings_are_escaped_everywhere() {
             ok: false,
             error: Some(Problem { kind: ProblemKind::Internal, detail: hostile("detail") }),
         }],
+        accepted_by: None,
     }];
     let mut v = viewer(Role::Admin);
     v.name = hostile("user");
@@ -510,13 +667,16 @@ fn hostile_strings_are_escaped_everywhere() {
         pages::operations(&snap, &ops, &params(&[]), &v, now(), true, Part::Page).unwrap(),
         pages::operation(&snap, &ops[0], &v, now(), Part::Page).unwrap(),
         pages::results(results).unwrap(),
+        pages::instances(&snap, &v, now(), Part::Page).unwrap(),
+        pages::instances(&snap, &v, now(), Part::Live).unwrap(),
     ];
     for (i, html) in rendered.iter().enumerate() {
         assert!(!html.contains("<script>alert"), "render {i}: raw script tag:\n{html}");
         assert!(!html.contains("<img src=x"), "render {i}: raw img tag");
         assert!(!html.contains(r#""><img"#), "render {i}: attribute breakout");
+        // askama writes `<` as `&#60;`; URLs carry it percent-encoded.
         assert!(
-            html.contains("&lt;script&gt;") || html.contains("%3Cscript%3E"),
+            ["&lt;script&gt;", "&#60;script&#62;", "%3Cscript%3E"].iter().any(|escaped| html.contains(escaped)),
             "render {i}: the payload is shown, escaped"
         );
         // The only script tags are ours, from /static.
@@ -818,12 +978,17 @@ async fn csrf_roles_and_pages_without_javascript() {
         format!("/mirrors/{m}/topics/{}", t.name),
         "/operations".into(),
         "/audit".into(),
+        "/instances".into(),
     ] {
         let r = s.get(&path, Some(&op_cookie), false).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
         assert!(r.text.starts_with("<!doctype html>") && r.text.contains("</html>"), "{path}");
         assert!(
-            r.text.contains(&t.name) || path == "/" || path.starts_with("/audit") || path == "/operations",
+            r.text.contains(&t.name)
+                || path == "/"
+                || path.starts_with("/audit")
+                || path == "/operations"
+                || path == "/instances",
             "{path}"
         );
         assert_eq!(r.header("cache-control"), "no-store");
@@ -834,6 +999,14 @@ async fn csrf_roles_and_pages_without_javascript() {
             assert!(live.text.contains(r#"id="freshness""#), "/ui{path} carries the freshness indicator");
         }
     }
+
+    // A standalone engine is one instance owning every slot, and owns every partition.
+    let instances = s.get("/instances", Some(&view_cookie), false).await;
+    let me = &engine.config.instance_id;
+    assert!(instances.text.contains(&format!(r#"<tr data-instance="{me}" class="this-row">"#)), "{}", instances.text);
+    assert!(instances.text.contains(">standalone<") && instances.text.contains("0–3"), "{}", instances.text);
+    let parts = s.get(&format!("/mirrors/{m}/topics/{}", t.name), Some(&view_cookie), false).await;
+    assert_eq!(parts.text.matches(&format!(r#"<td class="owner">{me} <span class="tag this""#)).count(), 2);
 
     // The operator sees actions; the viewer sees none and is refused on POST.
     let op_page = s.get(&mirror_path, Some(&op_cookie), false).await;
@@ -1053,6 +1226,7 @@ fn dump_fixture_pages() {
             pages::confirm(&snap, "eu-west", UiOp::Restart, &["audit.log".into()], &op, false, "/").unwrap(),
         ),
         ("operation", pages::operation(&snap, &ops[0], &op, now(), Part::Page).unwrap()),
+        ("instances", pages::instances(&snap, &op, now(), Part::Page).unwrap()),
     ];
     for (name, html) in pages {
         assert!(html.contains("<html") && html.contains("</html>"), "{name} renders a whole page");

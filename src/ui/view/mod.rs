@@ -6,7 +6,7 @@
 //! out of 10,000 partitions costs one pass and one sort of references.
 //!
 //! One file per page of `templates/pages/` that has a view model (`overview`, `mirror`,
-//! `partitions`, `confirm`, `operations`, `operation`); the sign-in, new-mirror and error pages
+//! `partitions`, `confirm`, `operations`, `operation`, `instances`); the sign-in, new-mirror and error pages
 //! take plain fields (`super::pages`). Pieces several pages share are in `common` (visitor,
 //! parameters, badges, paging), `health` (cluster ID and sync), `actions` (the lifecycle actions
 //! offered) and `results` (an action's outcome per topic).
@@ -15,6 +15,7 @@ mod actions;
 mod common;
 mod confirm;
 mod health;
+mod instances;
 mod mirror;
 mod operation;
 mod operations;
@@ -26,6 +27,7 @@ pub use actions::*;
 pub use common::*;
 pub use confirm::*;
 pub use health::*;
+pub use instances::*;
 pub use mirror::*;
 pub use operation::*;
 pub use operations::*;

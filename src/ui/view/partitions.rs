@@ -41,9 +41,16 @@ pub struct PartitionRow {
     pub error: Option<ErrorView>,
     pub retries: String,
     pub retry_count: u32,
+    /// The slot (state-topic partition) the partition belongs to.
+    pub slot: i32,
+    /// The instance owning the slot ([`NONE`] while none is known).
+    pub owner: String,
+    pub owner_known: bool,
+    /// The owner is the instance answering this page.
+    pub owner_this: bool,
 }
 
-fn partition_row(mirror: &str, p: &PartitionSnapshot, now: Timestamp) -> PartitionRow {
+fn partition_row(mirror: &str, p: &PartitionSnapshot, this_instance: &str, now: Timestamp) -> PartitionRow {
     PartitionRow {
         topic: p.topic.clone(),
         topic_href: topic_href(mirror, &p.topic),
@@ -70,6 +77,10 @@ fn partition_row(mirror: &str, p: &PartitionSnapshot, now: Timestamp) -> Partiti
         }),
         retries: if p.retry_count == 0 { String::new() } else { format!("retry {}", p.retry_count) },
         retry_count: p.retry_count,
+        slot: p.slot,
+        owner: p.owner.clone().unwrap_or_else(|| NONE.into()),
+        owner_known: p.owner.is_some(),
+        owner_this: !this_instance.is_empty() && p.owner.as_deref() == Some(this_instance),
     }
 }
 
@@ -133,11 +144,14 @@ fn partition_sort_key(sort: &str) -> &'static str {
         "lag_s" => "lag_s",
         "since" => "since",
         "retries" => "retries",
+        "slot" => "slot",
         _ => "partition",
     }
 }
 
 /// The partitions of a mirror (all topics, filterable by topic prefix) or of one topic.
+/// `this_instance` (the snapshot's `cluster.this_instance`) marks the partitions this instance
+/// owns.
 pub fn partitions(
     m: &MirrorSnapshot,
     topic: Option<&TopicSnapshot>,
@@ -145,6 +159,7 @@ pub fn partitions(
     now: Timestamp,
     taken_at: Timestamp,
     viewer: &Viewer,
+    this_instance: &str,
 ) -> PartitionsView {
     let prefix = if topic.is_some() { String::new() } else { p.get("prefix").to_string() };
     let state = parse_state(p);
@@ -171,6 +186,7 @@ pub fn partitions(
             // Longest in its state first when descending: since is an instant, so reverse it.
             "since" => b.state_since.cmp(&a.state_since),
             "retries" => a.retry_count.cmp(&b.retry_count),
+            "slot" => a.slot.cmp(&b.slot),
             _ => Ordering::Equal,
         };
         let o = if desc { o.reverse() } else { o };
@@ -190,13 +206,14 @@ pub fn partitions(
     };
     let (pager, range) =
         Pager::new(rows.len(), parse_page(p), per, &|pg| url(&base_href, &query(sort, dir_s, state, pg)));
-    let column_defs: [(&'static str, &'static str, &'static str); 6] = [
+    let column_defs: [(&'static str, &'static str, &'static str); 7] = [
         ("Partition", "partition", ""),
         ("State", "state", ""),
         ("In state", "since", "num"),
         ("Lag (records)", "lag", "num"),
         ("Lag (time)", "lag_s", "num"),
         ("Retries", "retries", "num"),
+        ("Slot", "slot", "num"),
     ];
     let columns = column_defs
         .into_iter()
@@ -260,7 +277,8 @@ pub fn partitions(
         }
     });
     let live_base = format!("/ui{base_href}");
-    let page_rows: Vec<PartitionRow> = rows[range].iter().map(|x| partition_row(&m.name, x, now)).collect();
+    let page_rows: Vec<PartitionRow> =
+        rows[range].iter().map(|x| partition_row(&m.name, x, this_instance, now)).collect();
     PartitionsView {
         mirror: m.name.clone(),
         mirror_href: mirror_href(&m.name),
