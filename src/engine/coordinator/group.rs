@@ -354,6 +354,21 @@ impl Coordinator {
                 }
             }
         }
+        // Records another instance mirrored: its transactions' runs (bytes are not recorded).
+        for rec in &decoded {
+            if let StateRecord::OffsetRuns(e) = rec
+                && let Some(v) = &e.value
+                && let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id)
+                && !self.owns_partition(&e.key.mirror, &t, e.key.partition)
+                && let Some(rt) = self
+                    .mirrors
+                    .get_mut(&e.key.mirror)
+                    .and_then(|m| m.topics.get_mut(&t))
+                    .and_then(|t| t.partitions.get_mut(&e.key.partition))
+            {
+                rt.records_mirrored += v.runs.iter().map(|r| r.length().max(0) as u64).sum::<u64>();
+            }
+        }
         let mut adopt: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
         for (mirror, topic, p) in touched {
             let is_new = new_topics.contains(&(mirror.clone(), topic.clone()));
