@@ -13,6 +13,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once at startup: the size of the serve variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Run the mirror engine for a destination cluster until SIGTERM or Ctrl-C.
     Serve(ServeArgs),

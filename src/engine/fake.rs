@@ -915,7 +915,11 @@ impl Ports for FakeWorld {
         Err(KafkaError::Client("the fake clusters have no consumer groups: group ownership runs on real Kafka".into()))
     }
 
-    fn fence_writer<'a>(&'a self, _config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
+    fn fence_writer<'a>(
+        &'a self,
+        _config: &'a EngineConfig,
+        transactional_id: &'a str,
+    ) -> BoxFuture<'a, KafkaResult<()>> {
         let r = self.destination_check("InitProducerId").map(|()| {
             self.state.open(transactional_id);
         });

@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
 use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
+use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
 use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter, TailBatch};
 use crate::kafka::{
     AclBinding, AclFilter, ClusterDescription, ConfigEntry, ConfigOp, GroupDescription, GroupListing, GroupOffset,
@@ -146,7 +146,11 @@ pub(crate) trait Ports: Send + Sync {
     ) -> KafkaResult<Box<dyn GroupMember>>;
     /// Initialises a transactional producer with `transactional_id` and closes it: whatever
     /// producer had that id is fenced and its open transaction aborted.
-    fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>>;
+    fn fence_writer<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        transactional_id: &'a str,
+    ) -> BoxFuture<'a, KafkaResult<()>>;
     /// Starts a mirror's data path: commands go to the returned sender, events come on `events`.
     fn spawn_data_path(
         &self,
@@ -436,13 +440,23 @@ impl Ports for KafkaPorts {
         Ok(Box::new(Membership::start(cfg, events)?))
     }
 
-    fn fence_writer<'a>(&'a self, config: &'a EngineConfig, transactional_id: &'a str) -> BoxFuture<'a, KafkaResult<()>> {
+    fn fence_writer<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        transactional_id: &'a str,
+    ) -> BoxFuture<'a, KafkaResult<()>> {
         let c = config.clone();
         let id = transactional_id.to_string();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
-                StateWriter::new(&c.destination_bootstrap, &c.destination_properties, &id, &c.state_topic, c.request_timeout)
-                    .map(drop)
+                StateWriter::new(
+                    &c.destination_bootstrap,
+                    &c.destination_properties,
+                    &id,
+                    &c.state_topic,
+                    c.request_timeout,
+                )
+                .map(drop)
             })
             .await
             .map_err(|e| KafkaError::Task { operation: "fence writer", message: e.to_string() })?

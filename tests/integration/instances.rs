@@ -351,11 +351,12 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     all_in(&nodes[1], &mirror, &topics[..1], "MIRRORING", Duration::from_secs(60)).await;
 
     // 5. Rolling restart: SIGTERM one at a time, same ids.
-    for i in 0..3 {
-        nodes[i].terminate();
-        nodes[i].start();
-        eventually(&format!("{} back with slots", nodes[i].id), Duration::from_secs(60), || async {
-            (!nodes[i].slots().await?.is_empty()).then_some(())
+    for node in nodes.iter_mut() {
+        node.terminate();
+        node.start();
+        let node = &*node;
+        eventually(&format!("{} back with slots", node.id), Duration::from_secs(60), || async {
+            (!node.slots().await?.is_empty()).then_some(())
         })
         .await;
     }
@@ -404,9 +405,7 @@ async fn the_single_pipe_layout_is_taken_over_without_loss() {
     let _rig = shared().await;
     let topic = TestTopic::create(Cluster::Source, "migrate", 2, &[]).await;
     let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(200, 2, "before")))
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(200, 2, "before"))).await.unwrap();
     // A single instance mirrors it, then stops.
     let eng = crate::engine::TestEngine::start().await;
     let config = eng.config.clone();
@@ -439,12 +438,10 @@ async fn the_single_pipe_layout_is_taken_over_without_loss() {
     .unwrap();
 
     let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(100, 2, "after")))
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(100, 2, "after"))).await.unwrap();
     let node = Node::new(&config.cluster_name, &config.state_topic, &config.instance_id, config.state_partitions);
     // Well within the old transaction's 60 s timeout.
-    caught_up_n(&[topic.name.clone()], 2, Duration::from_secs(40)).await;
+    caught_up_n(std::slice::from_ref(&topic.name), 2, Duration::from_secs(40)).await;
     assert_eq!(assert_same_content(&topic.name, 2).await, 300);
     let parts = eventually("partitions shown MIRRORING", Duration::from_secs(30), || async {
         let p = node.partitions(&mirror, &topic.name).await?;

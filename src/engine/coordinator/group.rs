@@ -157,6 +157,7 @@ impl Coordinator {
     /// Installs the model of what `loaded` holds without running anything: the view of a
     /// group member before it owns a slot.
     pub(super) fn install(&mut self, loaded: &Loaded) {
+        let slots = self.state_partitions;
         for lm in &loaded.mirrors {
             let name = lm.stored.spec.name.clone();
             if !self.mirrors.contains_key(&name) {
@@ -165,7 +166,7 @@ impl Coordinator {
             let Some(m) = self.mirrors.get_mut(&name) else { continue };
             m.last_mirror_epochs = lm.last_mirror_epochs.clone();
             for lt in &lm.topics {
-                install_topic(m, lt);
+                install_topic(m, &name, lt, slots);
             }
         }
     }
@@ -277,10 +278,7 @@ impl Coordinator {
         m.topics
             .iter()
             .flat_map(|(tn, t)| {
-                t.partitions
-                    .keys()
-                    .filter(|p| slots.contains(&slots::slot_of_partition(mirror, &t.source_topic_id, **p, self.state_partitions)))
-                    .map(move |p| (tn.clone(), *p))
+                t.partitions.iter().filter(|(_, rt)| slots.contains(&rt.slot)).map(move |(p, _)| (tn.clone(), *p))
             })
             .collect()
     }
@@ -380,10 +378,9 @@ impl Coordinator {
         for (mirror, parts) in adopt {
             let mut planned = Planned::default();
             for (topic, p) in parts {
-                match self.apply(&mirror, &topic, p, Event::Loaded) {
-                    Ok(actions) => planned.push(&topic, p, actions),
-                    // PAUSED, STOPPED, UNKNOWN: nothing to run.
-                    Err(_) => {}
+                // PAUSED, STOPPED, UNKNOWN: nothing to run.
+                if let Ok(actions) = self.apply(&mirror, &topic, p, Event::Loaded) {
+                    planned.push(&topic, p, actions);
                 }
             }
             for (topic, p) in self.run_actions(&mirror, planned).await {
@@ -439,6 +436,7 @@ impl Coordinator {
 
     /// A MirrorTopic record; true when the topic is new to this instance.
     fn tailed_topic(&mut self, mirror: &str, topic: &str, value: Option<&crate::store::MirrorTopicValue>) -> bool {
+        let slots = self.state_partitions;
         let Some(g) = self.group.as_ref() else { return false };
         let Some(m) = self.mirrors.get_mut(mirror) else { return false };
         match value {
@@ -449,7 +447,7 @@ impl Coordinator {
             Some(tv) if !m.topics.contains_key(topic) => {
                 let mut warnings = Vec::new();
                 let lt = persist::loaded_topic(&g.state, mirror, tv, None, &mut warnings);
-                install_topic(m, &lt);
+                install_topic(m, mirror, &lt, slots);
                 true
             }
             Some(_) => false,
@@ -500,7 +498,7 @@ impl Coordinator {
 }
 
 /// Adds a loaded topic to a mirror's model (no data path is touched).
-fn install_topic(m: &mut MirrorRt, lt: &persist::LoadedTopic) {
+fn install_topic(m: &mut MirrorRt, mirror: &str, lt: &persist::LoadedTopic, slots: i32) {
     m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).insert(lt.name.clone(), lt.source_topic_id.clone());
     let t = m.topics.entry(lt.name.clone()).or_insert_with(|| TopicRt {
         source_topic_id: lt.source_topic_id.clone(),
@@ -510,7 +508,8 @@ fn install_topic(m: &mut MirrorRt, lt: &persist::LoadedTopic) {
         partitions: BTreeMap::new(),
     });
     for (p, rec) in &lt.partitions {
-        t.partitions.entry(*p).or_insert_with(|| PartRt::new(rec.clone())).record = rec.clone();
+        let slot = slots::slot_of_partition(mirror, &lt.source_topic_id, *p, slots);
+        t.partitions.entry(*p).or_insert_with(|| PartRt::new(rec.clone(), slot)).record = rec.clone();
     }
 }
 

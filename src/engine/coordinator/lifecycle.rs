@@ -373,6 +373,7 @@ impl Coordinator {
         }
 
         // Transition every partition to PREPARING and persist before acting.
+        let n = self.state_partitions;
         {
             let m = self.mirrors.get_mut(mirror).expect("known");
             let t = m.topics.entry(topic.to_string()).or_insert_with(|| TopicRt {
@@ -384,7 +385,8 @@ impl Coordinator {
             });
             t.destination_topic_id = dest_topic.topic_id.to_string();
             for p in 0..partitions {
-                t.partitions.entry(p).or_insert_with(|| PartRt::new(PartitionRecord::new(now_ts)));
+                let slot = slots::slot_of_partition(mirror, &t.source_topic_id, p, n);
+                t.partitions.entry(p).or_insert_with(|| PartRt::new(PartitionRecord::new(now_ts), slot));
             }
             m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).insert(topic.to_string(), source_topic_id.clone());
         }

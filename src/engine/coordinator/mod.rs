@@ -73,11 +73,14 @@ struct PartRt {
     /// The source consumer's position when it moved past the committed position over records
     /// with nothing to mirror (transaction markers at the log end).
     fetch_position: Option<i64>,
+    /// The partition's slot (`slots`), computed once: the hash is asked for on every snapshot.
+    slot: i32,
 }
 
 impl PartRt {
-    fn new(record: PartitionRecord) -> PartRt {
+    fn new(record: PartitionRecord, slot: i32) -> PartRt {
         PartRt {
+            slot,
             record,
             offsets: Offsets::default(),
             records_mirrored: 0,
@@ -344,9 +347,9 @@ pub(super) async fn start_with_ports(
             .topics
             .iter()
             .flat_map(|t| {
-                t.partitions.iter().map(|(p, _)| {
-                    slots::slot_of_partition(&name, &t.source_topic_id, *p, state_partitions)
-                })
+                t.partitions
+                    .iter()
+                    .map(|(p, _)| slots::slot_of_partition(&name, &t.source_topic_id, *p, state_partitions))
             })
             .filter(|s| coord.owns(*s))
             .collect();
@@ -932,12 +935,10 @@ impl Coordinator {
         let cluster = self.cluster_snapshot(taken_at);
         let owners: HashMap<i32, &str> =
             cluster.instances.iter().flat_map(|i| i.slots.iter().map(move |s| (*s, i.id.as_str()))).collect();
-        let slots = self.state_partitions;
         let mirrors = self
             .mirrors
             .values()
             .map(|m| {
-                let name = m.stored.spec.name.as_str();
                 let topics = m
                     .topics
                     .iter()
@@ -946,7 +947,7 @@ impl Coordinator {
                             .partitions
                             .iter()
                             .map(|(p, rt)| {
-                                let slot = slots::slot_of_partition(name, &t.source_topic_id, *p, slots);
+                                let slot = rt.slot;
                                 let mut snap = partition_snapshot(tn, *p, rt, taken_at);
                                 snap.slot = slot;
                                 snap.owner = owners.get(&slot).map(|o| o.to_string());

@@ -24,7 +24,8 @@ impl Coordinator {
                     partitions: BTreeMap::new(),
                 };
                 for (p, rec) in lt.partitions {
-                    t.partitions.insert(p, PartRt::new(rec));
+                    let slot = slots::slot_of_partition(&name, &t.source_topic_id, p, self.state_partitions);
+                    t.partitions.insert(p, PartRt::new(rec, slot));
                 }
                 m.topics.insert(lt.name, t);
             }
@@ -255,7 +256,8 @@ impl Coordinator {
         let now_i = tokio::time::Instant::now();
         let mut due: Vec<(String, i32, String)> = Vec::new();
         for (n, m) in self.mirrors.iter_mut() {
-            let slots: Vec<i32> = m.restart_pipe_at.iter().filter(|(_, (at, _))| *at <= now_i).map(|(s, _)| *s).collect();
+            let slots: Vec<i32> =
+                m.restart_pipe_at.iter().filter(|(_, (at, _))| *at <= now_i).map(|(s, _)| *s).collect();
             for s in slots {
                 if let Some((_, msg)) = m.restart_pipe_at.remove(&s) {
                     due.push((n.clone(), s, msg));
@@ -274,8 +276,7 @@ impl Coordinator {
             for (tn, topic) in &m.topics {
                 for (p, rt) in &topic.partitions {
                     // A partition another instance owns is retried there.
-                    let slot = slots::slot_of_partition(mn, &topic.source_topic_id, *p, self.state_partitions);
-                    if rt.record.is_retry_due(t) && self.owned.contains(&slot) {
+                    if rt.record.is_retry_due(t) && self.owned.contains(&rt.slot) {
                         due.push((mn.clone(), tn.clone(), *p));
                     }
                 }

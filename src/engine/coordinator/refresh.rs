@@ -107,9 +107,7 @@ impl Coordinator {
             let keys: Vec<(String, i32)> = keys
                 .iter()
                 .filter(|(t, p)| {
-                    m.topics.get(t).is_some_and(|rt| {
-                        self.owned.contains(&slots::slot_of_partition(name, &rt.source_topic_id, *p, self.state_partitions))
-                    })
+                    m.topics.get(t).and_then(|rt| rt.partitions.get(p)).is_some_and(|rt| self.owned.contains(&rt.slot))
                 })
                 .cloned()
                 .collect();
@@ -395,11 +393,13 @@ impl Coordinator {
         }
         let t = now();
         let new: Vec<i32> = {
+            let n = self.state_partitions;
             let rt = self.mirrors.get_mut(mirror).expect("known").topics.get_mut(topic).expect("known");
             let first = rt.partitions.len() as i32;
             let new: Vec<i32> = (first..partitions as i32).collect();
             for p in &new {
-                rt.partitions.insert(*p, PartRt::new(PartitionRecord::new(t)));
+                let slot = slots::slot_of_partition(mirror, &rt.source_topic_id, *p, n);
+                rt.partitions.insert(*p, PartRt::new(PartitionRecord::new(t), slot));
             }
             new
         };

@@ -58,8 +58,7 @@ pub(super) struct Released {
 impl Coordinator {
     /// The slot of `mirror`'s partition (`None` for an unknown topic).
     pub(super) fn slot_of(&self, mirror: &str, topic: &str, partition: i32) -> Option<i32> {
-        let t = self.mirrors.get(mirror)?.topics.get(topic)?;
-        Some(slot_of_partition(mirror, &t.source_topic_id, partition, self.state_partitions))
+        Some(self.mirrors.get(mirror)?.topics.get(topic)?.partitions.get(&partition)?.slot)
     }
 
     /// Whether this process owns `slot` (always, standalone).
@@ -91,14 +90,7 @@ impl Coordinator {
     /// The slots holding partitions of `mirror`.
     pub(super) fn slots_of_mirror(&self, mirror: &str) -> BTreeSet<i32> {
         let Some(m) = self.mirrors.get(mirror) else { return BTreeSet::new() };
-        m.topics
-            .iter()
-            .flat_map(|(_, t)| {
-                t.partitions
-                    .keys()
-                    .map(|p| slot_of_partition(mirror, &t.source_topic_id, *p, self.state_partitions))
-            })
-            .collect()
+        m.topics.values().flat_map(|t| t.partitions.values().map(|rt| rt.slot)).collect()
     }
 
     /// Starts `mirror`'s data path for `slot`. Returns a receiver that resolves when its producer
@@ -256,17 +248,10 @@ impl Coordinator {
         let slots: Vec<i32> = self.owned.iter().copied().collect();
         let partitions = self
             .mirrors
-            .iter()
-            .map(|(name, m)| {
-                m.topics
-                    .values()
-                    .flat_map(|t| {
-                        t.partitions.keys().map(|p| slot_of_partition(name, &t.source_topic_id, *p, self.state_partitions))
-                    })
-                    .filter(|s| self.owned.contains(s))
-                    .count() as u64
-            })
-            .sum();
+            .values()
+            .flat_map(|m| m.topics.values().flat_map(|t| t.partitions.values()))
+            .filter(|rt| self.owned.contains(&rt.slot))
+            .count() as u64;
         let advertised_url = match &self.config.ownership {
             Ownership::Group { advertised_url, .. } => advertised_url.clone(),
             Ownership::Standalone => None,
