@@ -345,7 +345,12 @@ fn topic_page_renders() {
     insta::assert_snapshot!("topic_page", stable(page.clone()));
     assert!(page.contains("SOURCE_TOPIC_RECREATED") && page.contains("needs an operator"));
     // clicks/0 and clicks/1 are in slots 6 and 11: this instance's (kmirror-1).
-    assert!(page.contains(">Owner</th>") && page.contains(r#"<td class="owner">kmirror-1 <span class="tag this""#));
+    assert!(
+        page.contains(">Owner</th>")
+            && page.contains(
+                r#"<td class="owner"><span class="tag this" title="the instance answering this page">this</span> <span class="owner-id" title="kmirror-1">kmirror-1</span></td>"#
+            )
+    );
     let live = pages::partitions(
         &snap,
         "eu-west",
@@ -392,7 +397,10 @@ fn partitions_name_their_slot_and_owner() {
             (5, 15, "—", false),
         ]
     );
-    assert!(page.contains(r#"<td class="owner">kmirror-0</td>"#), "{page}");
+    assert!(
+        page.contains(r#"<td class="owner"><span class="owner-id" title="kmirror-0">kmirror-0</span></td>"#),
+        "{page}"
+    );
     assert!(page.contains("no instance is known to own this slot"));
     assert_eq!(page.matches(r#"<span class="tag this""#).count(), 3);
     // Sorting by slot.
@@ -1006,7 +1014,10 @@ async fn csrf_roles_and_pages_without_javascript() {
     assert!(instances.text.contains(&format!(r#"<tr data-instance="{me}" class="this-row">"#)), "{}", instances.text);
     assert!(instances.text.contains(">standalone<") && instances.text.contains("0–3"), "{}", instances.text);
     let parts = s.get(&format!("/mirrors/{m}/topics/{}", t.name), Some(&view_cookie), false).await;
-    assert_eq!(parts.text.matches(&format!(r#"<td class="owner">{me} <span class="tag this""#)).count(), 2);
+    assert_eq!(
+        parts.text.matches(&format!(r#"this</span> <span class="owner-id" title="{me}">{me}</span>"#)).count(),
+        2
+    );
 
     // The operator sees actions; the viewer sees none and is refused on POST.
     let op_page = s.get(&mirror_path, Some(&op_cookie), false).await;
