@@ -294,6 +294,26 @@ function produce(topic, n, prefix) {
     await shot(admin, "08-audit");
   });
 
+  await test("instances page: this instance is marked and owns slots; partitions name their owner", async () => {
+    await admin.goto(`${BASE}/instances`);
+    assert((await admin.textContent('nav.nav a[aria-current="page"]')).trim() === "Instances", "nav entry is current");
+    const rows = admin.locator("table.instances tbody tr[data-instance]");
+    assert((await rows.count()) >= 1, "at least this instance");
+    const me = admin.locator("table.instances tbody tr.this-row");
+    assert((await me.count()) === 1, "exactly one row is this instance");
+    assert(/this instance/.test(await me.textContent()), "the marker is shown");
+    const id = await me.getAttribute("data-instance");
+    const slots = (await me.locator("td.num").first().textContent()).trim();
+    assert(Number(slots) > 0, `this instance owns slots (${slots})`);
+    assert(/group|standalone/.test(await admin.textContent("section.stats")), "the mode is shown");
+    await admin.waitForTimeout(2500); // one live refresh: the table is still there
+    assert((await admin.locator("table.instances tbody tr.this-row").count()) === 1, "still there after a refresh");
+    await shot(admin, "13-instances");
+    await admin.goto(`${BASE}/mirrors/${MIRROR}/topics/${B}`);
+    const owners = (await admin.locator("table.partitions td.owner").allTextContents()).map((o) => o.trim());
+    assert(owners.length === 3 && owners.every((o) => o === `this ${id}`), `owners: ${owners.join(" | ")}`);
+  });
+
   await test("a viewer reads everything, sees no action buttons, and is refused on POST", async () => {
     const viewer = await newPage();
     await signIn(viewer, VIEWER);
@@ -322,6 +342,9 @@ function produce(topic, n, prefix) {
     await shot(dark, "10-overview-dark");
     await dark.goto(`${BASE}/mirrors/${MIRROR}`);
     await shot(dark, "10b-mirror-dark");
+    await dark.goto(`${BASE}/instances`);
+    await dark.waitForSelector("table.instances tr.this-row");
+    await shot(dark, "10c-instances-dark");
     await dark.context().close();
     const narrow = await newPage({ viewport: { width: 700, height: 900 } });
     await signIn(narrow, OPERATOR);
