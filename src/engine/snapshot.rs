@@ -114,6 +114,11 @@ pub enum DataPathStatus {
     Fenced { message: String },
     /// It stopped or could not be created, and nothing retries it by itself.
     Failed { message: String },
+    /// No data path here: the mirror has no partition in this instance's slots, and none
+    /// anywhere else either (no topic started yet).
+    Idle,
+    /// No data path here: other instances mirror the partitions (their slots).
+    Elsewhere { instances: Vec<String> },
 }
 
 /// How an operator should read a status (the dashboard's colour).
@@ -128,7 +133,7 @@ pub enum Health {
 impl DataPathStatus {
     pub fn health(&self) -> Health {
         match self {
-            DataPathStatus::Running => Health::Ok,
+            DataPathStatus::Running | DataPathStatus::Idle | DataPathStatus::Elsewhere { .. } => Health::Ok,
             DataPathStatus::Starting | DataPathStatus::Retrying { .. } | DataPathStatus::Restarting { .. } => {
                 Health::Warning
             }
@@ -145,6 +150,8 @@ impl DataPathStatus {
             DataPathStatus::Restarting { .. } => "restarting",
             DataPathStatus::Fenced { .. } => "fenced",
             DataPathStatus::Failed { .. } => "failed",
+            DataPathStatus::Idle => "idle",
+            DataPathStatus::Elsewhere { .. } => "elsewhere",
         }
     }
 }
@@ -152,7 +159,8 @@ impl DataPathStatus {
 impl std::fmt::Display for DataPathStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DataPathStatus::Starting | DataPathStatus::Running => f.write_str(self.slug()),
+            DataPathStatus::Starting | DataPathStatus::Running | DataPathStatus::Idle => f.write_str(self.slug()),
+            DataPathStatus::Elsewhere { instances } => write!(f, "mirrored by {}", instances.join(", ")),
             DataPathStatus::Retrying { attempt, message } => write!(f, "retrying (attempt {attempt}): {message}"),
             DataPathStatus::Restarting { reason } => write!(f, "restarting: {reason}"),
             DataPathStatus::Fenced { message } => write!(f, "fenced: {message}"),

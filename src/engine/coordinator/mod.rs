@@ -975,7 +975,7 @@ impl Coordinator {
                     cluster_id_status: m.cluster_id_status,
                     cluster_id_checked_at: m.cluster_id_checked_at,
                     cluster_id_error: m.cluster_id_error.clone(),
-                    data_path: m.data_path.clone(),
+                    data_path: shown_data_path(m, &self.config.instance_id, &owners),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),
@@ -991,6 +991,30 @@ impl Coordinator {
             cluster,
         };
         self.snapshot_tx.send_replace(Arc::new(snap));
+    }
+}
+
+/// What a mirror's data path is doing, as the snapshot shows it: a mirror with no data path here
+/// (nothing started, or every partition in another instance's slots) says so instead of the
+/// status its last data path here left.
+fn shown_data_path(m: &MirrorRt, this: &str, owners: &HashMap<i32, &str>) -> DataPathStatus {
+    if !m.pipes.is_empty()
+        || !m.restart_pipe_at.is_empty()
+        || matches!(m.data_path, DataPathStatus::Fenced { .. } | DataPathStatus::Failed { .. })
+    {
+        return m.data_path.clone();
+    }
+    let instances: BTreeSet<&str> = m
+        .topics
+        .values()
+        .flat_map(|t| t.partitions.values())
+        .filter_map(|rt| owners.get(&rt.slot).copied())
+        .filter(|o| *o != this)
+        .collect();
+    if instances.is_empty() {
+        DataPathStatus::Idle
+    } else {
+        DataPathStatus::Elsewhere { instances: instances.into_iter().map(str::to_string).collect() }
     }
 }
 

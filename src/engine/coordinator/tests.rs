@@ -652,6 +652,7 @@ async fn a_data_path_that_cannot_start_is_started_again() {
     rig.create("m").await;
     // A slot's data path starts with the first partition assigned to it.
     assert_eq!(rig.world.pipes.started("m"), 0, "a mirror without partitions has no data path");
+    rig.until("shown idle", |s| data_path(s, "m").contains("\"idle\"").then_some(())).await;
     rig.world.pipes.fail_next_start("fake: destination refused the producer");
     rig.op_ok("m", &["orders"], START).await;
     rig.until("the failure shown", |s| data_path(s, "m").contains("refused the producer").then_some(())).await;
