@@ -553,8 +553,8 @@ struct PipesInner {
     received: HashMap<String, Vec<Received>>,
     /// Data paths started per mirror.
     started: HashMap<String, u32>,
-    /// The next data path to start fails with this message.
-    fail_next_start: Option<String>,
+    /// The next data paths to start fail with this message (message, how many).
+    fail_next_start: Option<(String, u32)>,
 }
 
 /// The data paths of every mirror.
@@ -617,9 +617,9 @@ impl FakePipes {
         held
     }
 
-    /// The next data path started fails (`PipeEvent::Failed`).
-    pub(crate) fn fail_next_start(&self, message: &str) {
-        lock(&self.inner).fail_next_start = Some(message.to_string());
+    /// The next `n` data paths started fail (`PipeEvent::Failed`).
+    pub(crate) fn fail_next_starts(&self, message: &str, n: u32) {
+        lock(&self.inner).fail_next_start = (n > 0).then(|| (message.to_string(), n));
     }
 
     /// The next `n` unassigns of each of `mirror`'s data paths are not confirmed.
@@ -939,7 +939,15 @@ impl Ports for FakeWorld {
         let fail = {
             let mut p = lock(&self.pipes.inner);
             *p.started.entry(mirror.clone()).or_default() += 1;
-            p.fail_next_start.take()
+            match p.fail_next_start.take() {
+                Some((message, n)) => {
+                    if n > 1 {
+                        p.fail_next_start = Some((message.clone(), n - 1));
+                    }
+                    Some(message)
+                }
+                None => None,
+            }
         };
         if let Some(message) = fail {
             let join = std::thread::Builder::new().name(format!("fake-pipe-{mirror}")).spawn(move || {

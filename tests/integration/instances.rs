@@ -507,3 +507,61 @@ async fn an_incompatible_instance_refuses_to_start() {
     assert!(log.contains("has 4 partitions but this instance is configured with 8"), "{log}");
     assert_eq!(running.slots().await.map(|s| s.len()), Some(4), "the running instance kept its slots");
 }
+
+/// Failover with the source down and the partitions spread over two instances: the stop sent to
+/// one is carried out by both (the destination is all a stop needs) and shows on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_across_instances_works_while_the_source_is_down() {
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "inst-down", 8, &[]).await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(400, 8, "pre"))).await.unwrap();
+    let cluster = unique("kmc-down");
+    let state_topic = format!("__mirror_state-{cluster}");
+    let nodes: Vec<Node> = ["i0", "i1"].iter().map(|id| Node::new(&cluster, &state_topic, id, 4)).collect();
+    eventually("both instances own slots", Duration::from_secs(90), || async {
+        let (a, b) = (nodes[0].slots().await?, nodes[1].slots().await?);
+        (a.len() + b.len() == 4 && !a.is_empty() && !b.is_empty()).then_some(())
+    })
+    .await;
+    let mirror = unique("m-down");
+    nodes[0]
+        .post("/mirrors", json!({"name": mirror, "source": {"bootstrap_servers": Cluster::Source.bootstrap()}}))
+        .await;
+    nodes[0].post(&format!("/mirrors/{mirror}/topics:start"), json!({"topics": [topic.name]})).await;
+    caught_up_n(std::slice::from_ref(&topic.name), 8, Duration::from_secs(90)).await;
+    let owners = eventually("partitions owned by both", Duration::from_secs(30), || async {
+        let parts = nodes[1].partitions(&mirror, &topic.name).await?;
+        let owners: BTreeSet<String> = parts.iter().filter_map(|p| p["owner"].as_str().map(str::to_string)).collect();
+        (parts.iter().all(|p| p["state"] == "MIRRORING") && owners.len() == 2).then_some(owners)
+    })
+    .await;
+    assert_eq!(owners.len(), 2);
+
+    tokio::task::spawn_blocking(|| rig(&["kill", "source"])).await.unwrap();
+    let r = reqwest::Client::new()
+        .post(nodes[0].url(&format!("/mirrors/{mirror}/topics:stop")))
+        .json(&json!({"topics": [topic.name]}))
+        .send()
+        .await;
+    let stopped = async {
+        all_in_n(&nodes[1], &mirror, &topic.name, 8, "STOPPED", Duration::from_secs(60)).await;
+    };
+    let outcome = tokio::time::timeout(Duration::from_secs(90), stopped).await;
+    tokio::task::spawn_blocking(|| rig(&["start", "source"])).await.unwrap();
+    let r: Value = r.expect("stop answered").json().await.unwrap();
+    assert!(r["results"][0]["ok"] == true, "{r}");
+    assert!(outcome.is_ok(), "the stop did not complete on both instances");
+    assert_same_content(&topic.name, 8).await;
+    drop(nodes);
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// Waits until `node` shows the `n` partitions of `topic` in `state`.
+async fn all_in_n(node: &Node, mirror: &str, topic: &str, n: usize, state: &str, within: Duration) {
+    eventually(&format!("{} shows {topic} {state}", node.id), within, || async {
+        let parts = node.partitions(mirror, topic).await?;
+        (parts.len() == n && parts.iter().all(|p| p["state"] == state)).then_some(())
+    })
+    .await
+}

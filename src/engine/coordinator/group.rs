@@ -329,26 +329,29 @@ impl Coordinator {
             *ops = all.into_iter().rev().take(persist::MAX_OPERATIONS).rev().collect();
         }
         // Partition-level records, and every partition of a topic that just appeared.
-        let mut touched: BTreeSet<(String, String, i32)> = BTreeSet::new();
+        // (mirror, topic, partition) -> whether a lifecycle record of it came (only those can be
+        // commands: a position record alone never is, so one command is adopted once).
+        let mut touched: BTreeMap<(String, String, i32), bool> = BTreeMap::new();
         for rec in &decoded {
-            match rec {
-                StateRecord::PartitionState(e) => {
-                    if let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id) {
-                        touched.insert((e.key.mirror.clone(), t, e.key.partition));
-                    }
-                }
+            let (key, lifecycle) = match rec {
+                StateRecord::PartitionState(e) => (&e.key, true),
                 StateRecord::OffsetRuns(e) => {
-                    if let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id) {
-                        touched.insert((e.key.mirror.clone(), t, e.key.partition));
+                    let k = &e.key;
+                    if let Some(t) = self.topic_name(&k.mirror, &k.topic_id) {
+                        touched.entry((k.mirror.clone(), t, k.partition)).or_insert(false);
                     }
+                    continue;
                 }
-                _ => {}
+                _ => continue,
+            };
+            if let Some(t) = self.topic_name(&key.mirror, &key.topic_id) {
+                *touched.entry((key.mirror.clone(), t, key.partition)).or_insert(lifecycle) |= lifecycle;
             }
         }
         for (mirror, topic) in &new_topics {
             if let Some(t) = self.mirrors.get(mirror).and_then(|m| m.topics.get(topic)) {
                 for p in t.partitions.keys() {
-                    touched.insert((mirror.clone(), topic.clone(), *p));
+                    touched.insert((mirror.clone(), topic.clone(), *p), true);
                 }
             }
         }
@@ -368,9 +371,9 @@ impl Coordinator {
             }
         }
         let mut adopt: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
-        for (mirror, topic, p) in touched {
+        for ((mirror, topic, p), lifecycle) in touched {
             let is_new = new_topics.contains(&(mirror.clone(), topic.clone()));
-            if self.tailed_partition(&mirror, &topic, p, is_new) {
+            if self.tailed_partition(&mirror, &topic, p, is_new, lifecycle) {
                 adopt.entry(mirror).or_default().push((topic, p));
             }
         }
@@ -454,11 +457,15 @@ impl Coordinator {
         }
     }
 
-    /// A partition's records changed in the state topic. A partition of another instance takes
-    /// them as they are; one this instance owns adopts a record another instance wrote when its
-    /// state differs (returns true: run it).
-    fn tailed_partition(&mut self, mirror: &str, topic: &str, partition: i32, is_new: bool) -> bool {
+    /// A partition's records changed in the state topic (`lifecycle`: its lifecycle record, not
+    /// only its position). A partition of another instance takes them as they are; one this
+    /// instance owns adopts a lifecycle record another instance wrote when its state differs
+    /// (returns true: run it).
+    fn tailed_partition(&mut self, mirror: &str, topic: &str, partition: i32, is_new: bool, lifecycle: bool) -> bool {
         let owned = self.owns_partition(mirror, topic, partition);
+        if owned && !lifecycle {
+            return false; // this instance's own progress
+        }
         let Some(g) = self.group.as_ref() else { return false };
         let Some(m) = self.mirrors.get_mut(mirror) else { return false };
         let Some(t) = m.topics.get_mut(topic) else { return false };

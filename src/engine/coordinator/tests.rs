@@ -653,13 +653,15 @@ async fn a_data_path_that_cannot_start_is_started_again() {
     // A slot's data path starts with the first partition assigned to it.
     assert_eq!(rig.world.pipes.started("m"), 0, "a mirror without partitions has no data path");
     rig.until("shown idle", |s| data_path(s, "m").contains("\"idle\"").then_some(())).await;
-    rig.world.pipes.fail_next_start("fake: destination refused the producer");
+    // Three failed starts in a row (0.5 + 1 + 2 s of backoff): long enough for a loaded machine
+    // to see the failure in a snapshot.
+    rig.world.pipes.fail_next_starts("fake: destination refused the producer", 3);
     rig.op_ok("m", &["orders"], START).await;
     rig.until("the failure shown", |s| data_path(s, "m").contains("refused the producer").then_some(())).await;
     // The retry (after its backoff) starts a data path that works, and the partition mirrors.
     rig.caught_up("m", "orders").await;
     rig.until("restarted", |s| (!data_path(s, "m").contains("refused the producer")).then_some(())).await;
-    assert_eq!(rig.world.pipes.started("m"), 2);
+    assert_eq!(rig.world.pipes.started("m"), 4);
 }
 
 // ----- fencing and restore -------------------------------------------------------------------
