@@ -797,6 +797,9 @@ pub struct Operation {
     pub requested_by: String,
     /// The client's IP address.
     pub client_address: Option<String>,
+    /// The kmirror instance that accepted the call; the owners of the partitions' slots carry
+    /// it out (absent on operations recorded before instances shared a cluster).
+    pub accepted_by: Option<String>,
     pub requested_at: String,
     pub finished_at: Option<String>,
     pub outcome: Outcome,
@@ -827,6 +830,7 @@ impl From<&OperationView> for Operation {
             topics: o.topics.iter().filter(|t| !t.is_empty()).cloned().collect(),
             requested_by: o.requested_by.clone(),
             client_address: o.client_address.clone(),
+            accepted_by: o.accepted_by.clone(),
             requested_at: ts_millis(o.requested_at),
             finished_at: o.finished_at.map(ts_millis),
             outcome,

@@ -346,6 +346,7 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     })
     .await;
     assert_eq!(op["progress"]["partitions"].as_array().map(Vec::len), Some(12), "{op}");
+    assert_eq!(op["accepted_by"], "i0", "{op}");
     let r = nodes[0].post(&format!("/mirrors/{mirror}/topics:resume"), json!({"topics": [topics[0]]})).await;
     assert!(r["results"][0]["ok"] == true, "{r}");
     all_in(&nodes[1], &mirror, &topics[..1], "MIRRORING", Duration::from_secs(60)).await;
@@ -508,14 +509,15 @@ async fn an_incompatible_instance_refuses_to_start() {
     assert_eq!(running.slots().await.map(|s| s.len()), Some(4), "the running instance kept its slots");
 }
 
-/// Failover with the source down and the partitions spread over two instances: the stop sent to
+/// Failover with the source down and the partitions spread over two instances (16 partitions
+/// over 4 slots: all in one instance's two slots has a chance of 2^-15): the stop sent to
 /// one is carried out by both (the destination is all a stop needs) and shows on the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_across_instances_works_while_the_source_is_down() {
     let _rig = exclusive().await;
-    let topic = TestTopic::create(Cluster::Source, "inst-down", 8, &[]).await;
+    let topic = TestTopic::create(Cluster::Source, "inst-down", 16, &[]).await;
     let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(400, 8, "pre"))).await.unwrap();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(400, 16, "pre"))).await.unwrap();
     let cluster = unique("kmc-down");
     let state_topic = format!("__mirror_state-{cluster}");
     let nodes: Vec<Node> = ["i0", "i1"].iter().map(|id| Node::new(&cluster, &state_topic, id, 4)).collect();
@@ -529,7 +531,7 @@ async fn failover_across_instances_works_while_the_source_is_down() {
         .post("/mirrors", json!({"name": mirror, "source": {"bootstrap_servers": Cluster::Source.bootstrap()}}))
         .await;
     nodes[0].post(&format!("/mirrors/{mirror}/topics:start"), json!({"topics": [topic.name]})).await;
-    caught_up_n(std::slice::from_ref(&topic.name), 8, Duration::from_secs(90)).await;
+    caught_up_n(std::slice::from_ref(&topic.name), 16, Duration::from_secs(90)).await;
     let owners = eventually("partitions owned by both", Duration::from_secs(30), || async {
         let parts = nodes[1].partitions(&mirror, &topic.name).await?;
         let owners: BTreeSet<String> = parts.iter().filter_map(|p| p["owner"].as_str().map(str::to_string)).collect();
@@ -545,14 +547,14 @@ async fn failover_across_instances_works_while_the_source_is_down() {
         .send()
         .await;
     let stopped = async {
-        all_in_n(&nodes[1], &mirror, &topic.name, 8, "STOPPED", Duration::from_secs(60)).await;
+        all_in_n(&nodes[1], &mirror, &topic.name, 16, "STOPPED", Duration::from_secs(60)).await;
     };
     let outcome = tokio::time::timeout(Duration::from_secs(90), stopped).await;
     tokio::task::spawn_blocking(|| rig(&["start", "source"])).await.unwrap();
     let r: Value = r.expect("stop answered").json().await.unwrap();
     assert!(r["results"][0]["ok"] == true, "{r}");
     assert!(outcome.is_ok(), "the stop did not complete on both instances");
-    assert_same_content(&topic.name, 8).await;
+    assert_same_content(&topic.name, 16).await;
     drop(nodes);
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }

@@ -33,6 +33,8 @@ pub struct OperationRow {
     pub when: When,
     pub who: String,
     pub address: String,
+    /// The instance that accepted the call.
+    pub accepted_by: Option<String>,
     pub mirror: String,
     pub mirror_href: String,
     pub kind: &'static str,
@@ -103,6 +105,7 @@ pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) 
         when: When::new(now, Some(Timestamp::from_millis(o.requested_at))),
         who: o.requested_by.clone(),
         address: o.client_address.clone().unwrap_or_else(|| NONE.into()),
+        accepted_by: o.accepted_by.clone(),
         mirror_href: mirror_href(&o.mirror),
         mirror: o.mirror.clone(),
         kind: o.kind.label(),
