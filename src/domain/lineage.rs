@@ -409,6 +409,101 @@ pub fn failback_divergence(
     Ok(Divergence::after(mirrored_end, old_source))
 }
 
+/// The other direction's lineage a failback starts from (issue 18): what the mirror that copied
+/// this destination (the old source) into this mirror's source (the old destination) recorded when
+/// it was failed over, read from that cluster's `__mirror_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReverseLineage {
+    /// On this mirror's destination (the old source): the offset after the last record the other
+    /// mirror copied (its committed next source offset, or its last mirrored offset + 1).
+    pub mirrored_end: i64,
+    /// On this mirror's source (the old destination): where the other mirror's writes end, its
+    /// destination stop offset. Everything below it came from this destination; everything from
+    /// it on was written there after the failover, and is what a failback copies.
+    pub source_stop_offset: i64,
+}
+
+impl ReverseLineage {
+    /// The reverse lineage of a forward partition that was failed over: `None` when it was never
+    /// stopped (no stop point: a failback needs the failover's record of where both sides end).
+    #[must_use]
+    pub fn of(stop: Option<&StopPoint>, position: Option<&MirrorPosition>) -> Option<Self> {
+        let stop = stop?;
+        let mirrored_end = match (position, stop.last_mirrored_source_offset) {
+            (Some(p), _) => p.next_source_offset,
+            (None, Some(last)) => last + 1,
+            (None, None) => 0,
+        };
+        Some(Self { mirrored_end, source_stop_offset: stop.destination_stop_offset })
+    }
+}
+
+/// The committed records of a partition at or after an offset, as a `read_committed` scan finds
+/// them: transaction markers and aborted records are not records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordScan {
+    /// How many.
+    pub records: i64,
+    /// The first and last of their offsets (inclusive); `None` when there are none.
+    pub offsets: Option<(i64, i64)>,
+    /// The earliest and latest of their timestamps (ms); `None` when there are none.
+    pub timestamps: Option<(i64, i64)>,
+}
+
+/// Decides where a failback starts (DESIGN.md section 5, issue 18): the old source, now this
+/// mirror's destination, is adopted as it is when it holds no committed record after the
+/// mirrored end (`after`, a scan from [`ReverseLineage::mirrored_end`]); the mirror then starts at
+/// the other side's stop offset and copies only what was written there since the failover.
+///
+/// - Truncation mode `resync`: [`StartDecision::Resync`], as for any start.
+/// - The destination ends before the mirrored end (records the other side has are gone here):
+///   [`Refusal::DestinationBehind`].
+/// - Committed records after the mirrored end (they never reached the other side):
+///   [`Refusal::LocalWrites`] with their exact count and offset range.
+/// - Otherwise incremental from [`ReverseLineage::source_stop_offset`].
+///
+/// # Errors
+///
+/// [`LineageError::InvalidLogBounds`] for impossible log bounds.
+pub fn decide_failback(
+    lineage: &ReverseLineage,
+    destination: LogBounds,
+    after: &RecordScan,
+    truncation: Truncation,
+    source_log_start_offset: i64,
+) -> Result<StartDecision, LineageError> {
+    destination.validate()?;
+    let divergence = match after.offsets {
+        Some((first, last)) if after.records > 0 => {
+            Divergence { local_records: after.records, range: Some((first, last + 1)) }
+        }
+        _ => Divergence::NONE,
+    };
+    if let Truncation::Resync { quarantine } = truncation {
+        return Ok(StartDecision::Resync {
+            delete_up_to: destination.high_watermark,
+            quarantine,
+            from_source_offset: source_log_start_offset,
+            records_deleted: destination.high_watermark - destination.log_start_offset,
+            divergence,
+        });
+    }
+    if destination.high_watermark < lineage.mirrored_end {
+        return Ok(StartDecision::Refuse(Refusal::DestinationBehind {
+            lineage_end: lineage.mirrored_end,
+            high_watermark: destination.high_watermark,
+        }));
+    }
+    if divergence.is_diverged() {
+        return Ok(StartDecision::Refuse(Refusal::LocalWrites { lineage_end: lineage.mirrored_end, divergence }));
+    }
+    Ok(StartDecision::Incremental {
+        from_source_offset: lineage.source_stop_offset,
+        leader_epoch: -1,
+        destination_end_offset: destination.high_watermark,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,5 +676,53 @@ mod tests {
             failback_divergence(&stop(-1, None, 0), None, LogBounds::new(5, 8)),
             Ok(Divergence { local_records: 3, range: Some((5, 8)) })
         );
+    }
+
+    #[test]
+    fn a_failback_is_incremental_when_nothing_was_written_after_the_mirrored_end() {
+        // The forward mirror copied A[0..100) into B[0..120) (markers) and stopped at B 120.
+        let stop = stop(3, Some(99), 120);
+        let lineage = ReverseLineage::of(Some(&stop), Some(&position(100, 3, 118))).unwrap();
+        assert_eq!(lineage, ReverseLineage { mirrored_end: 100, source_stop_offset: 120 });
+        assert_eq!(ReverseLineage::of(Some(&stop), None).unwrap().mirrored_end, 100);
+        assert_eq!(ReverseLineage::of(None, Some(&position(100, 3, 118))), None, "never failed over");
+        // A ends at 104 with only transaction markers after 100: no record there.
+        let d = decide_failback(&lineage, LogBounds::new(0, 104), &RecordScan::default(), Truncation::None, 0);
+        assert_eq!(
+            d,
+            Ok(StartDecision::Incremental { from_source_offset: 120, leader_epoch: -1, destination_end_offset: 104 })
+        );
+    }
+
+    #[test]
+    fn a_failback_over_records_that_never_crossed_is_refused_with_their_exact_count() {
+        let lineage = ReverseLineage { mirrored_end: 100, source_stop_offset: 120 };
+        let after = RecordScan { records: 3, offsets: Some((100, 104)), timestamps: Some((5, 9)) };
+        let d = decide_failback(&lineage, LogBounds::new(0, 106), &after, Truncation::None, 0).unwrap();
+        let StartDecision::Refuse(refusal) = d else { panic!("{d:?}") };
+        assert_eq!(refusal.divergence(), Some(Divergence { local_records: 3, range: Some((100, 105)) }));
+        assert_eq!(refusal.code(), ErrorCode::DestinationDiverged);
+        // Resync deletes and mirrors the other side from its log start.
+        let d = decide_failback(&lineage, LogBounds::new(0, 106), &after, Truncation::Resync { quarantine: true }, 7);
+        assert!(
+            matches!(
+                d,
+                Ok(StartDecision::Resync {
+                    delete_up_to: 106,
+                    quarantine: true,
+                    from_source_offset: 7,
+                    records_deleted: 106,
+                    ..
+                })
+            ),
+            "{d:?}"
+        );
+        // The old source lost records the other side has: behind.
+        let d = decide_failback(&lineage, LogBounds::new(0, 90), &RecordScan::default(), Truncation::None, 0);
+        assert!(matches!(
+            d,
+            Ok(StartDecision::Refuse(Refusal::DestinationBehind { lineage_end: 100, high_watermark: 90 }))
+        ));
+        assert!(decide_failback(&lineage, LogBounds::new(5, 2), &RecordScan::default(), Truncation::None, 0).is_err());
     }
 }

@@ -258,6 +258,17 @@ impl OffsetMap {
         &self.runs
     }
 
+    /// The same mapping seen from the other side: every run's source and destination swapped.
+    /// A failback mirror (the old destination back into the old source) starts with the inverse
+    /// of the forward mirror's map, so offsets of records that crossed before the failover
+    /// translate back exactly (issue 18, DESIGN.md section 5).
+    #[must_use]
+    pub fn inverse(&self) -> Self {
+        // Runs are ordered and non-overlapping on both sides, so swapping keeps both orders;
+        // merging is symmetric, so the result is minimal too.
+        Self { runs: self.runs.iter().map(|r| Run::new(r.destination_start, r.source_start, r.len)).collect() }
+    }
+
     /// The number of runs (not records).
     #[must_use]
     pub const fn len(&self) -> usize {
@@ -565,6 +576,24 @@ impl RunBuilder {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_inverse_maps_back_and_is_its_own_inverse() {
+        let map = OffsetMap::from_runs([Run::new(0, 10, 5), Run::new(7, 16, 3), Run::new(20, 30, 1)]).unwrap();
+        let inv = map.inverse();
+        assert_eq!(inv.runs(), &[Run::new(10, 0, 5), Run::new(16, 7, 3), Run::new(30, 20, 1)]);
+        assert_eq!(inv.inverse(), map);
+        for run in map.runs() {
+            for o in run.source_start..run.source_end() {
+                let there = map.translate(o).unwrap();
+                assert_eq!(inv.translate(there.offset()).map(|t| t.offset()), Some(o), "offset {o}");
+            }
+        }
+        // A valid map: extending it after its end still works.
+        let mut inv = inv;
+        inv.push(Run::new(31, 40, 2)).unwrap();
+        assert_eq!(OffsetMap::new().inverse(), OffsetMap::new());
+    }
+
     use proptest::prelude::*;
 
     use super::*;
