@@ -898,6 +898,39 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(r))
     }
 
+    fn read_remote_state<'a>(
+        &'a self,
+        _bootstrap: &'a str,
+        _properties: &'a BTreeMap<String, String>,
+        _topic: &'a str,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+        // The fake sources keep no state topic: no lineage (a failback runs on the rig).
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    fn scan_destination<'a>(
+        &'a self,
+        _config: &'a EngineConfig,
+        _topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, crate::kafka::scan::Scanned>>> {
+        // Every fake offset is a record.
+        let out = ranges
+            .into_iter()
+            .map(|(p, from, end)| {
+                let n = (end - from).max(0);
+                let s = crate::kafka::scan::Scanned {
+                    records: n,
+                    offsets: (n > 0).then_some((from, end - 1)),
+                    timestamps: None,
+                };
+                (p, s)
+            })
+            .collect();
+        Box::pin(std::future::ready(Ok(out)))
+    }
+
     fn tail_state(
         &self,
         _config: &EngineConfig,

@@ -22,7 +22,6 @@
 
 mod coordinator;
 // The lineage a failback starts from, found in the source's state (issue 18).
-#[allow(dead_code)] // wired into the start of a topic next (issue 18)
 mod failback;
 #[cfg(test)]
 mod fake;

@@ -427,6 +427,36 @@ pub(crate) fn progress_encoder(
     })
 }
 
+/// Runs per OffsetRuns record when a whole map is written at once (about 30 bytes of JSON each:
+/// well below the brokers' default 1 MiB record limit).
+const RUNS_PER_BATCH: usize = 5_000;
+
+/// A partition's offset map written whole, as OffsetRuns batches without a position: the
+/// history a failback mirror inherits from the mirror that copied the other way (issue 18).
+pub(crate) fn offset_map_batches(
+    mirror: &str,
+    topic_id: &str,
+    partition: i32,
+    map: &OffsetMap,
+    n: i32,
+) -> Vec<StateWrite> {
+    map.runs()
+        .chunks(RUNS_PER_BATCH)
+        .filter_map(|runs| {
+            let value = OffsetRunsValue {
+                mirror: mirror.to_string(),
+                topic_id: topic_id.to_string(),
+                partition,
+                new_lineage: false,
+                runs: runs.iter().map(|r| RunValue(r.source_start, r.destination_start, r.len)).collect(),
+                position: None,
+            };
+            let key = value.key()?;
+            Some(write(StateRecord::OffsetRuns(Entry::put(key, value)), n))
+        })
+        .collect()
+}
+
 fn partition_record(v: &PartitionStateValue) -> Result<PartitionRecord, String> {
     let state = PartitionState::from_str(&v.state).map_err(|e| e.to_string())?;
     let previous_state =

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
 use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
+use crate::kafka::scan::Scanned;
 use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter, TailBatch};
 use crate::kafka::{
     AclBinding, AclFilter, ClusterDescription, ConfigEntry, ConfigOp, GroupDescription, GroupListing, GroupOffset,
@@ -144,6 +145,22 @@ pub(crate) trait Ports: Send + Sync {
         config: &EngineConfig,
         events: mpsc::UnboundedSender<MembershipEvent>,
     ) -> KafkaResult<Box<dyn GroupMember>>;
+    /// Every committed record of another cluster's state topic (a failback reads the source's,
+    /// issue 18); an empty list when that cluster has no such topic.
+    fn read_remote_state<'a>(
+        &'a self,
+        bootstrap: &'a str,
+        properties: &'a BTreeMap<String, String>,
+        topic: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
+    /// The committed records of the destination's `topic` per partition in `[from, end)`.
+    fn scan_destination<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>>;
     /// Initialises a transactional producer with `transactional_id` and closes it: whatever
     /// producer had that id is fenced and its open transaction aborted.
     fn fence_writer<'a>(
@@ -438,6 +455,43 @@ impl Ports for KafkaPorts {
         );
         cfg.session_timeout = session_timeout;
         Ok(Box::new(Membership::start(cfg, events)?))
+    }
+
+    fn read_remote_state<'a>(
+        &'a self,
+        bootstrap: &'a str,
+        properties: &'a BTreeMap<String, String>,
+        topic: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+        Box::pin(async move {
+            let admin = KafkaAdmin::connect(bootstrap, properties, timeout)?;
+            let r = match state_log::read_to_end(&admin, bootstrap, properties, topic, timeout * 4).await {
+                Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Ok(Vec::new()),
+                r => r,
+            };
+            // Destroying a client can block: not on a runtime worker.
+            drop(tokio::task::spawn_blocking(move || drop(admin)));
+            r
+        })
+    }
+
+    fn scan_destination<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>> {
+        let (bootstrap, properties, topic) =
+            (config.destination_bootstrap.clone(), config.destination_properties.clone(), topic.to_string());
+        let timeout = config.request_timeout * 4;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                crate::kafka::scan::scan_committed(&bootstrap, &properties, &topic, &ranges, timeout)
+            })
+            .await
+            .map_err(|e| KafkaError::Task { operation: "scan records", message: e.to_string() })?
+        })
     }
 
     fn fence_writer<'a>(

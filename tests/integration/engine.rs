@@ -210,7 +210,7 @@ pub async fn assert_same_content(topic: &str, partitions: i32) -> usize {
     total
 }
 
-fn keyed(n: usize, partitions: i32, tag: &str) -> Vec<Rec> {
+pub fn keyed(n: usize, partitions: i32, tag: &str) -> Vec<Rec> {
     let ts0 = now_ms() - 3_600_000;
     (0..n)
         .map(|i| Rec {
@@ -224,7 +224,7 @@ fn keyed(n: usize, partitions: i32, tag: &str) -> Vec<Rec> {
 }
 
 /// Produces `n` records inside a source transaction that is aborted.
-fn produce_aborted(topic: &str, partitions: i32, n: usize) {
+pub fn produce_aborted(topic: &str, partitions: i32, n: usize) {
     let p = producer(Cluster::Source, &[("transactional.id", &unique("aborter"))]);
     p.init_transactions(Duration::from_secs(30)).unwrap();
     p.begin_transaction().unwrap();

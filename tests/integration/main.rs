@@ -7,6 +7,8 @@
 mod api;
 mod cli;
 mod engine;
+mod failback;
+mod history;
 mod instances;
 mod kafka_admin;
 mod membership;

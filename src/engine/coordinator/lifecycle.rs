@@ -266,6 +266,7 @@ impl Coordinator {
             });
         }
         let dest = &self.destination_admin;
+        let mut failback = None;
         let dest_topic = match dest.describe_topic(topic).await {
             Ok(d) => {
                 if d.partitions.len() as i32 != partitions {
@@ -285,7 +286,17 @@ impl Coordinator {
                         .list_offsets(&req, IsolationLevel::ReadUncommitted)
                         .await
                         .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-                    if let Some(o) = ends.iter().find(|o| o.offset > 0) {
+                    // ...unless its records came from this mirror's source in the first place: a
+                    // failback (the source's state has the lineage).
+                    if ends.iter().any(|o| o.offset > 0) {
+                        let by_partition: BTreeMap<i32, i64> = ends.iter().map(|o| (o.partition, o.offset)).collect();
+                        failback = self
+                            .failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &by_partition)
+                            .await?;
+                    }
+                    if failback.is_none()
+                        && let Some(o) = ends.iter().find(|o| o.offset > 0)
+                    {
                         return Err(Problem {
                             kind: ProblemKind::DestinationTopicConflict,
                             detail: format!(
@@ -389,6 +400,9 @@ impl Coordinator {
                 t.partitions.entry(p).or_insert_with(|| PartRt::new(PartitionRecord::new(now_ts), slot));
             }
             m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).insert(topic.to_string(), source_topic_id.clone());
+        }
+        if let Some(plan) = failback {
+            self.adopt_failback(mirror, topic, plan);
         }
         self.queue_topic(mirror, topic);
         let mut preparing = Vec::new();
@@ -755,7 +769,7 @@ impl Coordinator {
 }
 
 /// One offset per partition of `topic` (`spec` for each), in one request.
-async fn offsets_of(
+pub(super) async fn offsets_of(
     admin: &dyn ClusterAdmin,
     topic: &str,
     partitions: impl Iterator<Item = i32>,

@@ -49,6 +49,8 @@ mod refresh;
 mod slots;
 // Several instances: membership, the state tail, commands and takeovers.
 mod group;
+// Failback: adopting the old source's topic from the lineage in the source's state.
+mod failback;
 
 use crate::clock::now;
 

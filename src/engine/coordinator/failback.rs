@@ -1,0 +1,162 @@
+//! Failback at the start of a topic (issue 18, DESIGN.md section 5): a mirror whose destination
+//! topic already holds records may adopt it when those records came from the mirror's source in
+//! the first place (the old source failing back from the old destination). The source's
+//! `__mirror_state` says so (`engine::failback::find`); the records here after the data that
+//! crossed are counted (`read_committed`: markers and aborted records are not records), and
+//! `domain::lineage::decide_failback` decides per partition.
+//!
+//! Adopting means: each partition starts with the committed position the lineage gives (the
+//! source's stop offset; the destination's end), so the ordinary start path resumes from it, and
+//! with the inverse of the other mirror's offset map as its own history, so consumer groups that
+//! moved to the other side translate back exactly.
+
+use super::lifecycle::offsets_of;
+use crate::domain::lineage::{LogBounds, RecordScan, StartDecision, decide_failback};
+use crate::domain::offset_map::OffsetMap;
+
+use super::*;
+
+/// What a failback start adopts, per partition.
+pub(super) struct FailbackPlan {
+    /// The mirror on the source that copied the topic from this cluster.
+    pub(super) from_mirror: String,
+    /// Where each partition starts (its committed position from now on).
+    pub(super) positions: BTreeMap<i32, MirrorPosition>,
+    /// The inherited history of each partition.
+    pub(super) maps: BTreeMap<i32, OffsetMap>,
+}
+
+impl Coordinator {
+    /// The failback plan for `topic` of `mirror`, whose destination topic (`dest_topic_id`)
+    /// holds records: `None` when the source's state has no lineage for it (then it is not a
+    /// failback, and the caller refuses to adopt a topic with records), an error when the
+    /// lineage exists but cannot be used, or when records here never reached the other side
+    /// (`DESTINATION_DIVERGED`, with their count, offsets and time range per partition).
+    pub(super) async fn failback_plan(
+        &self,
+        mirror: &str,
+        topic: &str,
+        dest_topic_id: &str,
+        partitions: i32,
+        dest_ends: &BTreeMap<i32, i64>,
+    ) -> Result<Option<FailbackPlan>, Problem> {
+        let spec = &self.mirrors[mirror].stored.spec;
+        let records = self
+            .ports
+            .read_remote_state(
+                &spec.source.bootstrap_servers,
+                &spec.source.properties,
+                &self.config.state_topic,
+                self.config.request_timeout,
+            )
+            .await
+            .map_err(|e| Problem {
+                kind: ProblemKind::SourceUnreachable,
+                detail: format!(
+                    "cannot read the source's {} to look for a failback lineage of {topic:?}: {e}",
+                    self.config.state_topic
+                ),
+            })?;
+        let (remote, _) = persist::load(&records);
+        let found =
+            match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(dest_topic_id)) {
+                Ok(Some(found)) => found,
+                Ok(None) => return Ok(None),
+                Err(p) => return Err(Problem { kind: p.kind, detail: p.detail }),
+            };
+        let dest = &*self.destination_admin;
+        let parts = 0..partitions;
+        let unavailable = |e: KafkaError| kafka_problem(ProblemKind::DestinationUnavailable, &e);
+        let stable = offsets_of(dest, topic, parts.clone(), OffsetSpec::Latest, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(unavailable)?;
+        let starts = offsets_of(dest, topic, parts.clone(), OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(unavailable)?;
+        let mut ranges = Vec::new();
+        for p in parts.clone() {
+            let Some(l) = found.partitions.get(&p) else {
+                return Err(Problem {
+                    kind: ProblemKind::DestinationDiverged,
+                    detail: format!(
+                        "DESTINATION_DIVERGED: failback of {topic:?}: the source's mirror {:?} has no stop point for \
+                         partition {p} (it was not failed over): start with truncation mode `resync`",
+                        found.mirror
+                    ),
+                });
+            };
+            let from = l.mirrored_end.max(starts.get(&p).copied().unwrap_or(0));
+            ranges.push((p, from, stable.get(&p).copied().unwrap_or(0)));
+        }
+        let scans = self.ports.scan_destination(&self.config, topic, ranges).await.map_err(unavailable)?;
+        let mut plan =
+            FailbackPlan { from_mirror: found.mirror.clone(), positions: BTreeMap::new(), maps: BTreeMap::new() };
+        let mut diverged = Vec::new();
+        for p in parts {
+            let lineage = found.partitions[&p];
+            let scan = scans.get(&p).copied().unwrap_or_default();
+            let after = RecordScan { records: scan.records, offsets: scan.offsets, timestamps: scan.timestamps };
+            let bounds = LogBounds::observed(starts.get(&p).copied(), dest_ends.get(&p).copied().unwrap_or(0));
+            match decide_failback(&lineage, bounds, &after, Truncation::None, 0) {
+                Ok(StartDecision::Refuse(why)) => {
+                    let when = match scan.timestamps {
+                        Some((a, b)) => {
+                            format!(", written between {} and {}", Timestamp::from_millis(a), Timestamp::from_millis(b))
+                        }
+                        None => String::new(),
+                    };
+                    let what = match why.divergence() {
+                        Some(d) => format!(
+                            "{d}{when} never reached the other side (the mirror {:?} copied up to offset {})",
+                            found.mirror, lineage.mirrored_end
+                        ),
+                        None => why.to_string(),
+                    };
+                    diverged.push(format!("partition {p}: {what}"));
+                }
+                Ok(decision) => {
+                    if let Some(pos) = decision.start_position() {
+                        plan.positions.insert(p, pos);
+                    }
+                    if let Some(map) = found.offset_maps.get(&p) {
+                        plan.maps.insert(p, map.clone());
+                    }
+                }
+                Err(e) => diverged.push(format!("partition {p}: {e}")),
+            }
+        }
+        if !diverged.is_empty() {
+            return Err(Problem {
+                kind: ProblemKind::DestinationDiverged,
+                detail: format!(
+                    "DESTINATION_DIVERGED: failback of {topic:?}: {}; start with truncation mode `resync` to delete \
+                     them and copy the topic again",
+                    diverged.join("; ")
+                ),
+            });
+        }
+        Ok(Some(plan))
+    }
+
+    /// Takes a failback plan over for `topic`'s partitions (created, not yet started): their
+    /// start positions and their inherited offset maps, in memory and in the state topic.
+    pub(super) fn adopt_failback(&mut self, mirror: &str, topic: &str, plan: FailbackPlan) {
+        let n = self.state_partitions;
+        let Some(t) = self.mirrors.get_mut(mirror).and_then(|m| m.topics.get_mut(topic)) else { return };
+        let topic_id = t.source_topic_id.clone();
+        for (p, pos) in &plan.positions {
+            if let Some(rt) = t.partitions.get_mut(p) {
+                rt.record.position = Some(*pos);
+            }
+        }
+        let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+        for (p, map) in plan.maps {
+            self.pending_writes.extend(persist::offset_map_batches(mirror, &topic_id, p, &map, n));
+            maps.insert((mirror.to_string(), topic.to_string(), p), map);
+        }
+        tracing::info!(
+            %mirror, %topic, from = %plan.from_mirror, partitions = plan.positions.len(),
+            "failback: the destination topic is adopted as it is; only what the source received since the failover is copied"
+        );
+    }
+}

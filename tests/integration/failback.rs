@@ -1,0 +1,161 @@
+//! Failback without a full copy (issue 18) on the rig's two clusters: A (the rig's source) was
+//! mirrored into B (the rig's destination) by `m1`, run by an engine attached to B, and failed
+//! over; producers then wrote to B. A second engine attached to A starts `m2` from B into A: it
+//! finds `m1`'s lineage in B's `__mirror_state` and copies only what B received since the
+//! failover; records written to A after the last mirrored one make it refuse, with their count.
+
+use std::time::Duration;
+
+use kmirror::domain::PartitionState;
+use kmirror::engine::{
+    self, Actor, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, ProblemKind, SourceSpec, TopicSelector,
+    Truncation,
+};
+use kmirror::kafka::{IsolationLevel, OffsetSpec};
+
+use crate::engine::{TestEngine, assert_same_content, keyed, produce_aborted, read_all};
+use crate::support::*;
+
+const START: LifecycleOp = LifecycleOp::Start { truncation: Truncation::None };
+
+fn actor() -> Actor {
+    Actor { identity: "test".into(), address: None }
+}
+
+/// An engine attached to A (the rig's source cluster), keeping its state in a topic of the given
+/// name there; the same name as the engine on B uses, so it finds B's state under it.
+async fn engine_on_a(state_topic: &str) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+    let id = unique("eng-a");
+    let mut config = EngineConfig::new(Cluster::Source.bootstrap());
+    config.state_topic = state_topic.to_string();
+    config.state_partitions = 4;
+    config.instance_id = format!("kmirror-{id}");
+    config.cluster_name = format!("kmirror-{id}");
+    config.metadata_refresh_interval = Duration::from_secs(3600);
+    engine::start(config).await.expect("engine on A starts")
+}
+
+async fn lifecycle(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
+    h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, false, actor()).await.expect("call")
+}
+
+/// Waits until `mirror` on `h` has mirrored `topic` up to B's last stable offset.
+async fn caught_up_from_b(h: &EngineHandle, mirror: &str, topic: &str, partitions: i32) {
+    let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
+    eventually(&format!("{mirror} caught up with B's {topic}"), Duration::from_secs(90), || async {
+        let lso = Cluster::Destination.admin().list_offsets(&q, IsolationLevel::ReadCommitted).await.ok()?;
+        let snap = h.snapshot();
+        let t = snap.mirror(mirror)?.topic(topic)?;
+        let failed = t.partitions.iter().find(|p| p.state == PartitionState::Failed);
+        assert!(failed.is_none(), "{topic} cannot catch up: {failed:?}");
+        lso.iter()
+            .all(|o| {
+                t.partitions.iter().any(|p| {
+                    p.partition == o.partition
+                        && p.state == PartitionState::Mirroring
+                        && p.mirrored_source_offset.is_some_and(|m| m >= o.offset)
+                })
+            })
+            .then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failback_copies_only_what_the_other_side_received_since_the_failover() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "failback", 2, &[]).await;
+    let diverged = TestTopic::create(Cluster::Source, "failback-div", 2, &[]).await;
+    let (t, d) = (topic.name.clone(), diverged.name.clone());
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Source, &t, &keyed(600, 2, "a-before"));
+        produce_aborted(&t, 2, 50);
+        produce(Cluster::Source, &t, &keyed(200, 2, "a-after-abort"));
+        produce(Cluster::Source, &d, &keyed(100, 2, "a-div"));
+    })
+    .await
+    .unwrap();
+
+    // m1: A -> B, then failover.
+    let b = TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &[&topic.name, &diverged.name], START).await;
+    b.wait_caught_up(&m1, &topic.name, 2).await;
+    b.wait_caught_up(&m1, &diverged.name, 2).await;
+    b.op_ok(&m1, &[&topic.name, &diverged.name], LifecycleOp::Stop).await;
+    let state_topic = b.config.state_topic.clone();
+    b.stop().await;
+
+    // Producers move to B; on A, three records are written to the second topic after the failover.
+    let (t, d) = (topic.name.clone(), diverged.name.clone());
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Destination, &t, &keyed(300, 2, "b-new"));
+        produce(Cluster::Destination, &d, &keyed(10, 2, "b-new"));
+        produce(Cluster::Source, &d, &keyed(3, 1, "a-late"));
+    })
+    .await
+    .unwrap();
+
+    // m2: B -> A, from an engine attached to A.
+    let (a, a_join) = engine_on_a(&state_topic).await;
+    let m2 = unique("m2");
+    a.create_mirror(
+        MirrorSpec {
+            name: m2.clone(),
+            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+        },
+        actor(),
+    )
+    .await
+    .expect("create m2");
+    let r = lifecycle(&a, &m2, &topic.name, START).await;
+    assert!(r.results[0].ok, "the failback start is accepted: {r:?}");
+    caught_up_from_b(&a, &m2, &topic.name, 2).await;
+    // Incremental: only B's 300 new records crossed, not the topic's 1,100.
+    let copied: u64 = a
+        .snapshot()
+        .mirror(&m2)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.records_mirrored)
+        .sum();
+    assert_eq!(copied, 300, "records copied by the failback");
+    // A equals B record for record, and every offset of B translates to the same record on A
+    // (the history through m1's inverted map, the new records through m2's own runs).
+    assert_eq!(assert_same_content(&topic.name, 2).await, 1_100);
+    let t = topic.name.clone();
+    let (on_a, on_b) =
+        tokio::task::spawn_blocking(move || (read_all(Cluster::Source, &t, 2), read_all(Cluster::Destination, &t, 2)))
+            .await
+            .unwrap();
+    for p in 0..2 {
+        for (ra, rb) in on_a[&p].iter().zip(&on_b[&p]) {
+            assert_eq!(a.translate_offset(&m2, &topic.name, p, rb.offset), Some(ra.offset), "B {p}@{}", rb.offset);
+        }
+    }
+
+    // The second topic: the three records written on A after the failover never reached B.
+    let r = lifecycle(&a, &m2, &diverged.name, START).await;
+    let refusal = r.results[0].error.as_ref().expect("refused");
+    assert_eq!(refusal.kind, ProblemKind::DestinationDiverged, "{refusal:?}");
+    assert!(refusal.detail.contains("partition 0: 3 local records at offsets"), "{}", refusal.detail);
+    assert!(
+        refusal.detail.contains("partition 1: no") || !refusal.detail.contains("partition 1:"),
+        "{}",
+        refusal.detail
+    );
+    assert!(refusal.detail.contains("written between"), "{}", refusal.detail);
+
+    let _ = lifecycle(&a, &m2, &topic.name, LifecycleOp::Stop).await;
+    a.shutdown().await;
+    let _ = a_join.await;
+    for t in [&topic.name, &diverged.name] {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+}
