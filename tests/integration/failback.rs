@@ -39,6 +39,11 @@ async fn lifecycle(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp)
     h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, false, actor()).await.expect("call")
 }
 
+/// The same call with `validate_only`.
+async fn preview(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
+    h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, true, actor()).await.expect("call")
+}
+
 /// Waits until `mirror` on `h` has mirrored `topic` up to B's last stable offset.
 async fn caught_up_from_b(h: &EngineHandle, mirror: &str, topic: &str, partitions: i32) {
     let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
@@ -111,6 +116,8 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     )
     .await
     .expect("create m2");
+    let p = preview(&a, &m2, &topic.name, START).await;
+    assert!(p.results[0].ok, "the preview accepts the failback: {p:?}");
     let r = lifecycle(&a, &m2, &topic.name, START).await;
     assert!(r.results[0].ok, "the failback start is accepted: {r:?}");
     caught_up_from_b(&a, &m2, &topic.name, 2).await;
@@ -140,8 +147,11 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
         }
     }
 
-    // The second topic: the three records written on A after the failover never reached B.
+    // The second topic: the three records written on A after the failover never reached B. The
+    // preview says exactly what the start then does.
+    let p = preview(&a, &m2, &diverged.name, START).await;
     let r = lifecycle(&a, &m2, &diverged.name, START).await;
+    assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
     let refusal = r.results[0].error.as_ref().expect("refused");
     assert_eq!(refusal.kind, ProblemKind::DestinationDiverged, "{refusal:?}");
     assert!(refusal.detail.contains("partition 0: 3 local records at offsets"), "{}", refusal.detail);
@@ -152,10 +162,22 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     );
     assert!(refusal.detail.contains("written between"), "{}", refusal.detail);
 
-    let _ = lifecycle(&a, &m2, &topic.name, LifecycleOp::Stop).await;
+    // A topic with no lineage (created on B, never mirrored) is a normal start.
+    let fresh = TestTopic::create(Cluster::Destination, "failback-fresh", 1, &[]).await;
+    let f = fresh.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Destination, &f, &keyed(20, 1, "fresh"))).await.unwrap();
+    let r = lifecycle(&a, &m2, &fresh.name, START).await;
+    assert!(r.results[0].ok, "{r:?}");
+    caught_up_from_b(&a, &m2, &fresh.name, 1).await;
+    assert_eq!(assert_same_content(&fresh.name, 1).await, 20);
+
+    for t in [&topic.name, &fresh.name] {
+        let _ = lifecycle(&a, &m2, t, LifecycleOp::Stop).await;
+    }
     a.shutdown().await;
     let _ = a_join.await;
     for t in [&topic.name, &diverged.name] {
         let _ = Cluster::Destination.admin().delete_topic(t).await;
     }
+    let _ = Cluster::Source.admin().delete_topic(&fresh.name).await;
 }

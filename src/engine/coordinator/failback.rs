@@ -138,6 +138,30 @@ impl Coordinator {
         Ok(Some(plan))
     }
 
+    /// `validate_only` of a start of a topic new to `mirror`: a destination topic that already
+    /// holds records is accepted only when a failback would adopt it.
+    pub(super) async fn validate_adoption(&self, mirror: &str, topic: &str, partitions: i32) -> Result<(), Problem> {
+        let dest = &*self.destination_admin;
+        let d = match dest.describe_topic(topic).await {
+            Ok(d) => d,
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(()),
+            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+        };
+        let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        let Some((p, end)) = ends.iter().find(|(_, end)| **end > 0) else { return Ok(()) };
+        match self.failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &ends).await? {
+            Some(_) => Ok(()),
+            None => Err(Problem {
+                kind: ProblemKind::DestinationTopicConflict,
+                detail: format!(
+                    "destination topic {topic:?} already holds records (partition {p} ends at offset {end}); only an empty topic can become a mirror (start with truncation \"resync\" to delete them and mirror the source)"
+                ),
+            }),
+        }
+    }
+
     /// Takes a failback plan over for `topic`'s partitions (created, not yet started): their
     /// start positions and their inherited offset maps, in memory and in the state topic.
     pub(super) fn adopt_failback(&mut self, mirror: &str, topic: &str, plan: FailbackPlan) {

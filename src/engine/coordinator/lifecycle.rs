@@ -124,6 +124,11 @@ impl Coordinator {
         };
         match m.topics.get(topic) {
             None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&*m.source_admin, topic).await {
+                // A destination topic with records: adopted only by a failback (its preview is
+                // the same decision the start makes, DESTINATION_DIVERGED with the counts).
+                Ok(src) if op == LifecycleOp::Start { truncation: Truncation::None } => {
+                    self.validate_adoption(mirror, topic, src.partitions.len() as i32).await
+                }
                 Ok(_) => Ok(()),
                 Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
                     kind: ProblemKind::TopicNotFound,
