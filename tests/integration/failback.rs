@@ -90,6 +90,7 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     b.wait_caught_up(&m1, &diverged.name, 2).await;
     b.op_ok(&m1, &[&topic.name, &diverged.name], LifecycleOp::Stop).await;
     let state_topic = b.config.state_topic.clone();
+    let b_config = b.config.clone();
     b.stop().await;
 
     // Producers move to B; on A, three records are written to the second topic after the failover.
@@ -162,6 +163,59 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     );
     assert!(refusal.detail.contains("written between"), "{}", refusal.detail);
 
+    // Round trip: m2 is failed over (A is the primary again), A receives 50 records, and m1
+    // restarts from B's side: again incremental (m2's lineage in A's state), again identical.
+    let r = lifecycle(&a, &m2, &topic.name, LifecycleOp::Stop).await;
+    assert!(r.results[0].ok, "{r:?}");
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(50, 2, "a-again"))).await.unwrap();
+    let b = TestEngine::with_config(b_config).await;
+    let before: u64 = b
+        .handle
+        .snapshot()
+        .mirror(&m1)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.records_mirrored)
+        .sum();
+    let p = b.op(&m1, &[&topic.name], START).await;
+    assert!(p.results[0].ok, "the restart of m1 is accepted: {p:?}");
+    b.wait_caught_up(&m1, &topic.name, 2).await;
+    let copied: u64 = b
+        .handle
+        .snapshot()
+        .mirror(&m1)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.records_mirrored)
+        .sum::<u64>()
+        - before;
+    assert_eq!(copied, 50, "records copied by the second failback");
+    assert_eq!(assert_same_content(&topic.name, 2).await, 1_150);
+    let t = topic.name.clone();
+    let (on_a, on_b) =
+        tokio::task::spawn_blocking(move || (read_all(Cluster::Source, &t, 2), read_all(Cluster::Destination, &t, 2)))
+            .await
+            .unwrap();
+    for p in 0..2 {
+        for (ra, rb) in on_a[&p].iter().zip(&on_b[&p]) {
+            assert_eq!(
+                b.handle.translate_offset(&m1, &topic.name, p, ra.offset),
+                Some(rb.offset),
+                "A {p}@{}",
+                ra.offset
+            );
+        }
+    }
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    b.stop().await;
+
     // A topic with no lineage (created on B, never mirrored) is a normal start.
     let fresh = TestTopic::create(Cluster::Destination, "failback-fresh", 1, &[]).await;
     let f = fresh.name.clone();
@@ -171,9 +225,7 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     caught_up_from_b(&a, &m2, &fresh.name, 1).await;
     assert_eq!(assert_same_content(&fresh.name, 1).await, 20);
 
-    for t in [&topic.name, &fresh.name] {
-        let _ = lifecycle(&a, &m2, t, LifecycleOp::Stop).await;
-    }
+    let _ = lifecycle(&a, &m2, &fresh.name, LifecycleOp::Stop).await;
     a.shutdown().await;
     let _ = a_join.await;
     for t in [&topic.name, &diverged.name] {

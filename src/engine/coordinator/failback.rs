@@ -12,7 +12,7 @@
 
 use super::lifecycle::offsets_of;
 use crate::domain::lineage::{LogBounds, RecordScan, StartDecision, decide_failback};
-use crate::domain::offset_map::OffsetMap;
+use crate::domain::offset_map::{OffsetMap, Run};
 
 use super::*;
 
@@ -171,12 +171,33 @@ impl Coordinator {
         for (p, pos) in &plan.positions {
             if let Some(rt) = t.partitions.get_mut(p) {
                 rt.record.position = Some(*pos);
+                // A restart (round trip): the old stop point is history now; the lineage
+                // continues through the other direction's mirror.
+                rt.record.stop_point = None;
             }
         }
         let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
         for (p, map) in plan.maps {
-            self.pending_writes.extend(persist::offset_map_batches(mirror, &topic_id, p, &map, n));
-            maps.insert((mirror.to_string(), topic.to_string(), p), map);
+            let key = (mirror.to_string(), topic.to_string(), p);
+            // A round trip: this mirror's own history is already there; only what crossed back
+            // and forth since is new (the inverse map holds this mirror's own runs too).
+            let new: Vec<Run> = match maps.get(&key) {
+                Some(own) => {
+                    let (src_end, dst_end) = (own.source_end().unwrap_or(0), own.destination_end().unwrap_or(0));
+                    map.runs()
+                        .iter()
+                        .copied()
+                        .filter(|r| r.source_start >= src_end && r.destination_start >= dst_end)
+                        .collect()
+                }
+                None => map.runs().to_vec(),
+            };
+            let Ok(new) = OffsetMap::from_runs(new) else { continue };
+            self.pending_writes.extend(persist::offset_map_batches(mirror, &topic_id, p, &new, n));
+            let entry = maps.entry(key).or_default();
+            if let Err(e) = entry.extend(new.runs().iter().copied()) {
+                tracing::warn!(%mirror, %topic, partition = p, "failback: inherited offset map not appended: {e}");
+            }
         }
         tracing::info!(
             %mirror, %topic, from = %plan.from_mirror, partitions = plan.positions.len(),

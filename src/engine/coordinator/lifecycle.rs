@@ -381,10 +381,17 @@ impl Coordinator {
                 }
             }
             if !diverged.is_empty() {
-                return Err(Problem {
-                    kind: ProblemKind::DestinationDiverged,
-                    detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
-                });
+                // The writes here after the stop point may be the other direction's: a round
+                // trip (A -> B failed over, B -> A failed back and over again, now A -> B again)
+                // resumes from where that mirror stopped, when everything here crossed over.
+                failback =
+                    self.failback_plan(mirror, topic, &dest_topic.topic_id.to_string(), partitions, &dest_ends).await?;
+                if failback.is_none() {
+                    return Err(Problem {
+                        kind: ProblemKind::DestinationDiverged,
+                        detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
+                    });
+                }
             }
         }
 
