@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::{client_config, create};
@@ -32,47 +32,46 @@ impl Scanned {
     }
 }
 
-/// Reads `topic`'s partitions with `read_committed` from each `from` offset up to `ends` (their
-/// last stable offsets, read by the caller) and counts what is there. Blocking.
-pub fn scan_committed(
+/// Reads `topic`'s partitions with `read_committed` from their `starts` until each has been read
+/// up to its `ends` offset (a last stable offset read before), handing every message to `f`. The
+/// end may lie past trailing transaction markers, which no message shows: a partition is done
+/// when its position reaches the end. Blocking.
+#[allow(clippy::too_many_arguments)] // each one is a different, necessary fact of the read
+pub(super) fn read_committed_range(
     bootstrap: &str,
     properties: &BTreeMap<String, String>,
     topic: &str,
-    ranges: &[(i32, i64, i64)],
+    starts: &[(i32, Offset)],
+    mut remaining: HashMap<i32, i64>,
     timeout: Duration,
-) -> KafkaResult<BTreeMap<i32, Scanned>> {
-    const OP: &str = "scan records";
-    let mut out: BTreeMap<i32, Scanned> = ranges.iter().map(|(p, _, _)| (*p, Scanned::default())).collect();
-    let mut remaining: HashMap<i32, i64> =
-        ranges.iter().filter(|(_, from, end)| from < end).map(|(p, _, end)| (*p, *end)).collect();
+    op: &'static str,
+    mut f: impl FnMut(&BorrowedMessage<'_>),
+) -> KafkaResult<()> {
     if remaining.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let mut cfg = client_config(bootstrap, properties, &[])?;
-    cfg.set("group.id", "kmirror-scan")
+    cfg.set("group.id", format!("kmirror-{}", op.replace(' ', "-")))
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "earliest")
         .set("fetch.queue.backoff.ms", "10");
-    let consumer: BaseConsumer = create(&cfg, "record scan")?;
+    let consumer: BaseConsumer = create(&cfg, op)?;
     let mut tpl = TopicPartitionList::new();
-    for (p, from, end) in ranges {
-        if from < end {
-            tpl.add_partition_offset(topic, *p, Offset::Offset(*from))
-                .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
-        }
+    for (p, offset) in starts.iter().filter(|(p, _)| remaining.contains_key(p)) {
+        tpl.add_partition_offset(topic, *p, *offset)
+            .map_err(|e| KafkaError::InvalidArgument { operation: op, message: e.to_string() })?;
     }
-    consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
+    consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: op, message: e.to_string() })?;
     let deadline = Instant::now() + timeout;
     while !remaining.is_empty() {
         if Instant::now() > deadline {
-            return Err(KafkaError::Timeout { operation: OP, resource: topic.to_string(), after: timeout });
+            return Err(KafkaError::Timeout { operation: op, resource: topic.to_string(), after: timeout });
         }
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
-                // The end of what is there; the LSO may sit past trailing control records.
                 if let Ok(pos) = consumer.position()
                     && let Some(el) = pos.find_partition(topic, p)
                     && let Offset::Offset(o) = el.offset()
@@ -81,18 +80,36 @@ pub fn scan_committed(
                     remaining.remove(&p);
                 }
             }
-            Some(Err(e)) => tracing::debug!(error = %e, "record scan: transient consumer error"),
+            Some(Err(e)) => tracing::debug!(error = %e, "{op}: transient consumer error"),
             Some(Ok(m)) => {
                 let p = m.partition();
-                let Some(end) = remaining.get(&p).copied() else { continue };
-                if m.offset() < end {
-                    out.entry(p).or_default().add(m.offset(), m.timestamp().to_millis());
-                }
-                if m.offset() + 1 >= end {
+                f(&m);
+                if remaining.get(&p).is_some_and(|end| m.offset() + 1 >= *end) {
                     remaining.remove(&p);
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// Reads `topic`'s partitions with `read_committed` from each `from` offset up to `end` (their
+/// last stable offsets, read by the caller) and counts what is there. Blocking.
+pub fn scan_committed(
+    bootstrap: &str,
+    properties: &BTreeMap<String, String>,
+    topic: &str,
+    ranges: &[(i32, i64, i64)],
+    timeout: Duration,
+) -> KafkaResult<BTreeMap<i32, Scanned>> {
+    let mut out: BTreeMap<i32, Scanned> = ranges.iter().map(|(p, _, _)| (*p, Scanned::default())).collect();
+    let ends: HashMap<i32, i64> =
+        ranges.iter().filter(|(_, from, end)| from < end).map(|(p, _, end)| (*p, *end)).collect();
+    let starts: Vec<(i32, Offset)> = ranges.iter().map(|(p, from, _)| (*p, Offset::Offset(*from))).collect();
+    read_committed_range(bootstrap, properties, topic, &starts, ends.clone(), timeout, "record scan", |m| {
+        if ends.get(&m.partition()).is_some_and(|end| m.offset() < *end) {
+            out.entry(m.partition()).or_default().add(m.offset(), m.timestamp().to_millis());
+        }
+    })?;
     Ok(out)
 }

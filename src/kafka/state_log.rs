@@ -101,59 +101,19 @@ fn read_blocking(
     bootstrap: &str,
     properties: &BTreeMap<String, String>,
     topic: &str,
-    mut remaining: HashMap<i32, i64>,
+    remaining: HashMap<i32, i64>,
     timeout: Duration,
 ) -> KafkaResult<Vec<LogRecord>> {
-    const OP: &str = "read state";
-    let mut cfg = client_config(bootstrap, properties, &[])?;
-    cfg.set("group.id", "kmirror-state-reader")
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", "read_committed")
-        .set("enable.partition.eof", "true")
-        .set("auto.offset.reset", "earliest")
-        .set("fetch.queue.backoff.ms", "10");
-    let consumer: BaseConsumer = create(&cfg, "state reader")?;
-    let mut tpl = TopicPartitionList::new();
-    for p in remaining.keys() {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
-    }
-    consumer.assign(&tpl).map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
-    let deadline = Instant::now() + timeout;
+    let starts: Vec<(i32, Offset)> = remaining.keys().map(|p| (*p, Offset::Beginning)).collect();
     let mut out = Vec::new();
-    while !remaining.is_empty() {
-        if Instant::now() > deadline {
-            return Err(KafkaError::Timeout { operation: OP, resource: topic.to_string(), after: timeout });
-        }
-        match consumer.poll(Duration::from_millis(100)) {
-            None => {}
-            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
-                // End of what is there now; the LSO may sit past a trailing control record.
-                if let Ok(pos) = consumer.position()
-                    && let Some(el) = pos.find_partition(topic, p)
-                    && let Offset::Offset(o) = el.offset()
-                    && remaining.get(&p).is_some_and(|end| o >= *end)
-                {
-                    remaining.remove(&p);
-                }
-            }
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "state read: transient consumer error");
-            }
-            Some(Ok(m)) => {
-                let p = m.partition();
-                out.push(LogRecord {
-                    partition: p,
-                    offset: m.offset(),
-                    key: m.key().map(<[u8]>::to_vec),
-                    value: m.payload().map(<[u8]>::to_vec),
-                });
-                if remaining.get(&p).is_some_and(|end| m.offset() + 1 >= *end) {
-                    remaining.remove(&p);
-                }
-            }
-        }
-    }
+    super::scan::read_committed_range(bootstrap, properties, topic, &starts, remaining, timeout, "read state", |m| {
+        out.push(LogRecord {
+            partition: m.partition(),
+            offset: m.offset(),
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.payload().map(<[u8]>::to_vec),
+        })
+    })?;
     Ok(out)
 }
 

@@ -66,6 +66,31 @@ async fn caught_up_from_b(h: &EngineHandle, mirror: &str, topic: &str, partition
     .await
 }
 
+/// Records `mirror` has copied of `topic`, as `h` counts them.
+fn copied(h: &EngineHandle, mirror: &str, topic: &str) -> u64 {
+    let snap = h.snapshot();
+    snap.mirror(mirror)
+        .and_then(|m| m.topic(topic))
+        .map_or(0, |t| t.partitions.iter().map(|p| p.records_mirrored).sum())
+}
+
+/// Asserts that A and B hold the same records and that `mirror`'s offset map, reading `from`,
+/// translates each record's offset there to the same record's offset on the other cluster.
+async fn assert_translates(h: &EngineHandle, mirror: &str, topic: &str, from: Cluster) {
+    let t = topic.to_string();
+    let (on_a, on_b) =
+        tokio::task::spawn_blocking(move || (read_all(Cluster::Source, &t, 2), read_all(Cluster::Destination, &t, 2)))
+            .await
+            .unwrap();
+    let (src, dst) = if from == Cluster::Source { (&on_a, &on_b) } else { (&on_b, &on_a) };
+    for p in 0..2 {
+        assert_eq!(src[&p].len(), dst[&p].len(), "{topic}-{p}");
+        for (r, there) in src[&p].iter().zip(&dst[&p]) {
+            assert_eq!(h.translate_offset(mirror, topic, p, r.offset), Some(there.offset), "{topic}-{p}@{}", r.offset);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failback_copies_only_what_the_other_side_received_since_the_failover() {
     let _rig = shared().await;
@@ -123,30 +148,11 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     assert!(r.results[0].ok, "the failback start is accepted: {r:?}");
     caught_up_from_b(&a, &m2, &topic.name, 2).await;
     // Incremental: only B's 300 new records crossed, not the topic's 1,100.
-    let copied: u64 = a
-        .snapshot()
-        .mirror(&m2)
-        .unwrap()
-        .topic(&topic.name)
-        .unwrap()
-        .partitions
-        .iter()
-        .map(|p| p.records_mirrored)
-        .sum();
-    assert_eq!(copied, 300, "records copied by the failback");
+    assert_eq!(copied(&a, &m2, &topic.name), 300, "records copied by the failback");
     // A equals B record for record, and every offset of B translates to the same record on A
     // (the history through m1's inverted map, the new records through m2's own runs).
     assert_eq!(assert_same_content(&topic.name, 2).await, 1_100);
-    let t = topic.name.clone();
-    let (on_a, on_b) =
-        tokio::task::spawn_blocking(move || (read_all(Cluster::Source, &t, 2), read_all(Cluster::Destination, &t, 2)))
-            .await
-            .unwrap();
-    for p in 0..2 {
-        for (ra, rb) in on_a[&p].iter().zip(&on_b[&p]) {
-            assert_eq!(a.translate_offset(&m2, &topic.name, p, rb.offset), Some(ra.offset), "B {p}@{}", rb.offset);
-        }
-    }
+    assert_translates(&a, &m2, &topic.name, Cluster::Destination).await;
 
     // The second topic: the three records written on A after the failover never reached B. The
     // preview says exactly what the start then does.
@@ -170,49 +176,13 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     let t = topic.name.clone();
     tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(50, 2, "a-again"))).await.unwrap();
     let b = TestEngine::with_config(b_config).await;
-    let before: u64 = b
-        .handle
-        .snapshot()
-        .mirror(&m1)
-        .unwrap()
-        .topic(&topic.name)
-        .unwrap()
-        .partitions
-        .iter()
-        .map(|p| p.records_mirrored)
-        .sum();
+    let before = copied(&b.handle, &m1, &topic.name);
     let p = b.op(&m1, &[&topic.name], START).await;
     assert!(p.results[0].ok, "the restart of m1 is accepted: {p:?}");
     b.wait_caught_up(&m1, &topic.name, 2).await;
-    let copied: u64 = b
-        .handle
-        .snapshot()
-        .mirror(&m1)
-        .unwrap()
-        .topic(&topic.name)
-        .unwrap()
-        .partitions
-        .iter()
-        .map(|p| p.records_mirrored)
-        .sum::<u64>()
-        - before;
-    assert_eq!(copied, 50, "records copied by the second failback");
+    assert_eq!(copied(&b.handle, &m1, &topic.name) - before, 50, "records copied by the second failback");
     assert_eq!(assert_same_content(&topic.name, 2).await, 1_150);
-    let t = topic.name.clone();
-    let (on_a, on_b) =
-        tokio::task::spawn_blocking(move || (read_all(Cluster::Source, &t, 2), read_all(Cluster::Destination, &t, 2)))
-            .await
-            .unwrap();
-    for p in 0..2 {
-        for (ra, rb) in on_a[&p].iter().zip(&on_b[&p]) {
-            assert_eq!(
-                b.handle.translate_offset(&m1, &topic.name, p, ra.offset),
-                Some(rb.offset),
-                "A {p}@{}",
-                ra.offset
-            );
-        }
-    }
+    assert_translates(&b.handle, &m1, &topic.name, Cluster::Source).await;
     b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
     b.stop().await;
 

@@ -180,28 +180,30 @@ impl Coordinator {
             }
             MembershipEvent::Revoked { slots, done } => {
                 tracing::info!(?slots, "slots revoked: ending their data paths");
-                let set: BTreeSet<i32> = slots.into_iter().collect();
-                self.let_go(&set).await;
-                if let Some(g) = self.group.as_mut() {
-                    for s in &set {
-                        g.pending.remove(s);
-                    }
-                }
-                let _ = done.send(());
-                self.heartbeat().await;
+                // The rebalance goes on once the data paths have ended (`done`).
+                self.give_up(slots, Some(done)).await;
             }
             MembershipEvent::Lost(slots) => {
                 tracing::warn!(?slots, "slots lost (session expired?): another instance may own them now");
-                let set: BTreeSet<i32> = slots.into_iter().collect();
-                self.let_go(&set).await;
-                if let Some(g) = self.group.as_mut() {
-                    for s in &set {
-                        g.pending.remove(s);
-                    }
-                }
-                self.heartbeat().await;
+                self.give_up(slots, None).await;
             }
         }
+    }
+
+    /// Lets `slots` go (revoked or lost), forgets their pending takeovers, answers `done`, and
+    /// tells the others at once.
+    async fn give_up(&mut self, slots: Vec<i32>, done: Option<tokio::sync::oneshot::Sender<()>>) {
+        let set: BTreeSet<i32> = slots.into_iter().collect();
+        self.let_go(&set).await;
+        if let Some(g) = self.group.as_mut() {
+            for s in &set {
+                g.pending.remove(s);
+            }
+        }
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+        self.heartbeat().await;
     }
 
     /// Takeover, steps 1 and 2 (see the module docs): start the slots' data paths (fencing the
@@ -421,18 +423,9 @@ impl Coordinator {
                 }
                 let source_changed = stored.spec.source != m.stored.spec.source;
                 m.stored = stored;
-                if !source_changed {
-                    return;
+                if source_changed {
+                    self.source_changed(name).await;
                 }
-                match self.ports.connect_source(
-                    &m.stored.spec.source.bootstrap_servers,
-                    &m.stored.spec.source.properties,
-                    self.config.request_timeout.min(Duration::from_secs(10)),
-                ) {
-                    Ok(a) => m.source_admin = a,
-                    Err(e) => m.cluster_id_error = Some(e.to_string()),
-                }
-                self.restart_data_path(name).await;
             }
         }
     }

@@ -325,17 +325,7 @@ pub(super) async fn start_with_ports(
                 }
             }
         });
-        coord.publish();
-        let (tx, rx) = mpsc::channel(64);
-        let handle = EngineHandle {
-            tx,
-            priority_tx,
-            snapshot: snapshot_rx,
-            offset_maps: Arc::clone(&coord.offset_maps),
-            operations: Arc::clone(&coord.operations),
-        };
-        let join = tokio::spawn(coord.run(rx, internal_rx));
-        return Ok((handle, join));
+        return Ok(coord.launch(priority_tx, snapshot_rx, internal_rx));
     }
 
     // Start every mirror's data paths first: each one fences its slot's previous writer (and
@@ -367,18 +357,28 @@ pub(super) async fn start_with_ports(
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
     coord.restore(loaded).await;
-    coord.publish();
+    Ok(coord.launch(priority_tx, snapshot_rx, internal_rx))
+}
 
-    let (tx, rx) = mpsc::channel(64);
-    let handle = EngineHandle {
-        tx,
-        priority_tx,
-        snapshot: snapshot_rx,
-        offset_maps: Arc::clone(&coord.offset_maps),
-        operations: Arc::clone(&coord.operations),
-    };
-    let join = tokio::spawn(coord.run(rx, internal_rx));
-    Ok((handle, join))
+impl Coordinator {
+    /// Publishes the first snapshot and runs the coordinator task; returns its handle.
+    fn launch(
+        self,
+        priority_tx: mpsc::Sender<Request>,
+        snapshot: watch::Receiver<Arc<Snapshot>>,
+        internal_rx: mpsc::UnboundedReceiver<Internal>,
+    ) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+        self.publish();
+        let (tx, rx) = mpsc::channel(64);
+        let handle = EngineHandle {
+            tx,
+            priority_tx,
+            snapshot,
+            offset_maps: Arc::clone(&self.offset_maps),
+            operations: Arc::clone(&self.operations),
+        };
+        (handle, tokio::spawn(self.run(rx, internal_rx)))
+    }
 }
 
 async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<state_log::LogRecord>, EngineError> {
@@ -814,17 +814,7 @@ impl Coordinator {
         let m = self.mirrors.get_mut(name).expect("checked above");
         m.stored = stored;
         if source_changed {
-            match self.ports.connect_source(
-                &m.stored.spec.source.bootstrap_servers,
-                &m.stored.spec.source.properties,
-                self.config.request_timeout.min(Duration::from_secs(10)),
-            ) {
-                Ok(a) => m.source_admin = a,
-                Err(e) => m.cluster_id_error = Some(e.to_string()),
-            }
-            // The data path's source consumer still runs with the old settings (a rotated
-            // password would never reach it): replace it, resuming from committed positions.
-            self.restart_data_path(name).await;
+            self.source_changed(name).await;
         }
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror updated");
         self.spawn_metadata_refresh(Some(name));

@@ -26,6 +26,24 @@ use super::Coordinator;
 use crate::engine::snapshot::DataPathStatus;
 
 impl Coordinator {
+    /// `mirror`'s stored source connection changed (here or, with several instances, on another
+    /// one): a new admin client, and new data paths (see the module's documentation).
+    pub(super) async fn source_changed(&mut self, mirror: &str) {
+        let timeout = self.config.request_timeout.min(std::time::Duration::from_secs(10));
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        match self.ports.connect_source(
+            &m.stored.spec.source.bootstrap_servers,
+            &m.stored.spec.source.properties,
+            timeout,
+        ) {
+            Ok(a) => m.source_admin = a,
+            Err(e) => m.cluster_id_error = Some(e.to_string()),
+        }
+        // The data path's source consumer still runs with the old settings (a rotated password
+        // would never reach it): replace it, resuming from committed positions.
+        self.restart_data_path(mirror).await;
+    }
+
     /// Replaces `mirror`'s data paths with ones built from its current settings (see the module's
     /// documentation), slot by slot, resuming every MIRRORING partition from its committed
     /// position.
