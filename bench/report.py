@@ -214,7 +214,7 @@ def failover(raw):
         failed = []
         rs = runs(raw, "failover", k, failed)
         failed_detail = [
-            {key: r.get(key) for key in ("error", "stop_call_s", "states_after", "ok_topics", "failed_topics")}
+            {key: r.get(key) for key in ("error", "stop_call_s", "states_after", "ok_topics", "failed_topics", "start_errors")}
             for r in map(load, sorted(glob.glob(os.path.join(raw, f"failover.{k}.r*.json"))))
             if "error" in r
         ]
@@ -235,13 +235,46 @@ def failover(raw):
     return out
 
 
-def markdown(meta, tp, lat, idl, fo, complete):
+def takeover(raw):
+    """kill -9 takeover runs (issue 17): one key per topic partition count."""
+    out = {}
+    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, "takeover.*.r*.json"))}
+    for k in sorted(keys, key=int):
+        failed = []
+        rs = runs(raw, "takeover", k, failed)
+        allr = [load(p) for p in sorted(glob.glob(os.path.join(raw, f"takeover.{k}.r*.json")))]
+        first = (rs or allr)[0]
+        out[k] = {
+            "failed_runs": failed,
+            "instances": first["instances"],
+            "session_timeout_ms": first["session_timeout_ms"],
+            "load_records_s": first["load_records_s"],
+            "slots_covered_s": stat([r["slots_covered_s"] for r in rs]),
+            "partitions_advancing_s": stat([r["partitions_advancing_s"] for r in rs]),
+            "runs": [
+                {key: r.get(key) for key in ("run", "killed", "killed_slots", "killed_partitions", "slots_covered_s",
+                                             "partitions_advancing_s", "error")}
+                for r in allr
+            ],
+        }
+    return out
+
+
+def markdown(meta, tp, lat, idl, fo, complete, tk=None):
     s = meta["settings"]
     smoke = meta["mode"] != "full"
     L = []
     title = "SMOKE RUN — NOT REPRESENTATIVE" if smoke else "Full run"
     L.append(f"# kmirror vs MirrorMaker 2 — {title} ({meta['started_utc']}, label `{meta['label']}`)")
     L.append("")
+    n_inst = s.get("kmirror", {}).get("instances", 1)
+    if n_inst > 1:
+        L.append(
+            f"> **{n_inst} kmirror instances** (`--kmirror-instances {n_inst}`: one cluster name, "
+            f"{s['kmirror'].get('slots', 16)} slots shared through the consumer group): M, its CPU and RSS "
+            "are for all of them together (sums over the processes)."
+        )
+        L.append("")
     if not complete:
         L.append("> **INCOMPLETE**: the run stopped early; only the measurements below were taken.")
         L.append("")
@@ -270,7 +303,8 @@ def markdown(meta, tp, lat, idl, fo, complete):
     if tp:
         L.append("## Throughput (drain of a preloaded topic)")
         L.append("")
-        L.append("| scenario | C MiB/s | P MiB/s | B MiB/s | M (kmirror) MiB/s | MM2 MiB/s | M/B | M/MM2 |")
+        mk = "M (kmirror)" if n_inst == 1 else f"M (kmirror ×{n_inst})"
+        L.append(f"| scenario | C MiB/s | P MiB/s | B MiB/s | {mk} MiB/s | MM2 MiB/s | M/B | M/MM2 |")
         L.append("|---|---|---|---|---|---|---|---|")
         for k, r in tp.items():
             L.append(
@@ -387,6 +421,7 @@ def markdown(meta, tp, lat, idl, fo, complete):
         for k, r in fo.items():
             for f, d in zip(r.get("failed_runs", []), r.get("failed_detail", [])):
                 errs = sorted({t["error"]["detail"] for t in (d.get("failed_topics") or []) if t.get("error")})
+                errs += [f"{e['error']} ({len(e['topics'])} topics, at topics:start)" for e in (d.get("start_errors") or [])]
                 L.append(
                     f"- **Failed**: {f} (stop call returned after {d.get('stop_call_s')} s; partition states "
                     f"afterwards {json.dumps(d.get('states_after'))}; topic errors: {'; '.join(errs) or 'none'})"
@@ -394,6 +429,37 @@ def markdown(meta, tp, lat, idl, fo, complete):
         L.append("")
         L.append("MM2 has no failover operation (stop MM2, move the clients): no MM2 column.")
         L.append("")
+    if tk:
+        L.append("## Takeover after `kill -9` (several instances)")
+        L.append("")
+        for k, r in tk.items():
+            st = r["session_timeout_ms"] / 1000
+            L.append(
+                f"{r['instances']} instances, a {int(k)}-partition topic under {r['load_records_s']:,} records/s, "
+                f"session timeout {st:g} s; one instance killed per run (SIGKILL) and restarted with the same id "
+                f"afterwards. *slots covered*: until the survivors' own slots (`GET /api/v1/instances`) cover "
+                f"every slot; *advancing*: until every partition of the killed instance's slots has advanced its "
+                f"`mirrored_source_offset`. Target: ≤ session timeout + 5 s = {st + 5:g} s."
+            )
+            L.append("")
+            L.append("| | median s | min–max s | target |")
+            L.append("|---|---|---|---|")
+            for name, key in (("slots covered", "slots_covered_s"), ("partitions advancing", "partitions_advancing_s")):
+                x = r[key]
+                ok = "–" if x is None else ("met" if x["median"] <= st + 5 else "MISS")
+                mm = "–" if x is None else f"{x['min']:.2f}–{x['max']:.2f}"
+                L.append(f"| {name} | {'–' if x is None else format(x['median'], '.2f')} | {mm} | ≤ {st + 5:g} s: {ok} |")
+            L.append("")
+            L.append("| run | killed | its slots | its partitions | slots covered s | advancing s |")
+            L.append("|---|---|---|---|---|---|")
+            for x in r["runs"]:
+                L.append(
+                    f"| {x['run']} | {x['killed']} | {len(x['killed_slots'] or [])} | {x['killed_partitions']} | "
+                    f"{fr(x['slots_covered_s'])} | {fr(x['partitions_advancing_s'])}"
+                    + (f" (**{x['error']}**)" if x.get("error") else "")
+                    + " |"
+                )
+            L.append("")
     L.append("## Settings")
     L.append("")
     L.append(f"- kmirror: {json.dumps(s['kmirror'])}")
@@ -433,7 +499,8 @@ def main():
     lat = latency(raw)
     idl = idle(raw)
     fo = failover(raw)
-    summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo,
+    tk = takeover(raw)
+    summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo, "takeover": tk,
                "raw_dir": os.path.basename(raw)}
     complete = os.path.exists(os.path.join(raw, "complete"))
     summary["complete"] = complete
@@ -441,7 +508,7 @@ def main():
         json.dump(summary, f, indent=2)
         f.write("\n")
     with open(out + ".md", "w") as f:
-        f.write(markdown(meta, tp, lat, idl, fo, complete))
+        f.write(markdown(meta, tp, lat, idl, fo, complete, tk))
 
 
 if __name__ == "__main__":

@@ -173,9 +173,10 @@ struct WatchArgs {
     /// POST this JSON body to `<api>/api/v1/mirrors/<mirror>/topics:start` after the baseline.
     #[arg(long)]
     start_body: Option<String>,
-    /// The mirror process (its CPU time and RSS are sampled).
-    #[arg(long)]
-    pid: u32,
+    /// The mirror process(es), comma-separated (several kmirror instances): their CPU time and
+    /// RSS are sampled and summed.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pid: Vec<u32>,
     /// Other processes whose CPU time is reported (brokers), comma-separated.
     #[arg(long, value_delimiter = ',')]
     other_pids: Vec<u32>,
@@ -881,11 +882,18 @@ fn watch(a: WatchArgs) -> Value {
         die("--mode kmirror needs --api");
     }
 
-    let cpu = |pid: u32| proc_cpu_s(pid).unwrap_or(f64::NAN);
-    let others = |pids: &[u32]| -> Vec<f64> { pids.iter().map(|&p| cpu(p)).collect() };
+    let cpu1 = |pid: u32| proc_cpu_s(pid).unwrap_or(f64::NAN);
+    let others = |pids: &[u32]| -> Vec<f64> { pids.iter().map(|&p| cpu1(p)).collect() };
+    // The mirror's CPU: the sum over its processes (one per kmirror instance).
+    let cpu = |pids: &[u32]| -> f64 { pids.iter().map(|&p| cpu1(p)).sum() };
+    // (VmRSS, VmHWM) summed over the mirror's processes; None once one of them is gone.
+    let mem = |pids: &[u32]| -> Option<(u64, u64)> {
+        pids.iter().try_fold((0, 0), |(r, h), &p| proc_mem_kib(p).map(|(r1, h1)| (r + r1, h + h1)))
+    };
     let t_start_ms = now_ms_f();
     let t0 = Instant::now();
-    let cpu_start = cpu(a.pid);
+    let cpu_start = cpu(&a.pid);
+    let per_pid_start = others(&a.pid);
     let others_start = others(&a.other_pids);
     let mut start_response = Value::Null;
     if let Some(body) = &a.start_body {
@@ -910,28 +918,29 @@ fn watch(a: WatchArgs) -> Value {
     let mut progress: i64 = 0;
     let mut last_progress = (0i64, Instant::now());
     let fail = |why: String, progress: i64| -> ! {
-        let (rss, hwm) = proc_mem_kib(a.pid).unwrap_or((0, 0));
+        let (rss, hwm) = mem(&a.pid).unwrap_or((0, 0));
         println!(
             "{}",
             json!({"error": why, "records": total, "mirrored_records": progress,
-                   "elapsed_s": t0.elapsed().as_secs_f64(), "cpu_s_total": cpu(a.pid) - cpu_start,
+                   "elapsed_s": t0.elapsed().as_secs_f64(), "cpu_s_total": cpu(&a.pid) - cpu_start,
                    "rss_end_kib": rss, "vm_hwm_kib": hwm})
         );
         eprintln!("kbench watch: {why}");
         std::process::exit(3)
     };
     loop {
-        if let Some((rss, _)) = proc_mem_kib(a.pid) {
+        if let Some((rss, _)) = mem(&a.pid) {
             peak_rss = peak_rss.max(rss);
         } else {
-            fail(format!("the mirror process {} is gone", a.pid), progress);
+            let gone: Vec<u32> = a.pid.iter().copied().filter(|&p| proc_mem_kib(p).is_none()).collect();
+            fail(format!("the mirror process {gone:?} is gone"), progress);
         }
         if first.is_none() {
             for p in 0..partitions {
                 if let Ok((_, h)) = dst.fetch_watermarks(&a.topic, p, Duration::from_secs(2))
                     && h > 0
                 {
-                    first = Some((now_ms_f(), cpu(a.pid), others(&a.other_pids)));
+                    first = Some((now_ms_f(), cpu(&a.pid), others(&a.other_pids)));
                     break;
                 }
             }
@@ -989,9 +998,10 @@ fn watch(a: WatchArgs) -> Value {
         std::thread::sleep(Duration::from_millis(a.interval_ms));
     }
     let t_done_ms = now_ms_f();
-    let cpu_done = cpu(a.pid);
+    let cpu_done = cpu(&a.pid);
+    let per_pid_done = others(&a.pid);
     let others_done = others(&a.other_pids);
-    let (rss_now, hwm) = proc_mem_kib(a.pid).unwrap_or((0, 0));
+    let (rss_now, hwm) = mem(&a.pid).unwrap_or((0, 0));
     let (t_first_ms, cpu_first, others_first) = first.expect("set before done");
     let bytes = total as u64 * a.record_bytes;
     let gib = bytes as f64 / (1u64 << 30) as f64;
@@ -1008,6 +1018,8 @@ fn watch(a: WatchArgs) -> Value {
         "others_cpu_s_drain": others_done.iter().zip(&others_first).map(|(d, f)| d - f).collect::<Vec<_>>(),
         "others_cpu_s_total": others_done.iter().zip(&others_start).map(|(d, f)| d - f).collect::<Vec<_>>(),
         "rss_peak_sampled_kib": peak_rss, "rss_end_kib": rss_now, "vm_hwm_kib": hwm,
+        "processes": a.pid.len(),
+        "cpu_s_total_per_process": per_pid_done.iter().zip(&per_pid_start).map(|(d, f)| d - f).collect::<Vec<_>>(),
         "start_call": start_response, "interval_ms": a.interval_ms,
     })
 }
