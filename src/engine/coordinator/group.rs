@@ -35,7 +35,8 @@ pub(super) struct Group {
     /// Per state partition, the next offset the tail reads.
     positions: HashMap<i32, i64>,
     /// Slots assigned to this instance whose takeover waits for the tail to reach this offset.
-    pending: BTreeMap<i32, i64>,
+    /// (`None`: its end is not known yet; asked again on the retry tick.)
+    pending: BTreeMap<i32, Option<i64>>,
     pub(super) member: Option<Box<dyn GroupMember>>,
     pub(super) tail: Option<Box<dyn Background>>,
 }
@@ -221,23 +222,52 @@ impl Coordinator {
             }
         }
         self.wait_ready(ready).await;
+        if let Some(g) = self.group.as_mut() {
+            for s in &slots {
+                g.pending.insert(*s, None);
+            }
+        }
+        self.read_takeover_ends().await;
+        self.finish_takeovers().await;
+    }
+
+    /// Reads the end (last stable offset) of every pending slot whose end is not known yet.
+    /// Without it a takeover cannot know it has read everything, so a failed read is tried
+    /// again on the retry tick; never in a loop here, which would hold every other message of
+    /// the coordinator (revokes, stops, shutdown) behind an unavailable destination.
+    pub(super) async fn read_takeover_ends(&mut self) {
+        let Some(g) = self.group.as_ref() else { return };
+        let unknown: Vec<i32> = g.pending.iter().filter(|(_, e)| e.is_none()).map(|(s, _)| *s).collect();
+        if unknown.is_empty() {
+            return;
+        }
         let req: Vec<(String, i32, OffsetSpec)> =
-            slots.iter().map(|s| (self.config.state_topic.clone(), *s, OffsetSpec::Latest)).collect();
-        let ends = loop {
-            match self.destination_admin.list_offsets(&req, IsolationLevel::ReadCommitted).await {
-                Ok(ends) => break ends,
-                Err(e) => {
-                    // Without the end, the takeover cannot know it has read everything: keep asking.
-                    tracing::warn!(?slots, "takeover: cannot read the state topic's end ({e}); trying again");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+            unknown.iter().map(|s| (self.config.state_topic.clone(), *s, OffsetSpec::Latest)).collect();
+        let read = self.destination_admin.list_offsets(&req, IsolationLevel::ReadCommitted);
+        match tokio::time::timeout(Duration::from_secs(5), read).await {
+            Ok(Ok(ends)) => {
+                let Some(g) = self.group.as_mut() else { return };
+                for o in ends {
+                    if let Some(e) = g.pending.get_mut(&o.partition) {
+                        *e = Some(o.offset);
+                    }
                 }
             }
-        };
-        let Some(g) = self.group.as_mut() else { return };
-        for o in ends {
-            g.pending.insert(o.partition, o.offset);
+            Ok(Err(e)) => {
+                tracing::warn!(slots = ?unknown, "takeover: cannot read the state topic's end ({e}); trying again")
+            }
+            Err(_) => {
+                tracing::warn!(slots = ?unknown, "takeover: the state topic's end did not come within 5 s; trying again")
+            }
         }
-        self.finish_takeovers().await;
+    }
+
+    /// The retry tick's part: pending takeovers whose end is still unknown.
+    pub(super) async fn retry_takeovers(&mut self) {
+        if self.group.as_ref().is_some_and(|g| g.pending.values().any(Option::is_none)) {
+            self.read_takeover_ends().await;
+            self.finish_takeovers().await;
+        }
     }
 
     /// Takeover, step 3, for every pending slot the tail has read up to its end.
@@ -246,7 +276,7 @@ impl Coordinator {
         let done: BTreeSet<i32> = g
             .pending
             .iter()
-            .filter(|(s, end)| g.positions.get(s).is_some_and(|p| p >= end) || **end == 0)
+            .filter(|(s, end)| end.is_some_and(|end| end == 0 || g.positions.get(s).is_some_and(|p| *p >= end)))
             .map(|(s, _)| *s)
             .collect();
         if done.is_empty() {

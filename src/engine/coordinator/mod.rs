@@ -583,11 +583,22 @@ impl Coordinator {
             return Ok(());
         }
         self.check_writable()?;
-        let writes = std::mem::take(&mut self.pending_writes);
-        let writer = Arc::clone(&self.writer);
-        let r = tokio::task::spawn_blocking(move || writer.write(&writes))
-            .await
-            .map_err(|e| EngineError::Destination(e.to_string()))?;
+        let writes = Arc::new(std::mem::take(&mut self.pending_writes));
+        let mut r = self.write_state(Arc::clone(&writes)).await?;
+        if let Err(state_log::StateWriteError::Fatal(e)) = &r {
+            // The writer's producer is unusable (a transaction in a state it cannot leave, e.g.
+            // after a commit that timed out here but completed on the broker): a new one, with
+            // the same transactional id, starts clean, and the write is tried once more. Records
+            // are latest-value, so writing one twice is harmless.
+            tracing::warn!("state writer failed ({e}); opening a new one");
+            match self.ports.open_state_writer(&self.config).await {
+                Ok(w) => {
+                    self.writer = w;
+                    r = self.write_state(writes).await?;
+                }
+                Err(e) => tracing::warn!("cannot open a new state writer: {e}"),
+            }
+        }
         if let Err(e) = r {
             if let state_log::StateWriteError::Fenced(e) = e {
                 let why = format!("another kmirror instance took over this destination: {e}");
@@ -601,6 +612,16 @@ impl Coordinator {
             return Err(EngineError::Destination(format!("cannot write {}: {e}", self.config.state_topic)));
         }
         Ok(())
+    }
+
+    async fn write_state(
+        &self,
+        writes: Arc<Vec<pipe::StateWrite>>,
+    ) -> Result<Result<(), state_log::StateWriteError>, EngineError> {
+        let writer = Arc::clone(&self.writer);
+        tokio::task::spawn_blocking(move || writer.write(&writes))
+            .await
+            .map_err(|e| EngineError::Destination(e.to_string()))
     }
 
     // ----- transitions -------------------------------------------------------------------

@@ -253,6 +253,7 @@ impl Coordinator {
         if self.fenced.is_some() {
             return;
         }
+        self.retry_takeovers().await;
         let now_i = tokio::time::Instant::now();
         let mut due: Vec<(String, i32, String)> = Vec::new();
         for (n, m) in self.mirrors.iter_mut() {
