@@ -24,6 +24,8 @@ pub struct AppState {
     /// Whether the listener uses TLS (session cookies are then `Secure`).
     pub tls: bool,
     pub started_at: Instant,
+    /// Lag over time, sampled from the engine's snapshots (`crate::history`).
+    pub history: crate::history::History,
 }
 
 impl std::fmt::Debug for AppState {
@@ -227,7 +229,11 @@ pub async fn run(
         return Err(RunError::Started(e));
     }
     let tls = config.tls.is_some();
-    let state = AppState { engine: handle.clone(), auth: Arc::new(config.auth), tls, started_at: Instant::now() };
+    // Lag history: a task of its own that only reads snapshots; a restart starts a new history.
+    let history = crate::history::History::new(crate::history::HistoryConfig::default(), crate::clock::now());
+    let sampler = crate::history::spawn(handle.clone(), history.clone());
+    let state =
+        AppState { engine: handle.clone(), auth: Arc::new(config.auth), tls, started_at: Instant::now(), history };
     let listen = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     tracing::info!(%listen, tls, "serving the API and dashboard");
     let served = match config.tls {
@@ -235,6 +241,7 @@ pub async fn run(
         None => serve(listener, state, shutdown).await,
     };
     tracing::info!("shutting down: aborting open transactions; committed state is final");
+    sampler.stop().await;
     handle.shutdown().await;
     let _ = join.await;
     served.map_err(RunError::Http)

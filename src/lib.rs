@@ -12,6 +12,7 @@ pub mod config;
 pub mod demo;
 pub mod domain;
 pub mod engine;
+pub mod history;
 pub mod kafka;
 pub mod store;
 pub mod ui;

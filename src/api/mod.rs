@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod pagination;
 pub mod problem;
 
+mod history;
 mod instances;
 mod mirrors;
 mod operations;
@@ -101,8 +102,10 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mirrors::mirror_get, mirrors::mirror_update, mirrors::mirror_delete))
         .routes(routes!(mirrors::mirror_health))
         .routes(routes!(mirrors::mirror_refresh))
+        .routes(routes!(history::mirror_history))
         .routes(routes!(topics::topic_list))
         .routes(routes!(topics::topic_get))
+        .routes(routes!(history::topic_history))
         .routes(routes!(topics::topics_start))
         .routes(routes!(topics::topics_pause))
         .routes(routes!(topics::topics_resume))

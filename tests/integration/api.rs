@@ -17,13 +17,13 @@ use kmirror::engine::EngineHandle;
 use crate::engine::TestEngine;
 use crate::support::*;
 
-const ADMIN: &str = "admin-token-0001-0123456789abcdef";
-const OPERATOR: &str = "operator-token-01-0123456789abcdef";
-const VIEWER: &str = "viewer-token-0001-0123456789abcdef";
+pub(crate) const ADMIN: &str = "admin-token-0001-0123456789abcdef";
+pub(crate) const OPERATOR: &str = "operator-token-01-0123456789abcdef";
+pub(crate) const VIEWER: &str = "viewer-token-0001-0123456789abcdef";
 /// A source property value that must never come back in any response.
 const SECRET: &str = "hunter2-very-secret";
 
-fn tokens() -> TokenStore {
+pub(crate) fn tokens() -> TokenStore {
     let e = |name: &str, token: &str, role| TokenEntry { name: name.into(), token: token.into(), role };
     TokenStore::new(vec![
         e("ci-admin", ADMIN, Role::Admin),
@@ -34,11 +34,11 @@ fn tokens() -> TokenStore {
 
 /// A response, with its body kept as text and (when it is JSON) parsed.
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: reqwest::header::HeaderMap,
-    text: String,
-    json: Value,
+    pub(crate) text: String,
+    pub(crate) json: Value,
 }
 
 impl Resp {
@@ -48,7 +48,7 @@ impl Resp {
 
     /// Asserts this is an RFC 9457 problem with `status` and `slug`.
     #[track_caller]
-    fn problem(&self, status: u16, slug: &str) -> &Resp {
+    pub(crate) fn problem(&self, status: u16, slug: &str) -> &Resp {
         assert_eq!(self.status, status, "expected {status} {slug}, got: {} {}", self.status, self.text);
         assert_eq!(self.header("content-type"), "application/problem+json", "{}", self.text);
         assert_eq!(self.json["type"], slug, "{}", self.text);
@@ -59,24 +59,26 @@ impl Resp {
     }
 
     #[track_caller]
-    fn ok(&self, status: u16) -> &Value {
+    pub(crate) fn ok(&self, status: u16) -> &Value {
         assert_eq!(self.status, status, "{}", self.text);
         &self.json
     }
 }
 
 /// The real HTTP server on a loopback port, in front of `engine`.
-struct TestServer {
+pub(crate) struct TestServer {
     base: String,
     client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     join: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     /// Every response body, to prove no secret ever appears in one.
     seen: Arc<Mutex<Vec<String>>>,
+    /// Samples the lag history every 200 ms (stopped on drop).
+    _sampler: kmirror::history::HistoryTask,
 }
 
 impl TestServer {
-    async fn start(engine: EngineHandle, auth: TokenStore) -> TestServer {
+    pub(crate) async fn start(engine: EngineHandle, auth: TokenStore) -> TestServer {
         Self::start_with(engine, auth, false, reqwest::Client::builder()).await
     }
 
@@ -88,7 +90,9 @@ impl TestServer {
         tls: bool,
         client: reqwest::ClientBuilder,
     ) -> TestServer {
-        let state = AppState { engine, auth: Arc::new(auth), tls, started_at: Instant::now() };
+        let history = kmirror::history::History::new(fast_history(), kmirror::clock::now());
+        let sampler = kmirror::history::spawn(engine.clone(), history.clone());
+        let state = AppState { engine, auth: Arc::new(auth), tls, started_at: Instant::now(), history };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -96,7 +100,7 @@ impl TestServer {
             let _ = rx.await;
         }));
         let client = client.timeout(Duration::from_secs(120)).build().unwrap();
-        TestServer { base, client, shutdown: Some(tx), join: Some(join), seen: Arc::default() }
+        TestServer { base, client, shutdown: Some(tx), join: Some(join), seen: Arc::default(), _sampler: sampler }
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
@@ -117,7 +121,7 @@ impl TestServer {
         r
     }
 
-    async fn get(&self, path: &str, token: Option<&str>) -> Resp {
+    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> Resp {
         self.send(self.request(Method::GET, path, token)).await
     }
 
@@ -125,7 +129,7 @@ impl TestServer {
         self.send(self.request(method, path, token).json(&body)).await
     }
 
-    async fn post(&self, path: &str, token: &str, body: Value) -> Resp {
+    pub(crate) async fn post(&self, path: &str, token: &str, body: Value) -> Resp {
         self.call(Method::POST, path, Some(token), body).await
     }
 
@@ -165,7 +169,17 @@ impl Drop for TestServer {
     }
 }
 
-fn mirror_body(name: &str) -> Value {
+/// The history the test servers keep: a sample every 200 ms instead of 10 s (rings of the default
+/// sizes), so a test sees it fill within seconds.
+pub fn fast_history() -> kmirror::history::HistoryConfig {
+    kmirror::history::HistoryConfig {
+        sample_interval: Duration::from_millis(200),
+        eta_window: Duration::from_secs(5),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn mirror_body(name: &str) -> Value {
     json!({
         "name": name,
         "source": {

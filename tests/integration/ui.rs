@@ -725,6 +725,7 @@ struct Server {
     base: String,
     client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    _sampler: kmirror::history::HistoryTask,
 }
 
 impl Drop for Server {
@@ -760,7 +761,9 @@ impl Resp {
 
 impl Server {
     async fn start(engine: EngineHandle, auth: TokenStore, tls: bool) -> Server {
-        let state = AppState { engine, auth: Arc::new(auth), tls, started_at: Instant::now() };
+        let history = kmirror::history::History::new(crate::api::fast_history(), kmirror::clock::now());
+        let sampler = kmirror::history::spawn(engine.clone(), history.clone());
+        let state = AppState { engine, auth: Arc::new(auth), tls, started_at: Instant::now(), history };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -768,7 +771,7 @@ impl Server {
             let _ = rx.await;
         }));
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Server { base, client, shutdown: Some(tx) }
+        Server { base, client, shutdown: Some(tx), _sampler: sampler }
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
