@@ -8,7 +8,6 @@ mod api;
 mod cli;
 mod engine;
 mod failback;
-mod history;
 mod instances;
 mod kafka_admin;
 mod membership;
