@@ -8,6 +8,7 @@ mod api;
 mod cli;
 mod engine;
 mod failback;
+mod history;
 mod instances;
 mod kafka_admin;
 mod membership;
