@@ -105,6 +105,8 @@ pub(crate) trait Background: Send + Sync {
 pub(crate) trait GroupMember: Send + Sync {
     /// Rebalances seen so far.
     fn rebalances(&self) -> u64;
+    /// Why the membership ended for good (fenced as a static member, a fatal client error).
+    fn failure(&self) -> Option<String>;
     /// Leaves (a static member: the slots stay assigned until its session times out, so an
     /// instance that comes back in time keeps them). Blocking.
     fn close(self: Box<Self>);
@@ -542,6 +544,9 @@ impl Background for state_log::StateTail {
 impl GroupMember for Membership {
     fn rebalances(&self) -> u64 {
         Membership::rebalances(self)
+    }
+    fn failure(&self) -> Option<String> {
+        Membership::failure(self).map(|e| e.to_string())
     }
     fn close(self: Box<Self>) {
         Membership::close(*self);

@@ -961,7 +961,7 @@ async fn sigkill_under_load_is_exactly_once() {
         std::process::Command::new(env!("CARGO_BIN_EXE_kmirror"))
             .args(["serve", "--destination-bootstrap", &Cluster::Destination.bootstrap()])
             .args(["--state-topic", &config.state_topic, "--instance-id", &config.instance_id])
-        .args(["--cluster-name", &config.cluster_name])
+            .args(["--cluster-name", &config.cluster_name])
             .args(["--state-partitions", &config.state_partitions.to_string()])
             .args(["--listen", "127.0.0.1:0", "--no-auth"])
             .env("RUST_LOG", "warn")

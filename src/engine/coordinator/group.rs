@@ -38,13 +38,25 @@ pub(super) struct Group {
     /// (`None`: its end is not known yet; asked again on the retry tick.)
     pending: BTreeMap<i32, Option<i64>>,
     pub(super) member: Option<Box<dyn GroupMember>>,
+    /// Where a new membership sends its events (a rejoin).
+    pub(super) member_tx: Option<mpsc::UnboundedSender<MembershipEvent>>,
+    /// The last rejoin, for its pacing.
+    rejoined_at: Option<tokio::time::Instant>,
     pub(super) tail: Option<Box<dyn Background>>,
 }
 
 impl Group {
     pub(super) fn new(state: MaterializedState, start: &[(i32, Option<i64>)]) -> Group {
         let positions = start.iter().filter_map(|(p, o)| o.map(|o| (*p, o))).collect();
-        Group { state, positions, pending: BTreeMap::new(), member: None, tail: None }
+        Group {
+            state,
+            positions,
+            pending: BTreeMap::new(),
+            member: None,
+            member_tx: None,
+            rejoined_at: None,
+            tail: None,
+        }
     }
 }
 
@@ -70,6 +82,9 @@ impl Group {
             .collect()
     }
 }
+
+/// At most one rejoin of the slot group this often.
+const REJOIN_EVERY: Duration = Duration::from_secs(5);
 
 /// How often an instance writes its heartbeat (slots, partitions) to the state topic.
 pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(3);
@@ -259,6 +274,47 @@ impl Coordinator {
             Err(_) => {
                 tracing::warn!(slots = ?unknown, "takeover: the state topic's end did not come within 5 s; trying again")
             }
+        }
+    }
+
+    /// The retry tick's part: a membership that ended for good is joined again, unless this
+    /// instance was fenced as a whole. A static member whose session expired under load (its
+    /// process starved of CPU) and that then rejoined is fenced by the broker as a duplicate of
+    /// itself and never comes back by itself; a real duplicate (another process with this
+    /// instance id) also fences this instance's state writer, and then it stays out.
+    pub(super) async fn rejoin_if_failed(&mut self) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let Some(g) = self.group.as_mut() else { return };
+        let Some(why) = g.member.as_ref().and_then(|m| m.failure()) else { return };
+        if g.rejoined_at.is_some_and(|t| t.elapsed() < REJOIN_EVERY) {
+            return;
+        }
+        // A write tells whether this instance is the duplicate: a fenced writer sets `fenced`.
+        let me = self.this_instance(now());
+        self.pending_writes.push(persist::instance(&self.config.cluster_name, &me, self.state_partitions));
+        let _ = self.flush().await;
+        if self.fenced.is_some() {
+            return;
+        }
+        tracing::warn!("the slot group membership ended ({why}); joining again");
+        let all: BTreeSet<i32> = self.owned.clone();
+        self.let_go(&all).await;
+        let Some(g) = self.group.as_mut() else { return };
+        g.rejoined_at = Some(tokio::time::Instant::now());
+        g.pending.clear();
+        if let Some(old) = g.member.take() {
+            let _ = std::thread::Builder::new().name("membership-close".into()).spawn(move || old.close());
+        }
+        let Some(tx) = g.member_tx.clone() else { return };
+        match self.ports.join_group(&self.config, tx) {
+            Ok(m) => {
+                if let Some(g) = self.group.as_mut() {
+                    g.member = Some(m);
+                }
+            }
+            Err(e) => tracing::error!("cannot join the slot group again: {e}"),
         }
     }
 

@@ -310,7 +310,8 @@ pub(super) async fn start_with_ports(
         let (tail_tx, mut tail_rx) = mpsc::unbounded_channel();
         g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);
         let (member_tx, mut member_rx) = mpsc::unbounded_channel();
-        g.member = Some(ports.join_group(&config, member_tx).map_err(dest_err)?);
+        g.member = Some(ports.join_group(&config, member_tx.clone()).map_err(dest_err)?);
+        g.member_tx = Some(member_tx);
         coord.group = Some(g);
         let internal = coord.internal_tx.clone();
         tokio::spawn(async move {

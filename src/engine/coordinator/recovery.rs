@@ -253,6 +253,7 @@ impl Coordinator {
         if self.fenced.is_some() {
             return;
         }
+        self.rejoin_if_failed().await;
         self.retry_takeovers().await;
         let now_i = tokio::time::Instant::now();
         let mut due: Vec<(String, i32, String)> = Vec::new();
