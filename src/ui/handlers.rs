@@ -65,12 +65,12 @@ fn done_results(ui: &UiState, p: &Params) -> Option<view::ResultsView> {
 
 pub async fn overview_get(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
     let ops = ui.app.engine.operations();
-    Ok(html(pages::overview(&ui.app.engine.snapshot(), &ops, &viewer, now(), Part::Page)?))
+    Ok(html(pages::overview_with(&ui.app.engine.snapshot(), Some(&ui.app.history), &ops, &viewer, now(), Part::Page)?))
 }
 
 pub async fn overview_live(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
     let ops = ui.app.engine.operations();
-    Ok(html(pages::overview(&ui.app.engine.snapshot(), &ops, &viewer, now(), Part::Live)?))
+    Ok(html(pages::overview_with(&ui.app.engine.snapshot(), Some(&ui.app.history), &ops, &viewer, now(), Part::Live)?))
 }
 
 // ----- instances --------------------------------------------------------------------------------
@@ -88,7 +88,16 @@ pub async fn instances_live(State(ui): State<UiState>, Extension(viewer): Extens
 async fn mirror_part(ui: UiState, viewer: Viewer, m: String, q: Pairs, part: Part) -> Page {
     let p = Params(q);
     let results = if part == Part::Page { done_results(&ui, &p) } else { None };
-    Ok(html(pages::mirror(&ui.app.engine.snapshot(), &m, &p, &viewer, now(), part, results)?))
+    Ok(html(pages::mirror_with(
+        &ui.app.engine.snapshot(),
+        Some(&ui.app.history),
+        &m,
+        &p,
+        &viewer,
+        now(),
+        part,
+        results,
+    )?))
 }
 
 pub async fn mirror_get(
@@ -115,7 +124,7 @@ async fn partitions_part(ui: UiState, viewer: Viewer, m: String, t: Option<Strin
     let p = Params(q);
     let results = if part == Part::Page { done_results(&ui, &p) } else { None };
     let snap = ui.app.engine.snapshot();
-    Ok(html(pages::partitions(&snap, &m, t.as_deref(), &p, &viewer, now(), part, results)?))
+    Ok(html(pages::partitions_with(&snap, Some(&ui.app.history), &m, t.as_deref(), &p, &viewer, now(), part, results)?))
 }
 
 pub async fn partitions_get(
@@ -180,7 +189,8 @@ pub async fn confirm_get(
         .and_then(local_path)
         .map(strip_done)
         .unwrap_or_else(|| view::mirror_href(&m));
-    let body = pages::confirm(&ui.app.engine.snapshot(), &m, op, &topics, &viewer, htmx, &back)?;
+    let body =
+        pages::confirm_with(&ui.app.engine.snapshot(), Some(&ui.app.history), &m, op, &topics, &viewer, htmx, &back)?;
     Ok(html(body))
 }
 

@@ -9,6 +9,7 @@ use askama::Template;
 
 use crate::domain::Timestamp;
 use crate::engine::{OperationView, Snapshot};
+use crate::history::History;
 
 use super::error::UiError;
 use super::view::{
@@ -224,7 +225,7 @@ fn no_mirror(name: &str) -> UiError {
     UiError::not_found("No such mirror", format!("There is no mirror named {name:?}. It may have been deleted."))
 }
 
-/// The overview page or its live fragment.
+/// The overview page or its live fragment, without a lag history (charts empty).
 pub fn overview(
     snap: &Snapshot,
     ops: &[OperationView],
@@ -232,7 +233,19 @@ pub fn overview(
     now: Timestamp,
     part: Part,
 ) -> Result<String, UiError> {
-    let v = view::overview(snap, ops, now, viewer);
+    overview_with(snap, None, ops, viewer, now, part)
+}
+
+/// The overview page or its live fragment, with charts from `history`.
+pub fn overview_with(
+    snap: &Snapshot,
+    history: Option<&History>,
+    ops: &[OperationView],
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+) -> Result<String, UiError> {
+    let v = view::overview(snap, history, ops, now, viewer);
     Ok(match part {
         Part::Page => OverviewPage { chrome: Chrome::new("Overview", "overview", Some(viewer.clone())), v, oob: false }
             .render()?,
@@ -251,8 +264,23 @@ pub fn mirror(
     part: Part,
     results: Option<ResultsView>,
 ) -> Result<String, UiError> {
+    mirror_with(snap, None, name, params, viewer, now, part, results)
+}
+
+/// [`mirror`] with charts and catch-up estimates from `history`.
+#[allow(clippy::too_many_arguments)] // `mirror`'s inputs plus the history
+pub fn mirror_with(
+    snap: &Snapshot,
+    history: Option<&History>,
+    name: &str,
+    params: &Params,
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+    results: Option<ResultsView>,
+) -> Result<String, UiError> {
     let m = snap.mirror(name).ok_or_else(|| no_mirror(name))?;
-    let v = view::mirror(m, params, now, snap.taken_at, viewer);
+    let v = view::mirror(m, history, params, now, snap.taken_at, viewer);
     Ok(match part {
         Part::Page => {
             let chrome =
@@ -275,6 +303,22 @@ pub fn partitions(
     part: Part,
     results: Option<ResultsView>,
 ) -> Result<String, UiError> {
+    partitions_with(snap, None, mirror, topic, params, viewer, now, part, results)
+}
+
+/// [`partitions`] with a topic's charts and catch-up estimate from `history`.
+#[allow(clippy::too_many_arguments)] // `partitions`' inputs plus the history
+pub fn partitions_with(
+    snap: &Snapshot,
+    history: Option<&History>,
+    mirror: &str,
+    topic: Option<&str>,
+    params: &Params,
+    viewer: &Viewer,
+    now: Timestamp,
+    part: Part,
+    results: Option<ResultsView>,
+) -> Result<String, UiError> {
     let m = snap.mirror(mirror).ok_or_else(|| no_mirror(mirror))?;
     let t = match topic {
         Some(name) => Some(m.topic(name).ok_or_else(|| {
@@ -285,7 +329,7 @@ pub fn partitions(
         })?),
         None => None,
     };
-    let v = view::partitions(m, t, params, now, snap.taken_at, viewer, &snap.cluster.this_instance);
+    let v = view::partitions(m, history, t, params, now, snap.taken_at, viewer, &snap.cluster.this_instance);
     Ok(match part {
         Part::Page => {
             let title = match topic {
@@ -309,8 +353,24 @@ pub fn confirm(
     dialog: bool,
     back: &str,
 ) -> Result<String, UiError> {
+    confirm_with(snap, None, mirror, op, topics, viewer, dialog, back)
+}
+
+/// [`confirm`] with catch-up estimates from `history` (the failover dialog says how long to
+/// wait to lose nothing).
+#[allow(clippy::too_many_arguments)] // `confirm`'s inputs plus the history
+pub fn confirm_with(
+    snap: &Snapshot,
+    history: Option<&History>,
+    mirror: &str,
+    op: UiOp,
+    topics: &[String],
+    viewer: &Viewer,
+    dialog: bool,
+    back: &str,
+) -> Result<String, UiError> {
     let m = snap.mirror(mirror).ok_or_else(|| no_mirror(mirror))?;
-    let c = view::confirm(m, op, topics, viewer);
+    let c = view::confirm(m, history, op, topics, viewer);
     let back = back.to_string();
     Ok(if dialog {
         ConfirmDialog { c, dialog, back }.render()?

@@ -15,6 +15,7 @@ use kmirror::engine::{
     MirrorSnapshot, OperationKind, OperationView, PartitionErrorView, PartitionSnapshot, Problem, ProblemKind,
     Snapshot, SyncKind, SyncStatus, TopicOutcome, TopicSnapshot, Truncation,
 };
+use kmirror::history::{History, HistoryConfig};
 use kmirror::ui::pages::{self, Part};
 use kmirror::ui::view::UiOp;
 use kmirror::ui::{Params, Viewer};
@@ -302,6 +303,7 @@ fn mirror_topics_filter_sort_and_page() {
     let snap = snapshot();
     let v = kmirror::ui::view::mirror(
         snap.mirror("eu-west").unwrap(),
+        None,
         &params(&[("sort", "lag")]),
         now(),
         now(),
@@ -311,6 +313,7 @@ fn mirror_topics_filter_sort_and_page() {
     assert_eq!(names, ["payments", "orders", "audit.log", "clicks"], "lag sorts descending first");
     let v = kmirror::ui::view::mirror(
         snap.mirror("eu-west").unwrap(),
+        None,
         &params(&[("sort", "state"), ("dir", "asc")]),
         now(),
         now(),
@@ -319,6 +322,7 @@ fn mirror_topics_filter_sort_and_page() {
     assert_eq!(v.list.rows[0].name, "clicks", "FAILED first when sorting by state");
     let v = kmirror::ui::view::mirror(
         snap.mirror("eu-west").unwrap(),
+        None,
         &params(&[("q", "pay"), ("state", "PAUSING")]),
         now(),
         now(),
@@ -378,6 +382,7 @@ fn partitions_name_their_slot_and_owner() {
     let model = kmirror::ui::view::partitions(
         snap.mirror("eu-west").unwrap(),
         None,
+        None,
         &params(&[("prefix", "orders")]),
         now(),
         now(),
@@ -406,6 +411,7 @@ fn partitions_name_their_slot_and_owner() {
     // Sorting by slot.
     let by_slot = kmirror::ui::view::partitions(
         snap.mirror("eu-west").unwrap(),
+        None,
         None,
         &params(&[("prefix", "orders"), ("sort", "slot")]),
         now(),
@@ -524,6 +530,7 @@ fn ten_thousand_partitions_stay_instant() {
     let model = kmirror::ui::view::partitions(
         &snap.mirrors[0],
         None,
+        None,
         &params(&[("sort", "lag"), ("dir", "desc")]),
         now(),
         now(),
@@ -568,6 +575,92 @@ fn confirmations_show_the_impact() {
     assert!(restart.contains(">6<"), "local writes past the stop offset (HWM - stop offset)");
     let pause = pages::confirm(&snap, "eu-west", UiOp::Pause, &[], &v, true, "/").unwrap();
     assert!(pause.contains("No topic selected"));
+}
+
+/// The fixture as it was over the last 10 minutes, recorded into a history (10 s samples) the way
+/// the history task does: `orders` catching up (each partition 1,000 records behind now, mirrored
+/// at 60 records/s while the source adds 50), `payments` paused, `us-east/metrics` stuck. Returns
+/// the last snapshot recorded and the history.
+fn trending() -> (Snapshot, History) {
+    let history = History::new(HistoryConfig::default(), Timestamp::from_millis(NOW - 7_200_000));
+    let mut last = snapshot();
+    for i in 0..60i64 {
+        let mut snap = snapshot();
+        snap.taken_at = Timestamp::from_millis(NOW - 800 - (59 - i) * 10_000);
+        for t in snap.mirrors.iter_mut().flat_map(|m| &mut m.topics) {
+            for p in &mut t.partitions {
+                if t.name == "orders" {
+                    p.lag_records = 1_000 + (59 - i) * 100;
+                    p.lag_seconds = 40.0;
+                    p.source_high_watermark = Some(100_000 + i * 500);
+                    p.records_mirrored = 1_000 + i as u64 * 600;
+                    p.bytes_mirrored = p.records_mirrored * 64;
+                }
+            }
+            t.lag_records = t.partitions.iter().map(|p| p.lag_records).sum();
+            t.lag_seconds = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
+        }
+        history.record(&snap);
+        last = snap;
+    }
+    (last, history)
+}
+
+#[test]
+fn charts_and_catch_up_estimates_render() {
+    let (snap, h) = trending();
+    let v = viewer(Role::Operator);
+    // The mirror page: the estimate in the summary and per topic, both charts.
+    let live = pages::mirror_with(&snap, Some(&h), "eu-west", &params(&[]), &v, now(), Part::Live, None).unwrap();
+    insta::assert_snapshot!("mirror_live_trends", live.clone());
+    assert!(live.contains(r#"<svg class="chart-svg" viewBox="0 0 600 100" preserveAspectRatio="none" role="img" aria-labelledby="mirror-lag-t">"#));
+    assert!(live.contains(r#"<title id="mirror-lag-t">Lag over the last hour (60 samples): lag now 9,603 records, peak 45,003 records"#), "{live}");
+    assert!(live.contains(
+        r#"<title id="mirror-thru-t">Throughput over the last hour (60 samples): mirrored now 360 records/s"#
+    ));
+    assert!(live.contains("<polyline class=\"line l-lag\" points=\""));
+    assert!(live.contains("history kept since 2026-09-21"), "since when");
+    // orders: 6,000 behind, 60 records/s net: 100 s.
+    let row = |topic: &str| {
+        let start = live.find(&format!(r#"<tr data-topic="{topic}">"#)).unwrap();
+        live[start..start + live[start..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(
+        row("orders").contains(r#"<span class="eta eta-warn" data-eta="eta">about 2 min</span>"#),
+        "{}",
+        row("orders")
+    );
+    assert!(row("payments").contains(r#"data-eta="paused">paused<"#));
+    assert!(row("clicks").contains(r#"data-eta="caught_up">caught up<"#));
+    // The overview: a chart pair per mirror; the stuck mirror is not catching up.
+    let overview = pages::overview_with(&snap, Some(&h), &[], &v, now(), Part::Live).unwrap();
+    assert_eq!(overview.matches(r#"role="img" aria-labelledby="mc-"#).count(), 4);
+    assert!(overview.contains("not catching up (no progress)"), "us-east");
+    // The topic page.
+    let topic =
+        pages::partitions_with(&snap, Some(&h), "eu-west", Some("orders"), &params(&[]), &v, now(), Part::Page, None)
+            .unwrap();
+    assert!(topic.contains(r#"aria-labelledby="topic-lag-t""#) && topic.contains(r#"data-eta="eta">about 2 min<"#));
+    // The failover dialog: what failing over now loses, and how long to wait to lose nothing.
+    let dialog =
+        pages::confirm_with(&snap, Some(&h), "eu-west", UiOp::Failover, &["orders".into()], &v, true, "/").unwrap();
+    assert!(dialog.contains("Fail over now: 6,000 records lost; wait <b>about 2 min</b> to lose none."), "{dialog}");
+    let both = pages::confirm_with(
+        &snap,
+        Some(&h),
+        "eu-west",
+        UiOp::Failover,
+        &["orders".into(), "payments".into()],
+        &v,
+        true,
+        "/",
+    )
+    .unwrap();
+    assert!(!both.contains("to lose none"), "waiting does not help a paused topic");
+    assert!(both.contains("Waiting does not help for <span class=\"mono\">payments</span>: paused."));
+    // Without a history (the other render tests): empty charts that say so.
+    let bare = pages::mirror(&snap, "eu-west", &params(&[]), &v, now(), Part::Live, None).unwrap();
+    assert!(bare.contains("Lag over the last hour: no samples yet") && bare.contains("not known yet"));
 }
 
 #[test]

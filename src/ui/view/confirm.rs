@@ -3,9 +3,11 @@
 
 use crate::domain::{PartitionState, StateCounts};
 use crate::engine::{MirrorSnapshot, PartitionSnapshot};
+use crate::history::History;
 use crate::ui::format;
 
 use super::actions::UiOp;
+use super::chart::{EtaView, eta_of};
 use super::common::{StateView, Viewer, mirror_href, mixed_text, state_view, topic_href};
 
 /// Partitions listed per topic in a confirmation dialog (worst lag first); the rest are summed.
@@ -41,6 +43,8 @@ pub struct ConfirmTopic {
     pub lag_seconds: String,
     pub local_writes: String,
     pub local_writes_n: i64,
+    /// When the topic will have caught up (failover: how long to wait to lose nothing).
+    pub eta: EtaView,
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +71,12 @@ pub struct ConfirmView {
     pub csrf: String,
     pub actions_url: String,
     pub error: Option<String>,
+    /// Failover: how long to wait to lose nothing, when every selected topic has an estimate
+    /// (the longest), e.g. `about 3 min`; else empty.
+    pub wait: String,
+    /// Failover: the selected topics that are not catching up (they never reach zero lag by
+    /// waiting), with their estimate.
+    pub not_catching_up: Vec<(String, String)>,
 }
 
 fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
@@ -93,7 +103,13 @@ fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
 }
 
 /// The confirmation for `op` on `topics` of mirror `m`, with the impact per partition.
-pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer) -> ConfirmView {
+pub fn confirm(
+    m: &MirrorSnapshot,
+    history: Option<&History>,
+    op: UiOp,
+    topics: &[String],
+    viewer: &Viewer,
+) -> ConfirmView {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for name in topics {
@@ -138,6 +154,7 @@ pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer)
                 lag_seconds: format::secs(secs),
                 local_writes: format::int(local),
                 local_writes_n: local,
+                eta: eta_of(history, m, Some(&t.name)),
             }
         })
         .collect();
@@ -170,6 +187,25 @@ pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer)
         ),
         UiOp::Start => ("Start mirroring", "Start", "Start mirroring these source topics."),
     };
+    // The longest estimate among topics still behind; any topic not catching up means waiting
+    // does not help (the dialog says which).
+    let behind: Vec<&ConfirmTopic> = confirm_topics.iter().filter(|t| t.lag_records != "0").collect();
+    let not_catching_up: Vec<(String, String)> = behind
+        .iter()
+        .filter(|t| matches!(t.eta.slug, "falling_behind" | "paused"))
+        .map(|t| (t.name.clone(), t.eta.text.clone()))
+        .collect();
+    let longest = behind.iter().filter(|t| t.eta.slug == "eta").max_by_key(|t| {
+        history.map_or(0, |h| match h.eta(m, Some(&t.name)) {
+            crate::history::Eta::Eta { seconds } => seconds,
+            _ => 0,
+        })
+    });
+    let all_estimated = behind.iter().all(|t| t.eta.slug == "eta");
+    let wait = match longest {
+        Some(t) if all_estimated => t.eta.wait.clone(),
+        _ => String::new(),
+    };
     let count = confirm_topics.len();
     let title =
         if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
@@ -197,5 +233,7 @@ pub fn confirm(m: &MirrorSnapshot, op: UiOp, topics: &[String], viewer: &Viewer)
         csrf: viewer.csrf.clone(),
         actions_url: format!("{}/actions", mirror_href(&m.name)),
         error: None,
+        wait,
+        not_catching_up,
     }
 }

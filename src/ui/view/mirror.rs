@@ -4,9 +4,11 @@ use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{GroupSyncView, MirrorSnapshot, TopicSnapshot};
+use crate::history::History;
 use crate::ui::format::{self, url};
 
 use super::actions::{ActionLink, actions_for};
+use super::chart::{EtaView, Trends, eta_of, trends};
 use super::common::{
     DEFAULT_PER_PAGE, Freshness, Opt, Pager, Params, SortLink, StateCountView, StateView, Viewer, When, lag_css,
     mirror_href, mixed_text, parse_desc, parse_page, parse_per, parse_state, partitions_href, per_page_options,
@@ -24,6 +26,8 @@ pub struct TopicRow {
     pub lag_records: String,
     pub lag_seconds: String,
     pub lag_css: &'static str,
+    /// When the topic will have caught up.
+    pub eta: EtaView,
     pub failed: usize,
     /// The first partition error, `CODE: message`.
     pub error: Option<String>,
@@ -131,6 +135,10 @@ pub struct MirrorView {
     pub delete_pattern: String,
     /// Whether every topic is STOPPED (a mirror can only be deleted then).
     pub deletable: bool,
+    /// Lag and throughput over the last hour.
+    pub trends: Trends,
+    /// When the mirror will have caught up.
+    pub eta: EtaView,
 }
 
 fn topic_sort_key(sort: &str) -> &'static str {
@@ -143,7 +151,14 @@ fn topic_sort_key(sort: &str) -> &'static str {
     }
 }
 
-pub fn mirror(m: &MirrorSnapshot, p: &Params, now: Timestamp, taken_at: Timestamp, viewer: &Viewer) -> MirrorView {
+pub fn mirror(
+    m: &MirrorSnapshot,
+    history: Option<&History>,
+    p: &Params,
+    now: Timestamp,
+    taken_at: Timestamp,
+    viewer: &Viewer,
+) -> MirrorView {
     let counts: StateCounts = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.state).collect();
     let lag: i64 = m.topics.iter().map(|t| t.lag_records).sum();
     let max_lag = m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max);
@@ -175,7 +190,9 @@ pub fn mirror(m: &MirrorSnapshot, p: &Params, now: Timestamp, taken_at: Timestam
         failed_href: url(&base, &[("state", "FAILED".into())]),
         worst_href: url(&base, &[("sort", "lag".into()), ("dir", "desc".into())]),
         partitions_href: base.clone(),
-        list: topic_list(m, p, &href),
+        list: topic_list(m, history, p, &href),
+        trends: trends(history, &m.name, None, "mirror", now),
+        eta: eta_of(history, m, None),
         fresh: Freshness::new(taken_at, now),
         can_operate: viewer.can_operate(),
         can_admin: viewer.can_admin(),
@@ -190,7 +207,7 @@ pub fn mirror(m: &MirrorSnapshot, p: &Params, now: Timestamp, taken_at: Timestam
     }
 }
 
-fn topic_list(m: &MirrorSnapshot, p: &Params, href: &str) -> TopicList {
+fn topic_list(m: &MirrorSnapshot, history: Option<&History>, p: &Params, href: &str) -> TopicList {
     let q = p.get("q").to_string();
     let state = parse_state(p);
     let sort = topic_sort_key(p.get("sort"));
@@ -254,6 +271,7 @@ fn topic_list(m: &MirrorSnapshot, p: &Params, href: &str) -> TopicList {
                 lag_records: format::int(t.lag_records),
                 lag_seconds: format::secs(t.lag_seconds),
                 lag_css: lag_css(t.lag_records, t.lag_seconds),
+                eta: eta_of(history, m, Some(&t.name)),
                 failed: c.count(PartitionState::Failed),
                 error: first_error,
                 actions: actions_for(&m.name, &t.name, c),

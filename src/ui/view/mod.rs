@@ -12,6 +12,7 @@
 //! offered) and `results` (an action's outcome per topic).
 
 mod actions;
+mod chart;
 mod common;
 mod confirm;
 mod health;
@@ -24,6 +25,7 @@ mod partitions;
 mod results;
 
 pub use actions::*;
+pub use chart::*;
 pub use common::*;
 pub use confirm::*;
 pub use health::*;

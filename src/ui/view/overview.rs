@@ -2,8 +2,10 @@
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{MirrorSnapshot, OperationView, Snapshot};
+use crate::history::History;
 use crate::ui::format::{self, url};
 
+use super::chart::{EtaView, Trends, eta_of, trends};
 use super::common::{Freshness, StateCountView, Viewer, lag_css, mirror_href, partitions_href, state_counts};
 use super::health::{ClusterIdView, SyncView, cluster_id_view, data_path_css, sync_view, worst_css};
 use super::operations::{OperationRow, operation_row};
@@ -30,9 +32,12 @@ pub struct MirrorCard {
     pub data_path_css: &'static str,
     /// `ok`, `warn` or `bad`: the card's edge colour.
     pub health: &'static str,
+    /// Lag and throughput over the last hour.
+    pub trends: Trends,
+    pub eta: EtaView,
 }
 
-fn mirror_card(m: &MirrorSnapshot, now: Timestamp) -> MirrorCard {
+fn mirror_card(m: &MirrorSnapshot, history: Option<&History>, index: usize, now: Timestamp) -> MirrorCard {
     let counts: StateCounts = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.state).collect();
     let lag: i64 = m.topics.iter().map(|t| t.lag_records).sum();
     let max_lag = m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max);
@@ -72,6 +77,8 @@ fn mirror_card(m: &MirrorSnapshot, now: Timestamp) -> MirrorCard {
         data_path: m.data_path.to_string(),
         data_path_css: dp_css,
         health: if health == "muted" { "ok" } else { health },
+        trends: trends(history, &m.name, None, &format!("mc-{index}"), now),
+        eta: eta_of(history, m, None),
         cluster,
         name,
     }
@@ -95,13 +102,21 @@ pub struct OverviewView {
     pub can_admin: bool,
 }
 
-pub fn overview(snap: &Snapshot, ops: &[OperationView], now: Timestamp, viewer: &Viewer) -> OverviewView {
+pub fn overview(
+    snap: &Snapshot,
+    history: Option<&History>,
+    ops: &[OperationView],
+    now: Timestamp,
+    viewer: &Viewer,
+) -> OverviewView {
     let all: StateCounts =
         snap.mirrors.iter().flat_map(|m| &m.topics).flat_map(|t| &t.partitions).map(|p| p.state).collect();
     let lag: i64 = snap.mirrors.iter().flat_map(|m| &m.topics).map(|t| t.lag_records).sum();
     let max_lag = snap.mirrors.iter().flat_map(|m| &m.topics).map(|t| t.lag_seconds).fold(0.0, f64::max);
-    let mut mirrors: Vec<MirrorCard> = snap.mirrors.iter().map(|m| mirror_card(m, now)).collect();
-    mirrors.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut sorted: Vec<&MirrorSnapshot> = snap.mirrors.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mirrors: Vec<MirrorCard> =
+        sorted.into_iter().enumerate().map(|(i, m)| mirror_card(m, history, i + 1, now)).collect();
     OverviewView {
         destination: if snap.destination_cluster_id.is_empty() {
             "unknown yet".into()

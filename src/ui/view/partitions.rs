@@ -5,9 +5,11 @@ use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
+use crate::history::History;
 use crate::ui::format::{self, NONE, url};
 
 use super::actions::{ActionLink, actions_for};
+use super::chart::{EtaView, Trends, eta_of, trends};
 use super::common::{
     DEFAULT_PER_PAGE, Freshness, Opt, Pager, Params, SortLink, StateCountView, StateView, Viewer, lag_css, mirror_href,
     mixed_text, parse_desc, parse_page, parse_per, parse_state, partitions_href, per_page_options, severity,
@@ -109,6 +111,10 @@ pub struct TopicHeader {
     pub bytes_mirrored: String,
     pub counts: Vec<StateCountView>,
     pub actions: Vec<ActionLink>,
+    /// Lag and throughput over the last hour.
+    pub trends: Trends,
+    /// When the topic will have caught up.
+    pub eta: EtaView,
 }
 
 #[derive(Debug, Clone)]
@@ -152,8 +158,10 @@ fn partition_sort_key(sort: &str) -> &'static str {
 /// The partitions of a mirror (all topics, filterable by topic prefix) or of one topic.
 /// `this_instance` (the snapshot's `cluster.this_instance`) marks the partitions this instance
 /// owns.
+#[allow(clippy::too_many_arguments)] // the page's inputs, each needed
 pub fn partitions(
     m: &MirrorSnapshot,
+    history: Option<&History>,
     topic: Option<&TopicSnapshot>,
     p: &Params,
     now: Timestamp,
@@ -273,6 +281,8 @@ pub fn partitions(
             ),
             bytes_mirrored: format::bytes(t.partitions.iter().map(|p| p.bytes_mirrored).sum()),
             counts: state_counts(&c, &|s| url(&th, &[("state", s.as_str().into())])),
+            trends: trends(history, &m.name, Some(&t.name), "topic", now),
+            eta: eta_of(history, m, Some(&t.name)),
             actions: actions_for(&m.name, &t.name, &c),
         }
     });
