@@ -142,6 +142,19 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
     let _ = writeln!(out, "kmirror_slots_owned {owned}");
     header(
         &mut out,
+        "kmirror_slots_unowned",
+        "gauge",
+        "Slots no known instance owns, by the latest heartbeats (0 while no instance is known): their partitions are \
+         not mirrored until one takes them over.",
+    );
+    let unowned = if cluster.instances.is_empty() {
+        0
+    } else {
+        (0..cluster.slots.max(0)).filter(|s| cluster.owner_of(*s).is_none()).count()
+    };
+    let _ = writeln!(out, "kmirror_slots_unowned {unowned}");
+    header(
+        &mut out,
         "kmirror_rebalances_total",
         "counter",
         "Rebalances of the slot group this instance saw since it started.",
@@ -250,6 +263,18 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
         let _ = writeln!(out, "kmirror_source_cluster_id_ok{{mirror=\"{}\"}} {ok}", escape_label(&m.name));
     }
 
+    header(
+        &mut out,
+        "kmirror_source_cluster_id_mismatch",
+        "gauge",
+        "1 when the source answered with another cluster ID than expected (mirroring is halted), else 0 (also while \
+         unchecked or unreachable).",
+    );
+    for m in &snap.mirrors {
+        let bad = u8::from(m.cluster_id_status == crate::engine::ClusterIdStatus::Mismatch);
+        let _ = writeln!(out, "kmirror_source_cluster_id_mismatch{{mirror=\"{}\"}} {bad}", escape_label(&m.name));
+    }
+
     http.render(&mut out);
     out
 }
@@ -288,7 +313,13 @@ mod tests {
         let out = render(&Snapshot::default(), Timestamp::from_millis(5_000), &HttpMetrics::default(), "0.1.0");
         assert!(out.contains("kmirror_build_info{version=\"0.1.0\"} 1"));
         assert!(out.contains("kmirror_snapshot_age_seconds 5"));
-        for zero in ["kmirror_instances 0", "kmirror_slots 0", "kmirror_slots_owned 0", "kmirror_rebalances_total 0"] {
+        for zero in [
+            "kmirror_instances 0",
+            "kmirror_slots 0",
+            "kmirror_slots_owned 0",
+            "kmirror_slots_unowned 0",
+            "kmirror_rebalances_total 0",
+        ] {
             assert!(out.contains(&format!("\n{zero}\n")), "{zero}: {out}");
         }
     }
@@ -322,6 +353,8 @@ mod tests {
             ("kmirror_instances", "gauge", "2"),
             ("kmirror_slots", "gauge", "16"),
             ("kmirror_slots_owned", "gauge", "3"),
+            // Slots 13 to 15: no instance's heartbeat names them.
+            ("kmirror_slots_unowned", "gauge", "3"),
             ("kmirror_rebalances_total", "counter", "7"),
         ] {
             assert!(out.contains(&format!("# HELP {name} ")), "{name} HELP");
