@@ -287,7 +287,15 @@ impl Coordinator {
             return;
         }
         let Some(g) = self.group.as_mut() else { return };
-        let Some(why) = g.member.as_ref().and_then(|m| m.failure()) else { return };
+        let why = match &g.member {
+            Some(m) => match m.failure() {
+                Some(why) => why,
+                None => return,
+            },
+            // A rejoin that could not create its consumer: try again.
+            None if g.member_tx.is_some() => "no membership".to_string(),
+            None => return,
+        };
         if g.rejoined_at.is_some_and(|t| t.elapsed() < REJOIN_EVERY) {
             return;
         }
