@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::domain::Timestamp;
+use crate::domain::{PartitionState, Timestamp};
 use crate::engine::{EngineHandle, MirrorSnapshot, Snapshot};
 
 pub use eta::Eta;
@@ -157,14 +157,24 @@ impl History {
     }
 
     /// The catch-up estimate of a mirror (`topic == None`) or one of its topics, from the
-    /// snapshot's lag and the last [`HistoryConfig::eta_window`] of samples.
+    /// snapshot's lag and the last [`HistoryConfig::eta_window`] of samples. A mirror's counts the
+    /// lag of its partitions that are not paused or failed over.
     pub fn eta(&self, m: &MirrorSnapshot, topic: Option<&str>) -> Eta {
         let (lag, lag_s, paused) = match topic {
-            None => (
-                m.topics.iter().map(|t| t.lag_records).sum::<i64>(),
-                m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max),
-                all_paused(m.topics.iter().flat_map(|t| &t.partitions)),
-            ),
+            // A mirror: the lag of the partitions that are mirroring (a paused topic never catches
+            // up by waiting; its own row says paused).
+            None => {
+                let active = || {
+                    m.topics.iter().flat_map(|t| &t.partitions).filter(|p| {
+                        !matches!(p.state, PartitionState::Paused | PartitionState::Pausing | PartitionState::Stopped)
+                    })
+                };
+                (
+                    active().map(|p| p.lag_records).sum::<i64>(),
+                    active().map(|p| p.lag_seconds).fold(0.0, f64::max),
+                    all_paused(m.topics.iter().flat_map(|t| &t.partitions)),
+                )
+            }
             Some(name) => match m.topic(name) {
                 Some(t) => (t.lag_records, t.lag_seconds, all_paused(t.partitions.iter())),
                 None => return Eta::Unknown,

@@ -355,6 +355,45 @@ function produce(topic, n, prefix) {
     await narrow.context().close();
   });
 
+  await test("lag and throughput charts render on the overview, mirror and topic pages, light and dark", async () => {
+    const strokes = {};
+    for (const scheme of ["light", "dark"]) {
+      const page = await newPage({ colorScheme: scheme });
+      await signIn(page, VIEWER);
+      for (const [url, name] of [
+        [`${BASE}/`, "overview"],
+        [`${BASE}/mirrors/${MIRROR}`, "mirror"],
+        [`${BASE}/mirrors/${MIRROR}/topics/${A}`, "topic"],
+      ]) {
+        await page.goto(url);
+        // The history samples every 10 s; the live refresh (2 s) brings the lines in.
+        await page.waitForSelector("svg.chart-svg polyline.l-lag", { state: "attached", timeout: 30_000 });
+        const charts = await page.$$eval("svg.chart-svg", (svgs) =>
+          svgs.map((s) => ({
+            role: s.getAttribute("role"),
+            title: (s.querySelector("title") || {}).textContent || "",
+            labelled: document.getElementById(s.getAttribute("aria-labelledby")) !== null,
+            width: s.getBoundingClientRect().width,
+          })),
+        );
+        assert(charts.length >= 2, `${name} (${scheme}): ${charts.length} charts`);
+        for (const c of charts) {
+          assert(c.role === "img" && c.labelled, `${name} (${scheme}): accessible chart ${JSON.stringify(c)}`);
+          assert(/over the last hour/.test(c.title), `${name} (${scheme}): text summary ${c.title}`);
+          assert(c.width > 100, `${name} (${scheme}): chart width ${c.width}`);
+        }
+        assert((await page.$$("[data-eta]")).length >= 1, `${name} (${scheme}): catch-up estimate shown`);
+        strokes[`${scheme}-${name}`] = await page.$eval("svg.chart-svg polyline.l-lag", (l) => getComputedStyle(l).stroke);
+        if (name === "mirror") await shot(page, scheme === "light" ? "14-mirror-charts" : "14b-mirror-charts-dark");
+      }
+      // Still there after a live refresh.
+      await page.waitForTimeout(2_500);
+      assert((await page.$$("svg.chart-svg polyline")).length >= 1, `${scheme}: lines survive the live refresh`);
+      await page.context().close();
+    }
+    assert(strokes["light-mirror"] !== strokes["dark-mirror"], `themed line colours: ${JSON.stringify(strokes)}`);
+  });
+
   await test("sign out ends the session", async () => {
     await admin.click('button:has-text("Sign out")');
     await admin.waitForURL(/\/signin/);
