@@ -1,5 +1,6 @@
 //! The alerting files users plug in: `deploy/prometheus/alerts.yml` loads in Prometheus
-//! (`promtool check rules`, when promtool is installed: scripts/test installs it) and, always,
+//! (`promtool check rules`, and its unit tests `alerts.test.yml` fire every rule, when promtool is
+//! installed: scripts/test installs it) and, always,
 //! has the expected structure and names only metrics a real standalone engine exports; the Grafana
 //! dashboard `deploy/grafana/kmirror.json` is JSON over exported metrics too.
 
@@ -11,6 +12,7 @@ use crate::engine::TestEngine;
 use crate::support::*;
 
 const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.yml");
+const RULE_TESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.test.yml");
 const DASHBOARD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/kmirror.json");
 
 /// Every metric name a real engine's `/metrics` declares (`# TYPE`), histograms with their series
@@ -105,6 +107,11 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
             assert!(out.status.success() && said.contains("SUCCESS: 6 rules found"), "promtool check rules:\n{said}");
         }
         Err(e) => eprintln!("promtool not found ({e}): checked the structure and the metric names only"),
+    }
+    // ...and each rule fires when it should, on series shaped like kmirror's (alerts.test.yml).
+    if let Ok(out) = std::process::Command::new("promtool").args(["test", "rules", RULE_TESTS]).output() {
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.contains("SUCCESS"), "promtool test rules:\n{said}");
     }
 
     // Every metric a rule or a dashboard panel names is one kmirror exports.
