@@ -658,6 +658,13 @@ fn charts_and_catch_up_estimates_render() {
     .unwrap();
     assert!(!both.contains("to lose none"), "waiting does not help a paused topic");
     assert!(both.contains("Waiting does not help for <span class=\"mono\">payments</span>: paused."));
+    // The page's own snapshot, newer than the last sample, is the lag line's last point: the line
+    // is as live as the page.
+    let mut newer = snap.clone();
+    newer.taken_at = Timestamp::from_millis(NOW);
+    newer.mirrors[0].topics[0].lag_records += 1_000;
+    let live = pages::mirror_with(&newer, Some(&h), "eu-west", &params(&[]), &v, now(), Part::Live, None).unwrap();
+    assert!(live.contains("Lag over the last hour (61 samples): lag now 10,603 records"), "{live}");
     // Without a history (the other render tests): empty charts that say so.
     let bare = pages::mirror(&snap, "eu-west", &params(&[]), &v, now(), Part::Live, None).unwrap();
     assert!(bare.contains("Lag over the last hour: no samples yet") && bare.contains("not known yet"));

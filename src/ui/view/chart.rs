@@ -228,10 +228,32 @@ fn per_sec(x: f64) -> String {
     crate::history::eta::rate_text(x)
 }
 
-/// The charts of a mirror (`topic == None`) or topic over the last hour before `now`.
-pub fn trends(history: Option<&History>, mirror: &str, topic: Option<&str>, id: &str, now: Timestamp) -> Trends {
+/// The charts of a mirror (`topic == None`) or topic over the last hour before `now`. `current`
+/// is the lag in the snapshot the page shows (and when it was taken): drawn as the lag line's
+/// last point when it is newer than the last sample, so the line is as live as the page.
+pub fn trends(
+    history: Option<&History>,
+    (mirror, topic): (&str, Option<&str>),
+    current: (Timestamp, i64),
+    id: &str,
+    now: Timestamp,
+) -> Trends {
     let (window, since) = match history {
-        Some(h) => (h.window(mirror, topic, WINDOW, now), h.since()),
+        Some(h) => {
+            let mut w = h.window(mirror, topic, WINDOW, now);
+            let (at, lag) = current;
+            if w.tracked && w.samples.last().is_some_and(|s| s.at < at) {
+                w.samples.push(Sample {
+                    at,
+                    lag_records: lag,
+                    lag_seconds: 0.0,
+                    mirrored_records_per_sec: f32::NAN,
+                    mirrored_bytes_per_sec: f32::NAN,
+                    source_records_per_sec: f32::NAN,
+                });
+            }
+            (w, h.since())
+        }
         None => {
             (crate::history::Window { samples: Vec::new(), resolution: Duration::from_secs(10), tracked: false }, now)
         }

@@ -191,7 +191,7 @@ pub fn mirror(
         worst_href: url(&base, &[("sort", "lag".into()), ("dir", "desc".into())]),
         partitions_href: base.clone(),
         list: topic_list(m, history, p, &href),
-        trends: trends(history, &m.name, None, "mirror", now),
+        trends: trends(history, (&m.name, None), (taken_at, lag), "mirror", now),
         eta: eta_of(history, m, None),
         fresh: Freshness::new(taken_at, now),
         can_operate: viewer.can_operate(),

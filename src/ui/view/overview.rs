@@ -37,7 +37,12 @@ pub struct MirrorCard {
     pub eta: EtaView,
 }
 
-fn mirror_card(m: &MirrorSnapshot, history: Option<&History>, index: usize, now: Timestamp) -> MirrorCard {
+fn mirror_card(
+    m: &MirrorSnapshot,
+    history: Option<&History>,
+    index: usize,
+    (taken_at, now): (Timestamp, Timestamp),
+) -> MirrorCard {
     let counts: StateCounts = m.topics.iter().flat_map(|t| &t.partitions).map(|p| p.state).collect();
     let lag: i64 = m.topics.iter().map(|t| t.lag_records).sum();
     let max_lag = m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max);
@@ -77,7 +82,7 @@ fn mirror_card(m: &MirrorSnapshot, history: Option<&History>, index: usize, now:
         data_path: m.data_path.to_string(),
         data_path_css: dp_css,
         health: if health == "muted" { "ok" } else { health },
-        trends: trends(history, &m.name, None, &format!("mc-{index}"), now),
+        trends: trends(history, (&m.name, None), (taken_at, lag), &format!("mc-{index}"), now),
         eta: eta_of(history, m, None),
         cluster,
         name,
@@ -116,7 +121,7 @@ pub fn overview(
     let mut sorted: Vec<&MirrorSnapshot> = snap.mirrors.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let mirrors: Vec<MirrorCard> =
-        sorted.into_iter().enumerate().map(|(i, m)| mirror_card(m, history, i + 1, now)).collect();
+        sorted.into_iter().enumerate().map(|(i, m)| mirror_card(m, history, i + 1, (snap.taken_at, now))).collect();
     OverviewView {
         destination: if snap.destination_cluster_id.is_empty() {
             "unknown yet".into()

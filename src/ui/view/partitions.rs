@@ -281,7 +281,7 @@ pub fn partitions(
             ),
             bytes_mirrored: format::bytes(t.partitions.iter().map(|p| p.bytes_mirrored).sum()),
             counts: state_counts(&c, &|s| url(&th, &[("state", s.as_str().into())])),
-            trends: trends(history, &m.name, Some(&t.name), "topic", now),
+            trends: trends(history, (&m.name, Some(&t.name)), (taken_at, t.lag_records), "topic", now),
             eta: eta_of(history, m, Some(&t.name)),
             actions: actions_for(&m.name, &t.name, &c),
         }
