@@ -414,7 +414,9 @@ async fn failover_after_source_restart_records_lme_and_frees_the_topic() {
     // Bump the source leader epoch, then keep producing while failing over.
     tokio::task::spawn_blocking(|| rig(&["restart", "source"])).await.unwrap();
     let traffic = Traffic::start(&topic.name, 2);
-    eventually("records after the restart mirrored", Duration::from_secs(60), || async {
+    // A restart of the broker on a loaded 2-core machine can take most of a minute before the
+    // data paths fetch again.
+    eventually("records after the restart mirrored", Duration::from_secs(120), || async {
         let snap = eng.handle.snapshot();
         let t = snap.mirror(&mirror)?.topic(&topic.name)?.clone();
         t.partitions.iter().all(|p| p.last_mirrored_epoch.unwrap_or(-1) > 0).then_some(())
@@ -1478,8 +1480,11 @@ async fn running_topic(eng: &TestEngine, prefix: &str) -> (String, TestTopic) {
     (mirror, topic)
 }
 
-/// The bound: a failover answers within a second whatever else runs.
-const STOP_BOUND: Duration = Duration::from_secs(1);
+/// What tells "answered at once" from "waited behind the other call" (an unreachable source's
+/// probe takes ~10 s, a 300-topic start longer): generous for a loaded 2-core CI machine. The
+/// latency itself (well under a second on a quiet machine, printed below) is the benchmark's to
+/// measure, not a test's.
+const STOP_BOUND: Duration = Duration::from_secs(5);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
