@@ -68,7 +68,7 @@ impl Group {
         self.state
             .instances()
             .filter(|i| i.instance != this)
-            .filter(|i| t.as_millis() - i.heartbeat_at <= HEARTBEAT_STALE.as_millis() as i64)
+            .filter(|i| is_live(i, t))
             .map(|i| InstanceSnapshot {
                 id: i.instance.clone(),
                 advertised_url: i.advertised_url.clone(),
@@ -91,6 +91,11 @@ pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(3);
 /// A heartbeat older than this is an instance that is gone.
 const HEARTBEAT_STALE: Duration = Duration::from_secs(30);
 
+/// Whether `i`'s last heartbeat is recent enough at `t` for a running instance.
+fn is_live(i: &crate::store::InstanceValue, t: Timestamp) -> bool {
+    t.as_millis() - i.heartbeat_at <= HEARTBEAT_STALE.as_millis() as i64
+}
+
 impl Coordinator {
     /// Writes this instance's heartbeat: what the instances view of every instance shows.
     pub(super) async fn heartbeat(&mut self) {
@@ -105,15 +110,12 @@ impl Coordinator {
     }
 }
 
-/// A heartbeat this recent is a running instance.
-const LIVE: Duration = Duration::from_secs(30);
-
 /// Refuses to join instances this one cannot work with (issue 17, "safety at start"): a state
 /// topic whose partition count is not the configured slot count (every instance must hash
 /// partitions to the same slots), instances of another cluster name on the same state topic (two
 /// deployments would mirror the same partitions), or instances of another kmirror release line
 /// (major.minor: the state format and the slot layout may differ). Heartbeats older than
-/// [`LIVE`] are instances that are gone.
+/// [`HEARTBEAT_STALE`] are instances that are gone.
 pub(super) fn check_compatible(
     config: &EngineConfig,
     actual_slots: i32,
@@ -127,11 +129,8 @@ pub(super) fn check_compatible(
             config.state_topic, config.state_partitions
         ));
     }
-    let live: Vec<&crate::store::InstanceValue> = state
-        .instances()
-        .filter(|i| i.instance != config.instance_id)
-        .filter(|i| t.as_millis() - i.heartbeat_at <= LIVE.as_millis() as i64)
-        .collect();
+    let live: Vec<&crate::store::InstanceValue> =
+        state.instances().filter(|i| i.instance != config.instance_id).filter(|i| is_live(i, t)).collect();
     if let Some(other) = live.iter().find(|i| i.cluster_name != config.cluster_name) {
         return Err(format!(
             "instance {} of cluster {:?} runs on the state topic {}; this instance's cluster name is {:?}: \
@@ -300,9 +299,7 @@ impl Coordinator {
             return;
         }
         // A write tells whether this instance is the duplicate: a fenced writer sets `fenced`.
-        let me = self.this_instance(now());
-        self.pending_writes.push(persist::instance(&self.config.cluster_name, &me, self.state_partitions));
-        let _ = self.flush().await;
+        self.heartbeat().await;
         if self.fenced.is_some() {
             return;
         }
