@@ -9,6 +9,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# librdkafka with kmirror's producer patch (vendor/rdkafka-sys/PATCHES.md), built from source.
+COPY vendor ./vendor
 COPY src ./src
 COPY templates ./templates
 COPY static ./static
