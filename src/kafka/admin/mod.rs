@@ -30,6 +30,16 @@ use super::ffi::{self, AdminCall};
 use super::types::*;
 use convert::read_node;
 
+/// The admin clients handed out by [`KafkaAdmin::shared`]. An entry lives while a caller holds
+/// a clone; the next `shared` call closes the ones nobody holds.
+static SHARED: std::sync::Mutex<Vec<SharedAdmin>> = std::sync::Mutex::new(Vec::new());
+
+struct SharedAdmin {
+    bootstrap: String,
+    properties: BTreeMap<String, String>,
+    admin: KafkaAdmin,
+}
+
 /// An admin connection to one cluster. Cheap to clone; all clones share one librdkafka client.
 #[derive(Clone)]
 pub struct KafkaAdmin {
@@ -98,6 +108,43 @@ impl KafkaAdmin {
                 metadata_topics: std::sync::atomic::AtomicBool::new(false),
             }),
         })
+    }
+
+    /// An admin client for `bootstrap` with `properties`, shared with every other caller of
+    /// `shared` that asks for the same cluster, properties and timeout. Data paths use it: a
+    /// mirror has one per owned slot (16 by default), and two clients of their own each were 32
+    /// librdkafka clients, with their threads and broker connections, for one mirror.
+    pub fn shared(
+        bootstrap: &str,
+        properties: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> KafkaResult<KafkaAdmin> {
+        let mut registry = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        // Forget clients nobody else holds any more (the mirror was deleted, or its properties
+        // changed, e.g. a rotated password), but close them after unlocking: closing a client
+        // waits for its threads.
+        let (keep, unused): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut *registry).into_iter().partition(|e| Arc::strong_count(&e.admin.inner) > 1);
+        *registry = keep;
+        let found = registry
+            .iter()
+            .find(|e| e.bootstrap == bootstrap && &e.properties == properties && e.admin.inner.timeout == timeout)
+            .map(|e| e.admin.clone());
+        let admin = match found {
+            Some(admin) => admin,
+            None => {
+                let admin = KafkaAdmin::connect(bootstrap, properties, timeout)?;
+                registry.push(SharedAdmin {
+                    bootstrap: bootstrap.to_string(),
+                    properties: properties.clone(),
+                    admin: admin.clone(),
+                });
+                admin
+            }
+        };
+        drop(registry);
+        drop(unused);
+        Ok(admin)
     }
 
     /// True once the cluster has shown it serves only the core APIs (no DescribeCluster), as
@@ -234,5 +281,34 @@ impl KafkaAdmin {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: &KafkaAdmin, b: &KafkaAdmin) -> bool {
+        Arc::ptr_eq(&a.inner, &b.inner)
+    }
+
+    #[test]
+    fn shared_clients_are_one_per_cluster_properties_and_timeout_while_held() {
+        // Clients connect lazily: nothing here talks to a broker.
+        let props = BTreeMap::from([("client.rack".to_string(), "r1".to_string())]);
+        let t = Duration::from_secs(15);
+        let a = KafkaAdmin::shared("shared-test-a:9092", &props, t).unwrap();
+        let a2 = KafkaAdmin::shared("shared-test-a:9092", &props, t).unwrap();
+        assert!(same(&a, &a2), "the same cluster and properties share one client");
+        let other_props = KafkaAdmin::shared("shared-test-a:9092", &BTreeMap::new(), t).unwrap();
+        assert!(!same(&a, &other_props), "other properties (e.g. a rotated password) get their own client");
+        let other_cluster = KafkaAdmin::shared("shared-test-b:9092", &props, t).unwrap();
+        assert!(!same(&a, &other_cluster));
+        // Once nobody holds it, the next call closes it and makes a new one.
+        let weak = Arc::downgrade(&a.inner);
+        drop((a, a2));
+        let again = KafkaAdmin::shared("shared-test-a:9092", &props, t).unwrap();
+        assert!(weak.upgrade().is_none(), "the unused client was closed");
+        drop((again, other_props, other_cluster));
     }
 }

@@ -9219,6 +9219,13 @@ rd_kafka_DescribeTopicsResponse_parse(rd_kafka_op_t *rko_req,
 
 err_parse:
         RD_IF_FREE(rko_result, rd_kafka_op_destroy);
+        /* kmirror patch (vendor/rdkafka-sys/PATCHES.md): the Metadata
+         * parse can fail without a buffer error (__DESTROY while the
+         * client closes, __PARTIAL for an empty response); returning
+         * NO_ERROR then without a result aborts the process in
+         * rd_kafka_admin_response_parse(). Return that error instead. */
+        if (!reply->rkbuf_err)
+                reply->rkbuf_err = err ? err : RD_KAFKA_RESP_ERR__BAD_MSG;
         rd_snprintf(errstr, errstr_size,
                     "DescribeTopics response protocol parse failure: %s",
                     rd_kafka_err2str(reply->rkbuf_err));
@@ -9481,6 +9488,13 @@ rd_kafka_DescribeClusterResponse_parse(rd_kafka_op_t *rko_req,
 
 err:
         RD_IF_FREE(rko_result, rd_kafka_op_destroy);
+        /* kmirror patch (vendor/rdkafka-sys/PATCHES.md): the Metadata
+         * parse can fail without a buffer error (__DESTROY while the
+         * client closes, __PARTIAL for an empty response); returning
+         * NO_ERROR then without a result aborts the process in
+         * rd_kafka_admin_response_parse(). Return that error instead. */
+        if (!reply->rkbuf_err)
+                reply->rkbuf_err = err ? err : RD_KAFKA_RESP_ERR__BAD_MSG;
         rd_snprintf(errstr, errstr_size,
                     "DescribeCluster response protocol parse failure: %s",
                     rd_kafka_err2str(reply->rkbuf_err));
