@@ -109,11 +109,49 @@ pub struct TopicResult {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TopicProblem>,
+    /// `truncation: resync` with `quarantine: true`: per partition, the divergent records copied
+    /// to `<topic>.kmirror-diverged` before the resync deleted them (with `validate_only`: the
+    /// records it would copy). Absent for other calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantined: Option<Vec<QuarantineResult>>,
 }
 
 impl From<&TopicOutcome> for TopicResult {
     fn from(o: &TopicOutcome) -> Self {
-        TopicResult { topic: o.topic.clone(), ok: o.ok, error: o.error.as_ref().map(TopicProblem::from) }
+        TopicResult {
+            topic: o.topic.clone(),
+            ok: o.ok,
+            error: o.error.as_ref().map(TopicProblem::from),
+            quarantined: None,
+        }
+    }
+}
+
+/// What a quarantine copied (or would copy) from one partition of the destination topic.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QuarantineResult {
+    pub partition: i32,
+    /// Divergent records copied by this call (`validate_only`: that it would copy).
+    pub records: i64,
+    /// Divergent records already in the quarantine topic (copied by an earlier, interrupted
+    /// attempt; never copied twice).
+    pub already_quarantined: i64,
+    /// First and last divergent offset (inclusive); absent when nothing diverged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_offset: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_offset: Option<i64>,
+}
+
+impl From<&crate::domain::quarantine::QuarantinedPartition> for QuarantineResult {
+    fn from(q: &crate::domain::quarantine::QuarantinedPartition) -> Self {
+        QuarantineResult {
+            partition: q.partition,
+            records: q.records,
+            already_quarantined: q.already_quarantined,
+            first_offset: q.offsets.map(|(a, _)| a),
+            last_offset: q.offsets.map(|(_, b)| b),
+        }
     }
 }
 
@@ -741,7 +779,11 @@ pub struct StartRequest {
     pub validate_only: bool,
     #[serde(default)]
     pub truncation: TruncationMode,
-    /// With `truncation: resync`, first copy the deleted records to `<topic>.kmirror-diverged`.
+    /// With `truncation: resync`, first copy the divergent records (those after the last
+    /// mirrored offset; every record when the topic has no lineage) to `<topic>.kmirror-diverged`
+    /// with headers `kmirror.diverged.topic`, `.topic-id`, `.partition` and `.offset`. A copy that
+    /// fails deletes nothing; a quarantine topic with foreign records is refused
+    /// (`quarantine-conflict`).
     #[serde(default)]
     pub quarantine: bool,
 }

@@ -17,8 +17,8 @@ use crate::engine::{
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
-    LifecycleRequest, LifecycleResponse, MirrorPath, Partition, PartitionStateDto, PartitionsPage, StartRequest, Topic,
-    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, ts,
+    LifecycleRequest, LifecycleResponse, MirrorPath, Partition, PartitionStateDto, PartitionsPage, QuarantineResult,
+    StartRequest, Topic, TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -137,7 +137,14 @@ async fn run_lifecycle(
     Ok(Json(LifecycleResponse {
         operation_id: r.operation_id,
         validate_only,
-        results: r.results.iter().map(TopicResult::from).collect(),
+        results: r
+            .results
+            .iter()
+            .map(|o| TopicResult {
+                quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
+                ..TopicResult::from(o)
+            })
+            .collect(),
     }))
 }
 

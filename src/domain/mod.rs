@@ -19,6 +19,7 @@ pub mod event;
 pub mod lineage;
 pub mod name_pattern;
 pub mod offset_map;
+pub mod quarantine;
 pub mod record;
 pub mod secrets;
 pub mod state;

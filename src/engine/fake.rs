@@ -37,6 +37,8 @@ use crate::kafka::{
 
 use super::EngineConfig;
 use super::ports::{Admin, ClusterAdmin, Ports, SpawnedDataPath, StateStore};
+use crate::domain::quarantine::QuarantinedPartition;
+use crate::kafka::quarantine::QuarantineError;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -820,6 +822,38 @@ pub(crate) struct FakeWorld {
     sources: Mutex<HashMap<String, Arc<FakeCluster>>>,
     pub state: Arc<FakeState>,
     pub pipes: Arc<FakePipes>,
+    pub quarantine: FakeQuarantine,
+}
+
+/// The quarantine copies (`Ports::quarantine`): what was copied where, and faults to inject.
+#[derive(Debug, Default)]
+pub(crate) struct FakeQuarantine {
+    inner: Mutex<QuarantineInner>,
+}
+
+#[derive(Debug, Default)]
+struct QuarantineInner {
+    /// Per quarantine topic: the origins (topic ID, partition, offset) of its records.
+    copied: BTreeMap<String, std::collections::BTreeSet<(String, i32, i64)>>,
+    /// Quarantine topics holding records kmirror did not copy there.
+    foreign: std::collections::BTreeSet<String>,
+    /// The next copies that fail (after copying nothing).
+    fail_next: u32,
+}
+
+impl FakeQuarantine {
+    /// The origins `(topic ID, partition, offset)` of the records in quarantine topic `target`.
+    pub(crate) fn copied(&self, target: &str) -> Vec<(String, i32, i64)> {
+        lock(&self.inner).copied.get(target).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+    }
+    /// Makes quarantine topic `target` hold foreign data.
+    pub(crate) fn add_foreign(&self, target: &str) {
+        lock(&self.inner).foreign.insert(target.to_string());
+    }
+    /// Makes the next `n` copies fail.
+    pub(crate) fn fail_next(&self, n: u32) {
+        lock(&self.inner).fail_next = n;
+    }
 }
 
 impl FakeWorld {
@@ -830,6 +864,7 @@ impl FakeWorld {
             sources: Mutex::new(HashMap::new()),
             state: FakeState::new(),
             pipes: Arc::new(FakePipes::default()),
+            quarantine: FakeQuarantine::default(),
         })
     }
 
@@ -929,6 +964,61 @@ impl Ports for FakeWorld {
             })
             .collect();
         Box::pin(std::future::ready(Ok(out)))
+    }
+
+    fn quarantine<'a>(
+        &'a self,
+        _config: &'a EngineConfig,
+        job: crate::kafka::quarantine::QuarantineJob,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<BTreeMap<i32, QuarantinedPartition>, QuarantineError>> {
+        use crate::kafka::quarantine::QuarantineError as E;
+        let r = (|| {
+            self.destination_check("quarantine")?;
+            let mut q = lock(&self.quarantine.inner);
+            if q.foreign.contains(&job.target) {
+                return Err(E::Foreign {
+                    target: job.target.clone(),
+                    topic: job.topic.clone(),
+                    partition: 0,
+                    offset: 0,
+                    why: "it lacks the kmirror.diverged.* headers".into(),
+                });
+            }
+            if !dry_run && q.fail_next > 0 {
+                q.fail_next -= 1;
+                return Err(E::Kafka(KafkaError::Timeout {
+                    operation: "quarantine commit",
+                    resource: job.target.clone(),
+                    after: Duration::ZERO,
+                }));
+            }
+            let mut out = BTreeMap::new();
+            // Every fake offset is a record.
+            for &(p, from, end) in &job.ranges {
+                let mut done = QuarantinedPartition { partition: p, records: 0, already_quarantined: 0, offsets: None };
+                if from < end {
+                    done.offsets = Some((from, end - 1));
+                }
+                for offset in from..end {
+                    let key = (job.topic_id.clone(), p, offset);
+                    let copied = q.copied.entry(job.target.clone()).or_default();
+                    if copied.contains(&key) {
+                        done.already_quarantined += 1;
+                        continue;
+                    }
+                    if !dry_run {
+                        copied.insert(key);
+                        let tp = crate::domain::quarantine::target_partition(p, job.target_partitions);
+                        self.destination.produce(&job.target, tp, 1);
+                    }
+                    done.records += 1;
+                }
+                out.insert(p, done);
+            }
+            Ok(out)
+        })();
+        Box::pin(std::future::ready(r))
     }
 
     fn tail_state(

@@ -249,6 +249,10 @@ pub struct TopicOutcome {
 pub struct OpResult {
     pub operation_id: String,
     pub results: Vec<TopicOutcome>,
+    /// A start with `resync` + `quarantine`: per topic that succeeded, what the quarantine
+    /// copied per partition (`validate_only`: what it would copy).
+    #[serde(default)]
+    pub quarantined: BTreeMap<String, Vec<crate::domain::quarantine::QuarantinedPartition>>,
 }
 
 /// A recorded operation: a lifecycle call or a mirror change, with who asked and the outcome.

@@ -22,8 +22,10 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::domain::quarantine::QuarantinedPartition;
 use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
 use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
+use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
 use crate::kafka::scan::Scanned;
 use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter, TailBatch};
 use crate::kafka::{
@@ -163,6 +165,15 @@ pub(crate) trait Ports: Send + Sync {
         topic: &'a str,
         ranges: Vec<(i32, i64, i64)>,
     ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>>;
+    /// Copies the destination's divergent records `job` describes to its quarantine topic
+    /// before a resync deletes them (`kafka::quarantine::copy`); with `dry_run` only counts
+    /// what it would copy. Either way refused when the quarantine topic holds foreign data.
+    fn quarantine<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        job: QuarantineJob,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<BTreeMap<i32, QuarantinedPartition>, QuarantineError>>;
     /// Initialises a transactional producer with `transactional_id` and closes it: whatever
     /// producer had that id is fenced and its open transaction aborted.
     fn fence_writer<'a>(
@@ -493,6 +504,23 @@ impl Ports for KafkaPorts {
             })
             .await
             .map_err(|e| KafkaError::Task { operation: "scan records", message: e.to_string() })?
+        })
+    }
+
+    fn quarantine<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        job: QuarantineJob,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<BTreeMap<i32, QuarantinedPartition>, QuarantineError>> {
+        let (bootstrap, properties) = (config.destination_bootstrap.clone(), config.destination_properties.clone());
+        let timeout = config.request_timeout * 4;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                crate::kafka::quarantine::copy(&bootstrap, &properties, &job, dry_run, timeout)
+            })
+            .await
+            .map_err(|e| KafkaError::Task { operation: "quarantine", message: e.to_string() })?
         })
     }
 

@@ -57,6 +57,9 @@ problem_kinds! {
     IllegalTransition => ("illegal-transition", 409, "Illegal state transition"),
     DestinationDiverged => ("destination-diverged", 409, "Destination diverged"),
     DestinationTopicConflict => ("destination-topic-conflict", 409, "Destination topic conflict"),
+    /// `resync` with `quarantine`: the quarantine topic (`<topic>.kmirror-diverged`) holds records
+    /// kmirror did not copy there from this topic; nothing was copied or deleted.
+    QuarantineConflict => ("quarantine-conflict", 409, "Quarantine topic holds foreign records"),
     SourceClusterIdMismatch => ("source-cluster-id-mismatch", 409, "Source cluster ID mismatch"),
     /// The operator-supplied source does not answer (a problem with the request's source, so 422
     /// rather than a 5xx of kmirror's own).

@@ -13,6 +13,7 @@ pub mod membership;
 pub mod mock;
 pub mod pipe;
 mod produce;
+pub mod quarantine;
 pub mod scan;
 pub mod state_log;
 pub mod types;

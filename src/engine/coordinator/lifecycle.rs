@@ -2,8 +2,13 @@
 //! state machine, persisted, then carried out on the data path.
 
 use crate::domain::lineage::{LogBounds, Refusal, StartDecision, StartInput, decide_start, divergence};
+use crate::domain::quarantine::{self, QuarantinedPartition};
+use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
 
 use super::*;
+
+/// A start with `resync` + `quarantine`.
+const QUARANTINE: LifecycleOp = LifecycleOp::Start { truncation: Truncation::Resync { quarantine: true } };
 
 impl Coordinator {
     // ----- lifecycle ---------------------------------------------------------------------
@@ -26,6 +31,7 @@ impl Coordinator {
         let operation_id = self.next_operation_id();
         let requested_at = now();
         let mut results = Vec::with_capacity(topics.len());
+        let mut quarantined = BTreeMap::new();
         // Pause, resume and stop run as one batch: one commit (pause), one abort and one fence
         // (stop), one assign (resume) for the data path, not one per topic (a failover of 1,000
         // partitions in 10 topics took 8 s the other way).
@@ -41,7 +47,7 @@ impl Coordinator {
             // half-done, so it sees consistent state (as if it had come before the next topic).
             self.serve_priority().await;
             let outcome = if let Some(done) = batched.as_mut().and_then(Iterator::next) {
-                done
+                done.map(|()| Vec::new())
             } else {
                 // Internal topics are never started, whether named or matched by a pattern.
                 let checked = validate_topic_name(&topic).and_then(|()| match op {
@@ -50,7 +56,11 @@ impl Coordinator {
                 });
                 match checked {
                     Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
-                    Ok(()) if validate_only => self.validate(mirror, &topic, op).await,
+                    Ok(()) if validate_only => match self.validate(mirror, &topic, op).await {
+                        // The preview of a quarantine is the copy's own count, without copying.
+                        Ok(()) if op == QUARANTINE => self.quarantine_divergent(mirror, &topic, true).await,
+                        r => r.map(|()| Vec::new()),
+                    },
                     Ok(()) => match op {
                         LifecycleOp::Start { truncation } => self.start_topic(mirror, &topic, truncation).await,
                         // These ran as one batch above; this arm is never taken.
@@ -70,14 +80,19 @@ impl Coordinator {
                 continue;
             }
             results.push(match outcome {
-                Ok(()) => TopicOutcome { topic, ok: true, error: None },
+                Ok(q) => {
+                    if op == QUARANTINE {
+                        quarantined.insert(topic.clone(), q);
+                    }
+                    TopicOutcome { topic, ok: true, error: None }
+                }
                 Err(p) => TopicOutcome { topic, ok: false, error: Some(p) },
             });
         }
         if !validate_only {
             self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
-        Ok(OpResult { operation_id, results })
+        Ok(OpResult { operation_id, results, quarantined })
     }
 
     pub(super) async fn resolve(
@@ -156,22 +171,15 @@ impl Coordinator {
         }
     }
 
+    /// Starts (or restarts) `topic`; with `resync` + `quarantine`, what the quarantine copied
+    /// per partition.
     pub(super) async fn start_topic(
         &mut self,
         mirror: &str,
         topic: &str,
         truncation: Truncation,
-    ) -> Result<(), Problem> {
+    ) -> Result<Vec<QuarantinedPartition>, Problem> {
         let now_ts = now();
-        if let Truncation::Resync { quarantine: true } = truncation {
-            // Refused rather than silently deleting records the caller asked to keep.
-            return Err(Problem {
-                kind: ProblemKind::IllegalTransition,
-                detail: format!(
-                    "resync with quarantine (copying the divergent records of {topic:?} to {topic}.kmirror-diverged first) is not available yet; copy them yourself, then restart with plain resync"
-                ),
-            });
-        }
         let m = &self.mirrors[mirror];
         if m.fenced {
             return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
@@ -186,7 +194,7 @@ impl Coordinator {
         if let Some(t) = m.topics.get(topic) {
             let states: BTreeSet<PartitionState> = t.partitions.values().map(|p| p.record.state).collect();
             if states.iter().all(|s| matches!(s, PartitionState::Mirroring | PartitionState::Preparing)) {
-                return Ok(());
+                return Ok(Vec::new());
             }
             if let Some(bad) = states.iter().find(|s| {
                 !matches!(
@@ -395,6 +403,17 @@ impl Coordinator {
             }
         }
 
+        // Resync with quarantine: the records the resync will delete that never reached the other
+        // side are copied first. A copy that fails returns here: nothing changed (the topic is
+        // still STOPPED, nothing deleted), and a retry copies only what is not there yet. Local
+        // producers must be stopped: a record written after this copy and before the deletion
+        // would be deleted without a copy (the README's failback runbook says so).
+        let quarantined = if truncation == (Truncation::Resync { quarantine: true }) {
+            self.quarantine_divergent(mirror, topic, false).await?
+        } else {
+            Vec::new()
+        };
+
         // Transition every partition to PREPARING and persist before acting.
         let n = self.state_partitions;
         {
@@ -426,7 +445,177 @@ impl Coordinator {
             }
         }
         self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
-        self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await
+        self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await.map(|()| quarantined)
+    }
+
+    /// Copies the divergent records of the destination's `topic` to `<topic>.kmirror-diverged`
+    /// before a resync deletes them (with `dry_run`, the preview: counts what it would copy, after
+    /// the same checks). Per partition the divergent range is the one a `DESTINATION_DIVERGED`
+    /// refusal reports (`domain::quarantine::divergent_from`), up to the last stable offset. A
+    /// destination topic that does not exist has nothing to keep.
+    pub(super) async fn quarantine_divergent(
+        &self,
+        mirror: &str,
+        topic: &str,
+        dry_run: bool,
+    ) -> Result<Vec<QuarantinedPartition>, Problem> {
+        let target = quarantine::quarantine_topic(topic);
+        let unavailable = |e: KafkaError| Problem {
+            kind: ProblemKind::DestinationUnavailable,
+            detail: format!(
+                "cannot quarantine the divergent records of {topic:?} to {target:?} ({e}); nothing was deleted, and a retry copies only what is not there yet"
+            ),
+        };
+        let dest = &*self.destination_admin;
+        let d = match dest.describe_topic(topic).await {
+            Ok(d) => d,
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(Vec::new()),
+            Err(e) => return Err(unavailable(e)),
+        };
+        let topic_id = d.topic_id.to_string();
+        let n = d.partitions.len() as i32;
+        let froms = self.divergent_starts(mirror, topic, &topic_id, n).await?;
+        let starts = offsets_of(dest, topic, 0..n, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(unavailable)?;
+        let stable = offsets_of(dest, topic, 0..n, OffsetSpec::Latest, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(unavailable)?;
+        let ranges: Vec<(i32, i64, i64)> = (0..n)
+            .map(|p| {
+                let at = |m: &BTreeMap<i32, i64>| m.get(&p).copied().unwrap_or(0);
+                let (from, end) = quarantine::range(at(&froms), at(&starts), at(&stable));
+                (p, from, end)
+            })
+            .collect();
+        if ranges.iter().all(|(_, from, end)| from >= end) {
+            // Nothing diverged: nothing to copy, and no quarantine topic to create or check.
+            return Ok(ranges
+                .iter()
+                .map(|(p, _, _)| QuarantinedPartition {
+                    partition: *p,
+                    records: 0,
+                    already_quarantined: 0,
+                    offsets: None,
+                })
+                .collect());
+        }
+        let mut existing = match dest.describe_topic(&target).await {
+            Ok(t) => Some(t),
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => None,
+            Err(e) => return Err(unavailable(e)),
+        };
+        if existing.is_none() && !dry_run {
+            // Same partition count: each record keeps its partition number.
+            match dest.create_topic(&target, n, -1, &[]).await {
+                Ok(()) => {}
+                Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+                Err(e) => return Err(unavailable(e)),
+            }
+            let deadline = tokio::time::Instant::now() + self.config.request_timeout;
+            while existing.is_none() {
+                match dest.describe_topic(&target).await {
+                    Ok(t) if t.partitions.len() as i32 >= n && t.partitions.iter().all(|p| p.leader.is_some()) => {
+                        existing = Some(t);
+                    }
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        return Err(Problem {
+                            kind: ProblemKind::DestinationUnavailable,
+                            detail: format!(
+                                "quarantine topic {target:?} was created but did not become available; nothing was deleted"
+                            ),
+                        });
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }
+        let target_partitions = existing.as_ref().map_or(0, |t| t.partitions.len() as i32);
+        let target_ends = if target_partitions > 0 {
+            offsets_of(dest, &target, 0..target_partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
+                .await
+                .map_err(unavailable)?
+                .into_iter()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let job = QuarantineJob {
+            topic: topic.to_string(),
+            topic_id,
+            ranges,
+            target: target.clone(),
+            target_partitions,
+            target_ends,
+        };
+        match self.ports.quarantine(&self.config, job, dry_run).await {
+            Ok(done) => {
+                if !dry_run {
+                    let copied: i64 = done.values().map(|q| q.records).sum();
+                    tracing::info!(%mirror, %topic, %target, records = copied, "quarantine: divergent records copied before the resync");
+                }
+                Ok(done.into_values().collect())
+            }
+            Err(e @ QuarantineError::Foreign { .. }) => Err(Problem {
+                kind: ProblemKind::QuarantineConflict,
+                detail: format!(
+                    "{e}; nothing was copied or deleted: move those records elsewhere and delete {target:?} (or its records), then start again"
+                ),
+            }),
+            Err(QuarantineError::Kafka(e)) => Err(unavailable(e)),
+        }
+    }
+
+    /// Where the divergent records of each partition of `topic` start: after this mirror's stop
+    /// point (a restart over local writes), after what the other direction's mirror copied from
+    /// here (a failback: the source's state says), or at 0 when there is no lineage at all.
+    async fn divergent_starts(
+        &self,
+        mirror: &str,
+        topic: &str,
+        topic_id: &str,
+        partitions: i32,
+    ) -> Result<BTreeMap<i32, i64>, Problem> {
+        if let Some(t) = self.mirrors[mirror].topics.get(topic)
+            && t.partitions.values().any(|rt| rt.record.stop_point.is_some())
+        {
+            return Ok((0..partitions)
+                .map(|p| {
+                    let stop = t.partitions.get(&p).and_then(|rt| rt.record.stop_point.as_ref());
+                    (p, quarantine::divergent_from(stop, None))
+                })
+                .collect());
+        }
+        let spec = &self.mirrors[mirror].stored.spec;
+        let records = self
+            .ports
+            .read_remote_state(
+                &spec.source.bootstrap_servers,
+                &spec.source.properties,
+                &self.config.state_topic,
+                self.config.request_timeout,
+            )
+            .await
+            .map_err(|e| Problem {
+                kind: ProblemKind::SourceUnreachable,
+                detail: format!(
+                    "cannot read the source's {} to find which records of {topic:?} to quarantine: {e}; nothing was copied or deleted",
+                    self.config.state_topic
+                ),
+            })?;
+        let (remote, _) = persist::load(&records);
+        // A lineage that does not apply here (another cluster's, a recreated topic) is no
+        // lineage: every record is kept, the safe side.
+        let found = match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(topic_id)) {
+            Ok(found) => found,
+            Err(p) => {
+                tracing::info!(%mirror, %topic, "quarantine: the source's lineage does not apply ({}); every record is quarantined", p.detail);
+                None
+            }
+        };
+        Ok((0..partitions)
+            .map(|p| (p, quarantine::divergent_from(None, found.as_ref().and_then(|f| f.partitions.get(&p)))))
+            .collect())
     }
 
     /// Finishes PREPARING for `partitions`: decides start positions, moves them to MIRRORING and

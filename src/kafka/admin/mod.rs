@@ -71,7 +71,11 @@ fn code_of(c: RDKafkaErrorCode) -> KafkaCode {
     }
 }
 
-fn rdkafka_error(operation: &'static str, resource: &str, e: rdkafka::error::KafkaError) -> KafkaError {
+pub(in crate::kafka) fn rdkafka_error(
+    operation: &'static str,
+    resource: &str,
+    e: rdkafka::error::KafkaError,
+) -> KafkaError {
     match e.rdkafka_error_code() {
         Some(RDKafkaErrorCode::OperationTimedOut) | Some(RDKafkaErrorCode::RequestTimedOut) => {
             KafkaError::Timeout { operation, resource: resource.to_string(), after: Duration::ZERO }
