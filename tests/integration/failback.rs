@@ -4,12 +4,13 @@
 //! finds `m1`'s lineage in B's `__mirror_state` and copies only what B received since the
 //! failover; records written to A after the last mirrored one make it refuse, with their count.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kmirror::domain::PartitionState;
 use kmirror::engine::{
-    self, Actor, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, ProblemKind, SourceSpec, TopicSelector,
-    Truncation,
+    self, Actor, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, MirrorUpdate, ProblemKind, SourceSpec,
+    TopicSelector, Truncation,
 };
 use kmirror::kafka::{IsolationLevel, OffsetSpec};
 
@@ -202,4 +203,342 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
         let _ = Cluster::Destination.admin().delete_topic(t).await;
     }
     let _ = Cluster::Source.admin().delete_topic(&fresh.name).await;
+}
+
+/// Produces `records` in one transaction on `cluster`, committed or aborted.
+fn produce_txn(cluster: Cluster, topic: &str, records: &[Rec], commit: bool) {
+    use rdkafka::producer::Producer;
+    let p = producer(cluster, &[("transactional.id", &unique("fb-tx"))]);
+    p.init_transactions(Duration::from_secs(30)).unwrap();
+    p.begin_transaction().unwrap();
+    for r in records {
+        let mut headers = rdkafka::message::OwnedHeaders::new();
+        for (k, v) in &r.headers {
+            headers = headers.insert(rdkafka::message::Header { key: k, value: Some(v) });
+        }
+        let mut br =
+            rdkafka::producer::BaseRecord::<Vec<u8>, Vec<u8>>::to(topic).partition(r.partition).headers(headers);
+        if let Some(ts) = r.timestamp {
+            br = br.timestamp(ts);
+        }
+        if let Some(k) = &r.key {
+            br = br.key(k);
+        }
+        if let Some(v) = &r.value {
+            br = br.payload(v);
+        }
+        p.send(br).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    if commit {
+        p.commit_transaction(Duration::from_secs(30)).unwrap();
+    } else {
+        p.abort_transaction(Duration::from_secs(30)).unwrap();
+    }
+}
+
+/// One round of writes: plain records (every tenth a tombstone), an aborted transaction and a
+/// committed one; the number of committed records.
+fn write_round(cluster: Cluster, topic: &str, plain: usize, aborted: usize, committed: usize, tag: &str) -> usize {
+    let mut recs = keyed(plain, 2, tag);
+    for r in recs.iter_mut().step_by(10) {
+        r.value = None;
+    }
+    produce(cluster, topic, &recs);
+    produce_txn(cluster, topic, &keyed(aborted, 2, &format!("{tag}-aborted")), false);
+    produce_txn(cluster, topic, &keyed(committed, 2, &format!("{tag}-txn")), true);
+    plain + committed
+}
+
+/// A consumer of `group` on `cluster` reads `n` records of each partition of `topic` from the
+/// group's committed position (`reset` when it has none), commits after the `n`th, and returns
+/// the record it would read next per partition.
+fn consume_part(cluster: Cluster, topic: &str, group: &str, n: usize, reset: &str) -> BTreeMap<i32, Consumed> {
+    use rdkafka::consumer::{CommitMode, Consumer};
+    let mut next = BTreeMap::new();
+    for p in 0..2 {
+        let c = consumer(cluster, &[("group.id", group), ("auto.offset.reset", reset)]);
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Stored).unwrap();
+        c.assign(&tpl).unwrap();
+        let mut got = read_n(&c, n + 1, Duration::from_secs(60));
+        let mut commit = rdkafka::TopicPartitionList::new();
+        commit.add_partition_offset(topic, p, rdkafka::Offset::Offset(got[n - 1].offset + 1)).unwrap();
+        c.commit(&commit, CommitMode::Sync).unwrap();
+        next.insert(p, got.remove(n));
+    }
+    next
+}
+
+/// The group's first record per partition of `topic` on `cluster`, from its committed offsets
+/// only (no reset policy: a missing or out-of-range offset fails); commits nothing.
+fn resume(cluster: Cluster, topic: &str, group: &str) -> BTreeMap<i32, Consumed> {
+    use rdkafka::consumer::Consumer;
+    (0..2)
+        .map(|p| {
+            let c = consumer(cluster, &[("group.id", group), ("auto.offset.reset", "error")]);
+            let mut tpl = rdkafka::TopicPartitionList::new();
+            tpl.add_partition_offset(topic, p, rdkafka::Offset::Stored).unwrap();
+            c.assign(&tpl).unwrap();
+            (p, read_n(&c, 1, Duration::from_secs(60)).remove(0))
+        })
+        .collect()
+}
+
+/// The same record (key, value, headers, timestamp), wherever it is.
+fn same(a: &Consumed, b: &Consumed) -> bool {
+    (&a.key, &a.value, &a.headers, a.timestamp) == (&b.key, &b.value, &b.headers, b.timestamp)
+}
+
+/// Waits until `group`'s committed offsets on `cluster` for `topic` are `expected`, asking
+/// `mirror` on `h` for a metadata refresh (the group-offset sync) every few seconds meanwhile.
+async fn wait_group_at(
+    h: &EngineHandle,
+    mirror: &str,
+    cluster: Cluster,
+    group: &str,
+    topic: &str,
+    expected: &BTreeMap<i32, i64>,
+) {
+    let admin = cluster.admin();
+    let parts: Vec<(String, i32)> = expected.keys().map(|p| (topic.to_string(), *p)).collect();
+    let mut polls = 0u32;
+    eventually(&format!("{group} synced to {expected:?} on {}", cluster.name()), Duration::from_secs(120), || {
+        let ask = polls % 30 == 0;
+        polls += 1;
+        let (admin, parts) = (&admin, &parts);
+        async move {
+            if ask {
+                let _ = h.refresh_now(mirror).await;
+            }
+            let got = admin.list_consumer_group_offsets(group, Some(parts), false).await.ok()?;
+            let got: BTreeMap<i32, i64> = got.into_iter().map(|o| (o.partition, o.offset)).collect();
+            (got == *expected).then_some(())
+        }
+    })
+    .await
+}
+
+/// Where `next` (a record read on `from`) is on `to`, per partition, by its position among the
+/// committed records (the clusters hold the same records in the same order).
+async fn offsets_there(topic: &str, next: &BTreeMap<i32, Consumed>, from: Cluster, to: Cluster) -> BTreeMap<i32, i64> {
+    let t = topic.to_string();
+    let (here, there) =
+        tokio::task::spawn_blocking(move || (read_all(from, &t, 2), read_all(to, &t, 2))).await.unwrap();
+    next.iter()
+        .map(|(p, r)| {
+            let i = here[p].iter().position(|x| x.offset == r.offset).expect("the record is there");
+            assert!(same(&here[p][i], &there[p][i]), "{topic}-{p}: the clusters differ at record {i}");
+            (*p, there[p][i].offset)
+        })
+        .collect()
+}
+
+/// Committed records of `topic` on `cluster`.
+async fn count(cluster: Cluster, topic: &str, partitions: i32) -> usize {
+    let t = topic.to_string();
+    tokio::task::spawn_blocking(move || read_all(cluster, &t, partitions).values().map(Vec::len).sum()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failback_round_trip_with_transactions_compaction_and_a_consumer_group() {
+    let _rig = shared().await;
+    let txn = TestTopic::create(Cluster::Source, "fb-txn", 2, &[]).await;
+    // Compaction is unlikely to run in the test's time (the active segment is never cleaned):
+    // what matters is that the topic's config and its transaction markers do not get in the way.
+    let compacted = TestTopic::create(Cluster::Source, "fb-compact", 2, &[("cleanup.policy", "compact")]).await;
+    let topics = [txn.name.clone(), compacted.name.clone()];
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let group = unique("fb-group");
+    let (ts, g) = (topics.clone(), group.clone());
+    // On A: 700 committed records in each topic (aborted transactions between them); the group
+    // reads 150 of each partition and commits.
+    let consumed_on_a = tokio::task::spawn_blocking(move || {
+        ts.iter()
+            .map(|t| {
+                let n = write_round(Cluster::Source, t, 500, 40, 200, "a");
+                assert_eq!(n, 700);
+                (t.clone(), consume_part(Cluster::Source, t, &g, 150, "earliest"))
+            })
+            .collect::<BTreeMap<_, _>>()
+    })
+    .await
+    .unwrap();
+
+    // m1: A -> B with the group-offset sync; the group is translated onto B; failover.
+    let b = TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &names, START).await;
+    for t in &topics {
+        b.wait_caught_up(&m1, t, 2).await;
+        assert_eq!(assert_same_content(t, 2).await, 700);
+        let expected = offsets_there(t, &consumed_on_a[t], Cluster::Source, Cluster::Destination).await;
+        wait_group_at(&b.handle, &m1, Cluster::Destination, &group, t, &expected).await;
+    }
+    b.op_ok(&m1, &names, LifecycleOp::Stop).await;
+    let b_config = b.config.clone();
+    b.stop().await;
+    let configs = Cluster::Destination.admin().describe_topic_configs(&compacted.name).await.unwrap();
+    assert!(
+        configs.iter().any(|e| e.name == "cleanup.policy" && e.value.as_deref() == Some("compact")),
+        "B's copy is compacted too"
+    );
+
+    // Producers and the group move to B: 360 new committed records per topic (and an aborted
+    // transaction); the group resumes exactly where it stopped on A and reads 250 more per
+    // partition, past the failover point.
+    let (ts, g) = (topics.clone(), group.clone());
+    let consumed_on_b = tokio::task::spawn_blocking(move || {
+        ts.iter()
+            .map(|t| {
+                assert_eq!(write_round(Cluster::Destination, t, 300, 30, 60, "b"), 360);
+                (
+                    t.clone(),
+                    (resume(Cluster::Destination, t, &g), consume_part(Cluster::Destination, t, &g, 250, "error")),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    })
+    .await
+    .unwrap();
+    for t in &topics {
+        let (first_on_b, _) = &consumed_on_b[t];
+        for (p, next) in &consumed_on_a[t] {
+            assert!(same(next, &first_on_b[p]), "{t}-{p}: the group resumed on B at the next record");
+        }
+        assert_eq!(count(Cluster::Destination, t, 2).await, 1_060);
+    }
+
+    // m2: B -> A, from an engine attached to A. The preview accepts; the start copies only the
+    // 360 records per topic B received since the failover.
+    let (a, a_join) = engine_on_a(&b_config.state_topic).await;
+    let m2 = unique("m2");
+    a.create_mirror(
+        MirrorSpec {
+            name: m2.clone(),
+            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+        },
+        actor(),
+    )
+    .await
+    .expect("create m2");
+    for t in &topics {
+        let p = preview(&a, &m2, t, START).await;
+        assert!(p.results[0].ok, "the preview accepts the failback of {t}: {p:?}");
+        let r = lifecycle(&a, &m2, t, START).await;
+        assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
+        assert!(r.results[0].ok, "the failback of {t} is accepted: {r:?}");
+    }
+    for t in &topics {
+        caught_up_from_b(&a, &m2, t, 2).await;
+        assert_eq!(copied(&a, &m2, t), 360, "records copied by the failback of {t}");
+        assert_eq!(assert_same_content(t, 2).await, 1_060);
+        assert_translates(&a, &m2, t, Cluster::Destination).await;
+        // The group is translated onto A: at the A offset of the record after the last it read on B.
+        let next_on_b = &consumed_on_b[t].1;
+        let expected = offsets_there(t, next_on_b, Cluster::Destination, Cluster::Source).await;
+        wait_group_at(&a, &m2, Cluster::Source, &group, t, &expected).await;
+    }
+
+    // Failover of m2: A is the primary again; the group resumes there at exactly the next record.
+    for t in &topics {
+        let r = lifecycle(&a, &m2, t, LifecycleOp::Stop).await;
+        assert!(r.results[0].ok, "{r:?}");
+        let (tn, g) = (t.clone(), group.clone());
+        let first_on_a = tokio::task::spawn_blocking(move || resume(Cluster::Source, &tn, &g)).await.unwrap();
+        for (p, next) in &consumed_on_b[t].1 {
+            assert!(same(next, &first_on_a[p]), "{t}-{p}: the group resumed on A at {:?}, not {next:?}", first_on_a[p]);
+        }
+    }
+
+    // Round trip: A receives 50 more committed records per topic (and an aborted transaction),
+    // and m1 restarts from B's side: again incremental, again identical.
+    let ts = topics.clone();
+    tokio::task::spawn_blocking(move || {
+        for t in &ts {
+            assert_eq!(write_round(Cluster::Source, t, 30, 10, 20, "a-again"), 50);
+        }
+    })
+    .await
+    .unwrap();
+    let b = TestEngine::with_config(b_config).await;
+    for t in &topics {
+        let before = copied(&b.handle, &m1, t);
+        let p = b.handle.lifecycle(&m1, TopicSelector::Names(vec![t.clone()]), START, true, actor()).await.unwrap();
+        assert!(p.results[0].ok, "the preview of m1's restart accepts: {p:?}");
+        let r = b.op(&m1, &[t], START).await;
+        assert!(r.results[0].ok, "the restart of m1 is accepted: {r:?}");
+        b.wait_caught_up(&m1, t, 2).await;
+        assert_eq!(copied(&b.handle, &m1, t) - before, 50, "records copied by the second failback of {t}");
+        assert_eq!(assert_same_content(t, 2).await, 1_110);
+        assert_translates(&b.handle, &m1, t, Cluster::Source).await;
+    }
+    b.op_ok(&m1, &names, LifecycleOp::Stop).await;
+    b.stop().await;
+    a.shutdown().await;
+    let _ = a_join.await;
+    for t in &topics {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failback_refuses_a_lineage_that_names_another_cluster() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "fb-foreign", 1, &[]).await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(40, 1, "a"))).await.unwrap();
+
+    // m1 copies the topic A -> B and is failed over; then B's state says it mirrored from another
+    // cluster (its expected source cluster ID changed: a mirror re-pointed, or a lineage that is
+    // not A's).
+    let b = TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &[&topic.name], START).await;
+    b.wait_caught_up(&m1, &topic.name, 1).await;
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    b.handle
+        .update_mirror(
+            &m1,
+            MirrorUpdate { expected_source_cluster_id: Some("AnotherClusterIdxxxxxx".into()), ..Default::default() },
+            actor(),
+        )
+        .await
+        .expect("update m1");
+    let state_topic = b.config.state_topic.clone();
+    b.stop().await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Destination, &t, &keyed(5, 1, "b"))).await.unwrap();
+
+    let (a, a_join) = engine_on_a(&state_topic).await;
+    let m2 = unique("m2");
+    a.create_mirror(
+        MirrorSpec {
+            name: m2.clone(),
+            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+        },
+        actor(),
+    )
+    .await
+    .expect("create m2");
+    let p = preview(&a, &m2, &topic.name, START).await;
+    let r = lifecycle(&a, &m2, &topic.name, START).await;
+    assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
+    let refusal = r.results[0].error.as_ref().expect("refused");
+    assert_eq!(refusal.kind, ProblemKind::SourceClusterIdMismatch, "{refusal:?}");
+    assert!(refusal.detail.contains("AnotherClusterIdxxxxxx"), "{}", refusal.detail);
+    assert!(refusal.detail.contains(&Cluster::Source.expected_cluster_id()), "{}", refusal.detail);
+    // Nothing happened to A's topic.
+    assert!(a.snapshot().mirror(&m2).and_then(|m| m.topic(&topic.name)).is_none());
+    assert_eq!(count(Cluster::Source, &topic.name, 1).await, 40);
+
+    a.shutdown().await;
+    let _ = a_join.await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
