@@ -109,7 +109,7 @@ pub struct TopicResult {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TopicProblem>,
-    /// `truncation: resync` with `quarantine: true`: per partition, the divergent records copied
+    /// `truncation: resync` with `quarantine: true`: per partition with divergent records, those copied
     /// to `<topic>.kmirror-diverged` before the resync deleted them (with `validate_only`: the
     /// records it would copy). Absent for other calls.
     #[serde(skip_serializing_if = "Option::is_none")]

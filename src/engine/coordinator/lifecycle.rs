@@ -450,7 +450,7 @@ impl Coordinator {
 
     /// Copies the divergent records of the destination's `topic` to `<topic>.kmirror-diverged`
     /// before a resync deletes them (with `dry_run`, the preview: counts what it would copy, after
-    /// the same checks). Per partition the divergent range is the one a `DESTINATION_DIVERGED`
+    /// the same checks); answers for each partition that has divergent records. Per partition the divergent range is the one a `DESTINATION_DIVERGED`
     /// refusal reports (`domain::quarantine::divergent_from`), up to the last stable offset. A
     /// destination topic that does not exist has nothing to keep.
     pub(super) async fn quarantine_divergent(
@@ -490,15 +490,7 @@ impl Coordinator {
             .collect();
         if ranges.iter().all(|(_, from, end)| from >= end) {
             // Nothing diverged: nothing to copy, and no quarantine topic to create or check.
-            return Ok(ranges
-                .iter()
-                .map(|(p, _, _)| QuarantinedPartition {
-                    partition: *p,
-                    records: 0,
-                    already_quarantined: 0,
-                    offsets: None,
-                })
-                .collect());
+            return Ok(Vec::new());
         }
         let mut existing = match dest.describe_topic(&target).await {
             Ok(t) => Some(t),
@@ -554,7 +546,9 @@ impl Coordinator {
                     let copied: i64 = done.values().map(|q| q.records).sum();
                     tracing::info!(%mirror, %topic, %target, records = copied, "quarantine: divergent records copied before the resync");
                 }
-                Ok(done.into_values().collect())
+                // Only partitions with divergent records: the same answer whether the
+                // destination topic exists yet or not (a start creates it empty first).
+                Ok(done.into_values().filter(|q| q.offsets.is_some()).collect())
             }
             Err(e @ QuarantineError::Foreign { .. }) => Err(Problem {
                 kind: ProblemKind::QuarantineConflict,

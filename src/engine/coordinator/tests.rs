@@ -784,3 +784,107 @@ async fn source_topic_changes_found_by_a_refresh() {
     let e = rig.partition("m", "reborn", 0).error.expect("an error");
     assert_eq!((e.code.as_str(), e.retryable), ("SOURCE_TOPIC_RECREATED", false));
 }
+
+// ----- resync with quarantine (issue 18 item 3) ----------------------------------------------
+
+const QUARANTINE: LifecycleOp = LifecycleOp::Start { truncation: Truncation::Resync { quarantine: true } };
+
+impl Rig {
+    async fn preview(&self, mirror: &str, topics: &[&str], op: LifecycleOp) -> Result<OpResult, EngineError> {
+        let names = topics.iter().map(|t| t.to_string()).collect();
+        self.engine.lifecycle(mirror, TopicSelector::Names(names), op, true, actor()).await
+    }
+
+    /// A mirror whose one-partition topic `orders` mirrored 4 records, was failed over, and got
+    /// 2 local writes on the destination (offsets 4 and 5).
+    async fn diverged_after_failover(&self) {
+        self.mirroring("m", "orders", 1, 4).await;
+        self.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+        self.all_in("m", "orders", S::Stopped).await;
+        self.world.destination.produce("orders", 0, 2);
+    }
+}
+
+fn quarantined(r: &Result<OpResult, EngineError>, topic: &str) -> Vec<crate::domain::quarantine::QuarantinedPartition> {
+    r.as_ref().expect("accepted").quarantined.get(topic).cloned().unwrap_or_else(|| panic!("no quarantine: {r:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_quarantine_copies_the_local_writes_first_and_the_preview_says_so() {
+    use crate::domain::quarantine::QuarantinedPartition;
+    let rig = Rig::new().await;
+    rig.diverged_after_failover().await;
+    let id = rig.world.destination.topic_id("orders").expect("topic id");
+
+    let preview = rig.preview("m", &["orders"], QUARANTINE).await;
+    assert_eq!(refusal(&preview), None, "{preview:?}");
+    let expected =
+        vec![QuarantinedPartition { partition: 0, records: 2, already_quarantined: 0, offsets: Some((4, 5)) }];
+    assert_eq!(quarantined(&preview, "orders"), expected);
+    assert!(rig.world.quarantine.copied("orders.kmirror-diverged").is_empty(), "a preview copies nothing");
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Stopped, "a preview changes nothing");
+
+    let run = rig.op("m", &["orders"], QUARANTINE).await;
+    assert_eq!(refusal(&run), None, "{run:?}");
+    assert_eq!(quarantined(&run, "orders"), expected, "the run did what the preview said");
+    assert_eq!(rig.world.quarantine.copied("orders.kmirror-diverged"), vec![(id.clone(), 0, 4), (id, 0, 5)]);
+    assert_eq!(rig.world.destination.partitions("orders.kmirror-diverged").len(), 1, "same partition count");
+    rig.caught_up("m", "orders").await;
+    let d = rig.world.destination.partition("orders", 0).unwrap();
+    assert_eq!((d.log_start, d.end), (6, 10), "then the resync ran as without quarantine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_that_fails_or_finds_foreign_records_leaves_the_topic_untouched() {
+    let rig = Rig::new().await;
+    rig.diverged_after_failover().await;
+    let untouched = |rig: &Rig| {
+        let d = rig.world.destination.partition("orders", 0).unwrap();
+        assert_eq!((d.log_start, d.end), (0, 6), "nothing deleted");
+        assert_eq!(rig.partition("m", "orders", 0).state, S::Stopped, "still STOPPED");
+        assert!(rig.world.pipes.assigned("m").len() == 1, "nothing assigned since the first start");
+    };
+
+    rig.world.quarantine.fail_next(1);
+    let r = rig.op("m", &["orders"], QUARANTINE).await;
+    assert_eq!(refusal(&r), Some(ProblemKind::DestinationUnavailable), "{r:?}");
+    assert!(format!("{r:?}").contains("nothing was deleted"), "{r:?}");
+    untouched(&rig);
+
+    rig.world.quarantine.add_foreign("orders.kmirror-diverged");
+    assert_eq!(refusal(&rig.preview("m", &["orders"], QUARANTINE).await), Some(ProblemKind::QuarantineConflict));
+    let r = rig.op("m", &["orders"], QUARANTINE).await;
+    assert_eq!(refusal(&r), Some(ProblemKind::QuarantineConflict), "{r:?}");
+    untouched(&rig);
+    // A plain resync is still the operator's choice.
+    rig.op_ok("m", &["orders"], RESYNC).await;
+    rig.caught_up("m", "orders").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_with_quarantine_of_a_topic_without_lineage_keeps_every_record_it_deletes() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.source.add_topic("full", 2, 3);
+    rig.world.destination.add_topic("full", 2, 2);
+    rig.world.destination.produce("full", 1, 1);
+    let preview = rig.preview("m", &["full"], QUARANTINE).await;
+    let q = quarantined(&preview, "full");
+    assert_eq!(
+        q.iter().map(|p| (p.partition, p.records, p.offsets)).collect::<Vec<_>>(),
+        [(0, 2, Some((0, 1))), (1, 3, Some((0, 2)))]
+    );
+    let run = rig.op("m", &["full"], QUARANTINE).await;
+    assert_eq!(quarantined(&run, "full"), q);
+    let copied = rig.world.quarantine.copied("full.kmirror-diverged");
+    assert_eq!(copied.iter().map(|(_, p, o)| (*p, *o)).collect::<Vec<_>>(), [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]);
+    assert_eq!(rig.world.destination.partition("full.kmirror-diverged", 1).unwrap().end, 3, "same partition");
+    rig.caught_up("m", "full").await;
+
+    // A topic the destination does not have yet: nothing to keep, a normal first start.
+    rig.source.add_topic("fresh", 1, 2);
+    let run = rig.op("m", &["fresh"], QUARANTINE).await;
+    assert_eq!(quarantined(&run, "fresh"), vec![]);
+    assert!(rig.world.destination.partitions("fresh.kmirror-diverged").is_empty(), "no quarantine topic");
+    rig.caught_up("m", "fresh").await;
+}
