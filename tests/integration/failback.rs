@@ -304,7 +304,7 @@ async fn wait_group_at(
     let parts: Vec<(String, i32)> = expected.keys().map(|p| (topic.to_string(), *p)).collect();
     let mut polls = 0u32;
     eventually(&format!("{group} synced to {expected:?} on {}", cluster.name()), Duration::from_secs(120), || {
-        let ask = polls % 30 == 0;
+        let ask = polls.is_multiple_of(30);
         polls += 1;
         let (admin, parts) = (&admin, &parts);
         async move {
