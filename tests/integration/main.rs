@@ -14,6 +14,7 @@ mod instances;
 mod kafka_admin;
 mod membership;
 mod metadata;
+mod quarantine;
 mod secured;
 mod support;
 mod ui;
