@@ -87,7 +87,7 @@ pub fn copy(
     read_committed_range(bootstrap, properties, &job.topic, &starts, ends.clone(), timeout, "quarantine read", |m| {
         let (p, offset) = (m.partition(), m.offset());
         // A partition already read to its end may still hand over prefetched records.
-        if !ends.get(&p).is_some_and(|end| offset < *end) || failed.is_some() {
+        if ends.get(&p).is_none_or(|end| offset >= *end) || failed.is_some() {
             return;
         }
         let Some(q) = out.get_mut(&p) else { return };
