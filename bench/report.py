@@ -260,7 +260,65 @@ def takeover(raw):
     return out
 
 
-def markdown(meta, tp, lat, idl, fo, complete, tk=None):
+def failback(raw):
+    """Failback B -> A after 1% new writes on B (issue 18): one key per partitions-mode."""
+    out = {}
+    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, "failback.*.r*.json"))}
+    for k in sorted(keys):
+        failed = []
+        rs = runs(raw, "failback", k, failed)
+        allr = [load(p) for p in sorted(glob.glob(os.path.join(raw, f"failback.{k}.r*.json")))]
+        first = (rs or allr)[0]
+        out[k] = {
+            "failed_runs": failed,
+            "mode": first["mode"],
+            "partitions": first["partitions"],
+            "topic_records": first["topic_records"],
+            "new_records_on_b": first["new_records_on_b"],
+            "value_bytes": first.get("value_bytes", 1024),
+            "failback_s": stat([r["failback_s"] for r in rs]),
+            "start_call_s": stat([r["start_call_s"] for r in rs]),
+            "records_copied": stat([r["records_copied"] for r in rs]),
+            "verified": [(r.get("verify") or {}).get("ok") for r in rs if r.get("verify") is not None],
+        }
+    return out
+
+
+def failback_md(fb):
+    L = ["## Failback (B -> A after 1% new writes on B)", ""]
+    first = next(iter(fb.values()))
+    gib = first["topic_records"] * first["value_bytes"] / 2**30
+    L.append(
+        f"A {first['topic_records']:,}-record topic ({gib:.2f} GiB of values, {first['partitions']} partitions) "
+        f"mirrored A -> B by kmirror attached to B, failed over, {first['new_records_on_b']:,} new records (1%) "
+        "written on B; then kmirror attached to A starts the failback mirror (source B) on fresh clusters per "
+        "mode: *incremental* (the lineage in B's `__mirror_state`: only what B received since the failover) or "
+        "*resync* (`truncation: resync`: A's records are deleted and the whole topic copied). Time: from the "
+        "`topics:start` call until every partition's `mirrored_source_offset` reaches B's end offset."
+    )
+    L.append("")
+    L.append("| mode | failback s | start call s | records copied | A = B verified |")
+    L.append("|---|---|---|---|---|")
+    for r in fb.values():
+        copied = r["records_copied"]
+        L.append(
+            f"| {r['mode']} | {fmt(r['failback_s'], 2)} | {fmt(r['start_call_s'], 2)} | "
+            f"{'–' if copied is None else format(int(copied['median']), ',')} | "
+            f"{'–' if not r['verified'] else ('yes' if all(r['verified']) else 'NO')} |"
+        )
+        for f in r["failed_runs"]:
+            L.append(f"| {r['mode']} | **failed**: {f} | | | |")
+    inc = next((r for r in fb.values() if r["mode"] == "incremental"), None)
+    res = next((r for r in fb.values() if r["mode"] == "resync"), None)
+    if inc and res:
+        t, c = ratio(res["failback_s"], inc["failback_s"]), ratio(res["records_copied"], inc["records_copied"])
+        L.append("")
+        L.append(f"resync / incremental: time {fr(t, 1)}x, records copied {fr(c, 1)}x.")
+    L.append("")
+    return L
+
+
+def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
     s = meta["settings"]
     smoke = meta["mode"] != "full"
     L = []
@@ -460,6 +518,8 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None):
                     + " |"
                 )
             L.append("")
+    if fb:
+        L.extend(failback_md(fb))
     L.append("## Settings")
     L.append("")
     L.append(f"- kmirror: {json.dumps(s['kmirror'])}")
@@ -500,7 +560,9 @@ def main():
     idl = idle(raw)
     fo = failover(raw)
     tk = takeover(raw)
+    fb = failback(raw)
     summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo, "takeover": tk,
+               "failback": fb,
                "raw_dir": os.path.basename(raw)}
     complete = os.path.exists(os.path.join(raw, "complete"))
     summary["complete"] = complete
@@ -508,7 +570,7 @@ def main():
         json.dump(summary, f, indent=2)
         f.write("\n")
     with open(out + ".md", "w") as f:
-        f.write(markdown(meta, tp, lat, idl, fo, complete, tk))
+        f.write(markdown(meta, tp, lat, idl, fo, complete, tk, fb))
 
 
 if __name__ == "__main__":
