@@ -114,6 +114,55 @@ pub struct TopicResult {
     /// records it would copy). Absent for other calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quarantined: Option<Vec<QuarantineResult>>,
+    /// `validate_only` of a start that is an incremental failback (the destination topic holds
+    /// what the source's stopped mirror copied from here): the lineage adopted and what each
+    /// partition will copy. Absent for other calls; a failback with divergent records answers
+    /// `DESTINATION_DIVERGED` instead, with their count and range per partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failback: Option<FailbackResult>,
+}
+
+/// The preview of an incremental failback of one topic.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FailbackResult {
+    /// The mirror on the source cluster that copied this topic from here and was failed over;
+    /// its stop points and offset maps are adopted (nothing here is deleted).
+    pub from_mirror: String,
+    /// Records the failback copies over all partitions.
+    pub records_to_copy: i64,
+    pub partitions: Vec<FailbackPartitionResult>,
+}
+
+/// What an incremental failback copies from one partition of the source.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FailbackPartitionResult {
+    pub partition: i32,
+    /// First source offset copied (the other side's stop offset: everything before it is here).
+    pub from_offset: i64,
+    /// The source's last stable offset now (exclusive).
+    pub to_offset: i64,
+    /// Records in that range (`read_committed`: transaction markers and aborted records are not
+    /// copied).
+    pub records: i64,
+}
+
+impl From<&crate::domain::lineage::FailbackPreview> for FailbackResult {
+    fn from(f: &crate::domain::lineage::FailbackPreview) -> Self {
+        FailbackResult {
+            from_mirror: f.from_mirror.clone(),
+            records_to_copy: f.records(),
+            partitions: f
+                .partitions
+                .iter()
+                .map(|p| FailbackPartitionResult {
+                    partition: p.partition,
+                    from_offset: p.from_offset,
+                    to_offset: p.to_offset,
+                    records: p.records,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<&TopicOutcome> for TopicResult {
@@ -123,6 +172,7 @@ impl From<&TopicOutcome> for TopicResult {
             ok: o.ok,
             error: o.error.as_ref().map(TopicProblem::from),
             quarantined: None,
+            failback: None,
         }
     }
 }

@@ -17,8 +17,8 @@ use crate::engine::{
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
-    LifecycleRequest, LifecycleResponse, MirrorPath, Partition, PartitionStateDto, PartitionsPage, QuarantineResult,
-    StartRequest, Topic, TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, ts,
+    FailbackResult, LifecycleRequest, LifecycleResponse, MirrorPath, Partition, PartitionStateDto, PartitionsPage,
+    QuarantineResult, StartRequest, Topic, TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -142,6 +142,7 @@ async fn run_lifecycle(
             .iter()
             .map(|o| TopicResult {
                 quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
+                failback: r.failback.get(&o.topic).map(FailbackResult::from),
                 ..TopicResult::from(o)
             })
             .collect(),

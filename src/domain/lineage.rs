@@ -504,6 +504,32 @@ pub fn decide_failback(
     })
 }
 
+/// What a failback start copies for one partition (issue 18's preview): the source offsets from
+/// the other side's stop point to its last stable offset now, and how many records
+/// (`read_committed`: transaction markers and aborted records are not records) that range holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FailbackCopy {
+    pub partition: i32,
+    pub from_offset: i64,
+    pub to_offset: i64,
+    pub records: i64,
+}
+
+/// The preview of a failback start of one topic: the mirror on the source whose stopped lineage
+/// is adopted, and what each partition copies (everything older is already here).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FailbackPreview {
+    pub from_mirror: String,
+    pub partitions: Vec<FailbackCopy>,
+}
+
+impl FailbackPreview {
+    /// Records the failback copies over all partitions.
+    pub fn records(&self) -> i64 {
+        self.partitions.iter().map(|p| p.records).sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -944,26 +944,26 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
+    fn scan_cluster<'a>(
+        &'a self,
+        _bootstrap: &'a str,
+        _properties: &'a BTreeMap<String, String>,
+        topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, crate::kafka::scan::Scanned>>> {
+        let _ = topic;
+        // The fake counts the same way on every cluster.
+        Box::pin(std::future::ready(Ok(every_offset_a_record(ranges))))
+    }
+
     fn scan_destination<'a>(
         &'a self,
         _config: &'a EngineConfig,
         _topic: &'a str,
         ranges: Vec<(i32, i64, i64)>,
     ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, crate::kafka::scan::Scanned>>> {
-        // Every fake offset is a record.
-        let out = ranges
-            .into_iter()
-            .map(|(p, from, end)| {
-                let n = (end - from).max(0);
-                let s = crate::kafka::scan::Scanned {
-                    records: n,
-                    offsets: (n > 0).then_some((from, end - 1)),
-                    timestamps: None,
-                };
-                (p, s)
-            })
-            .collect();
-        Box::pin(std::future::ready(Ok(out)))
+        Box::pin(std::future::ready(Ok(every_offset_a_record(ranges))))
     }
 
     fn quarantine<'a>(
@@ -1120,4 +1120,20 @@ impl Ports for FakeWorld {
         })?;
         Ok((tx, join))
     }
+}
+
+/// A fake scan: every offset of a range is a record (the fake writes no transaction markers).
+fn every_offset_a_record(ranges: Vec<(i32, i64, i64)>) -> BTreeMap<i32, crate::kafka::scan::Scanned> {
+    ranges
+        .into_iter()
+        .map(|(p, from, end)| {
+            let n = (end - from).max(0);
+            let s = crate::kafka::scan::Scanned {
+                records: n,
+                offsets: (n > 0).then_some((from, end - 1)),
+                timestamps: None,
+            };
+            (p, s)
+        })
+        .collect()
 }

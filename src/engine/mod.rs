@@ -253,6 +253,10 @@ pub struct OpResult {
     /// copied per partition (`validate_only`: what it would copy).
     #[serde(default)]
     pub quarantined: BTreeMap<String, Vec<crate::domain::quarantine::QuarantinedPartition>>,
+    /// `validate_only` of a start that is a failback (issue 18): per topic, the lineage adopted
+    /// and what each partition will copy.
+    #[serde(default)]
+    pub failback: BTreeMap<String, crate::domain::lineage::FailbackPreview>,
 }
 
 /// A recorded operation: a lifecycle call or a mirror change, with who asked and the outcome.

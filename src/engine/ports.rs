@@ -165,6 +165,16 @@ pub(crate) trait Ports: Send + Sync {
         topic: &'a str,
         ranges: Vec<(i32, i64, i64)>,
     ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>>;
+    /// Like `scan_destination`, on the cluster at `bootstrap` (a mirror's source: what a
+    /// failback will copy).
+    fn scan_cluster<'a>(
+        &'a self,
+        bootstrap: &'a str,
+        properties: &'a BTreeMap<String, String>,
+        topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>>;
     /// Copies the destination's divergent records `job` describes to its quarantine topic
     /// before a resync deletes them (`kafka::quarantine::copy`); with `dry_run` only counts
     /// what it would copy. Either way refused when the quarantine topic holds foreign data.
@@ -498,6 +508,24 @@ impl Ports for KafkaPorts {
         let (bootstrap, properties, topic) =
             (config.destination_bootstrap.clone(), config.destination_properties.clone(), topic.to_string());
         let timeout = config.request_timeout * 4;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                crate::kafka::scan::scan_committed(&bootstrap, &properties, &topic, &ranges, timeout)
+            })
+            .await
+            .map_err(|e| KafkaError::Task { operation: "scan records", message: e.to_string() })?
+        })
+    }
+
+    fn scan_cluster<'a>(
+        &'a self,
+        bootstrap: &'a str,
+        properties: &'a BTreeMap<String, String>,
+        topic: &'a str,
+        ranges: Vec<(i32, i64, i64)>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>> {
+        let (bootstrap, properties, topic) = (bootstrap.to_string(), properties.clone(), topic.to_string());
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 crate::kafka::scan::scan_committed(&bootstrap, &properties, &topic, &ranges, timeout)

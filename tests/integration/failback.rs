@@ -145,11 +145,15 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     .expect("create m2");
     let p = preview(&a, &m2, &topic.name, START).await;
     assert!(p.results[0].ok, "the preview accepts the failback: {p:?}");
+    let fb = p.failback.get(&topic.name).unwrap_or_else(|| panic!("the preview names the failback: {p:?}"));
+    assert_eq!(fb.from_mirror, m1, "the lineage adopted");
+    assert_eq!(fb.partitions.len(), 2, "{fb:?}");
     let r = lifecycle(&a, &m2, &topic.name, START).await;
     assert!(r.results[0].ok, "the failback start is accepted: {r:?}");
     caught_up_from_b(&a, &m2, &topic.name, 2).await;
-    // Incremental: only B's 300 new records crossed, not the topic's 1,100.
+    // Incremental: only B's 300 new records crossed, not the topic's 1,100; the preview said so.
     assert_eq!(copied(&a, &m2, &topic.name), 300, "records copied by the failback");
+    assert_eq!(fb.records(), 300, "the preview's records to copy: {fb:?}");
     // A equals B record for record, and every offset of B translates to the same record on A
     // (the history through m1's inverted map, the new records through m2's own runs).
     assert_eq!(assert_same_content(&topic.name, 2).await, 1_100);
@@ -428,6 +432,9 @@ async fn failback_round_trip_with_transactions_compaction_and_a_consumer_group()
     for t in &topics {
         let p = preview(&a, &m2, t, START).await;
         assert!(p.results[0].ok, "the preview accepts the failback of {t}: {p:?}");
+        // Transactional data with aborted transactions: the preview counts records, not offsets.
+        let to_copy = p.failback.get(t).map(|f| f.records());
+        assert_eq!(to_copy, Some(360), "the preview's records to copy for {t}: {p:?}");
         let r = lifecycle(&a, &m2, t, START).await;
         assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
         assert!(r.results[0].ok, "the failback of {t} is accepted: {r:?}");

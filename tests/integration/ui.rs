@@ -554,6 +554,9 @@ fn confirmations_show_the_impact() {
         pages::confirm(&snap, "eu-west", UiOp::Failover, &["payments".into()], &v, true, "/mirrors/eu-west").unwrap();
     insta::assert_snapshot!("confirm_failover_dialog", dialog.clone());
     assert!(dialog.contains("3,603 records"), "total lag that would not be mirrored");
+    // What a later failback costs: incremental, but the records not mirrored diverge.
+    assert!(dialog.contains("Failing back later copies only what is written here after the failover"));
+    assert!(dialog.contains("the 3,603 records not mirrored stay on the source only"));
     assert!(dialog.contains(r#"pattern="payments""#) && dialog.contains(r#"data-confirm-word="payments""#));
 
     let several = pages::confirm(

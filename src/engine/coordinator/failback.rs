@@ -11,7 +11,7 @@
 //! moved to the other side translate back exactly.
 
 use super::lifecycle::offsets_of;
-use crate::domain::lineage::{LogBounds, RecordScan, StartDecision, decide_failback};
+use crate::domain::lineage::{FailbackCopy, FailbackPreview, LogBounds, RecordScan, StartDecision, decide_failback};
 use crate::domain::offset_map::{OffsetMap, Run};
 
 use super::*;
@@ -24,6 +24,8 @@ pub(super) struct FailbackPlan {
     pub(super) positions: BTreeMap<i32, MirrorPosition>,
     /// The inherited history of each partition.
     pub(super) maps: BTreeMap<i32, OffsetMap>,
+    /// What the start will copy per partition (the answer of `validate_only`).
+    pub(super) preview: FailbackPreview,
 }
 
 impl Coordinator {
@@ -89,8 +91,12 @@ impl Coordinator {
             ranges.push((p, from, stable.get(&p).copied().unwrap_or(0)));
         }
         let scans = self.ports.scan_destination(&self.config, topic, ranges).await.map_err(unavailable)?;
-        let mut plan =
-            FailbackPlan { from_mirror: found.mirror.clone(), positions: BTreeMap::new(), maps: BTreeMap::new() };
+        let mut plan = FailbackPlan {
+            from_mirror: found.mirror.clone(),
+            positions: BTreeMap::new(),
+            maps: BTreeMap::new(),
+            preview: FailbackPreview { from_mirror: found.mirror.clone(), partitions: Vec::new() },
+        };
         let mut diverged = Vec::new();
         for p in parts {
             let lineage = found.partitions[&p];
@@ -135,24 +141,78 @@ impl Coordinator {
                 ),
             });
         }
+        plan.preview.partitions = self.failback_copies(mirror, topic, &plan.positions).await?;
         Ok(Some(plan))
+    }
+
+    /// What a failback of `topic` copies from the source per partition: from each start
+    /// position to the source's last stable offset now, counted `read_committed` (the same
+    /// records the data path will copy, as long as nothing more is written meanwhile).
+    async fn failback_copies(
+        &self,
+        mirror: &str,
+        topic: &str,
+        positions: &BTreeMap<i32, MirrorPosition>,
+    ) -> Result<Vec<FailbackCopy>, Problem> {
+        let m = &self.mirrors[mirror];
+        let unreachable = |e: KafkaError| kafka_problem(ProblemKind::SourceUnreachable, &e);
+        let stable = offsets_of(
+            &*m.source_admin,
+            topic,
+            positions.keys().copied(),
+            OffsetSpec::Latest,
+            IsolationLevel::ReadCommitted,
+        )
+        .await
+        .map_err(unreachable)?;
+        let ranges: Vec<(i32, i64, i64)> = positions
+            .iter()
+            .map(|(p, pos)| (*p, pos.next_source_offset, stable.get(p).copied().unwrap_or(pos.next_source_offset)))
+            .collect();
+        let spec = &m.stored.spec.source;
+        let scans = self
+            .ports
+            .scan_cluster(
+                &spec.bootstrap_servers,
+                &spec.properties,
+                topic,
+                ranges.clone(),
+                self.config.request_timeout * 4,
+            )
+            .await
+            .map_err(unreachable)?;
+        Ok(ranges
+            .into_iter()
+            .map(|(p, from, to)| FailbackCopy {
+                partition: p,
+                from_offset: from,
+                to_offset: to.max(from),
+                records: scans.get(&p).map_or(0, |s| s.records),
+            })
+            .collect())
     }
 
     /// `validate_only` of a start of a topic new to `mirror`: a destination topic that already
     /// holds records is accepted only when a failback would adopt it.
-    pub(super) async fn validate_adoption(&self, mirror: &str, topic: &str, partitions: i32) -> Result<(), Problem> {
+    /// A failback answers what it will copy.
+    pub(super) async fn validate_adoption(
+        &self,
+        mirror: &str,
+        topic: &str,
+        partitions: i32,
+    ) -> Result<Option<FailbackPreview>, Problem> {
         let dest = &*self.destination_admin;
         let d = match dest.describe_topic(topic).await {
             Ok(d) => d,
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(()),
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(None),
             Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
         };
         let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
             .await
             .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-        let Some((p, end)) = ends.iter().find(|(_, end)| **end > 0) else { return Ok(()) };
+        let Some((p, end)) = ends.iter().find(|(_, end)| **end > 0) else { return Ok(None) };
         match self.failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &ends).await? {
-            Some(_) => Ok(()),
+            Some(plan) => Ok(Some(plan.preview)),
             None => Err(Problem {
                 kind: ProblemKind::DestinationTopicConflict,
                 detail: format!(

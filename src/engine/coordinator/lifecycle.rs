@@ -1,7 +1,9 @@
 //! Lifecycle calls: start (with its prepare), pause, resume and stop, each checked against the
 //! state machine, persisted, then carried out on the data path.
 
-use crate::domain::lineage::{LogBounds, Refusal, StartDecision, StartInput, decide_start, divergence};
+use crate::domain::lineage::{
+    FailbackPreview, LogBounds, Refusal, StartDecision, StartInput, decide_start, divergence,
+};
 use crate::domain::quarantine::{self, QuarantinedPartition};
 use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
 
@@ -32,6 +34,7 @@ impl Coordinator {
         let requested_at = now();
         let mut results = Vec::with_capacity(topics.len());
         let mut quarantined = BTreeMap::new();
+        let mut failback = BTreeMap::new();
         // Pause, resume and stop run as one batch: one commit (pause), one abort and one fence
         // (stop), one assign (resume) for the data path, not one per topic (a failover of 1,000
         // partitions in 10 topics took 8 s the other way).
@@ -58,8 +61,14 @@ impl Coordinator {
                     Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
                     Ok(()) if validate_only => match self.validate(mirror, &topic, op).await {
                         // The preview of a quarantine is the copy's own count, without copying.
-                        Ok(()) if op == QUARANTINE => self.quarantine_divergent(mirror, &topic, true).await,
-                        r => r.map(|()| Vec::new()),
+                        Ok(_) if op == QUARANTINE => self.quarantine_divergent(mirror, &topic, true).await,
+                        Ok(preview) => {
+                            if let Some(preview) = preview {
+                                failback.insert(topic.clone(), preview);
+                            }
+                            Ok(Vec::new())
+                        }
+                        Err(e) => Err(e),
                     },
                     Ok(()) => match op {
                         LifecycleOp::Start { truncation } => self.start_topic(mirror, &topic, truncation).await,
@@ -92,7 +101,7 @@ impl Coordinator {
         if !validate_only {
             self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
-        Ok(OpResult { operation_id, results, quarantined })
+        Ok(OpResult { operation_id, results, quarantined, failback })
     }
 
     pub(super) async fn resolve(
@@ -129,7 +138,13 @@ impl Coordinator {
     }
 
     /// `validate_only`: would the operation be accepted for this topic?
-    pub(super) async fn validate(&self, mirror: &str, topic: &str, op: LifecycleOp) -> Result<(), Problem> {
+    /// A failback start also answers what it will copy.
+    pub(super) async fn validate(
+        &self,
+        mirror: &str,
+        topic: &str,
+        op: LifecycleOp,
+    ) -> Result<Option<FailbackPreview>, Problem> {
         let m = &self.mirrors[mirror];
         let kind = match op {
             LifecycleOp::Start { .. } => crate::domain::EventKind::Start,
@@ -144,7 +159,7 @@ impl Coordinator {
                 Ok(src) if op == LifecycleOp::Start { truncation: Truncation::None } => {
                     self.validate_adoption(mirror, topic, src.partitions.len() as i32).await
                 }
-                Ok(_) => Ok(()),
+                Ok(_) => Ok(None),
                 Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
                     kind: ProblemKind::TopicNotFound,
                     detail: format!("topic {topic:?} does not exist on the source cluster"),
@@ -166,7 +181,7 @@ impl Coordinator {
                         });
                     }
                 }
-                Ok(())
+                Ok(None)
             }
         }
     }

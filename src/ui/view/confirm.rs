@@ -77,6 +77,32 @@ pub struct ConfirmView {
     /// Failover: the selected topics that are not catching up (they never reach zero lag by
     /// waiting), with their estimate.
     pub not_catching_up: Vec<(String, String)>,
+    /// Failover: what failing back later will cost (see [`failback_cost`]); else empty.
+    pub failback_cost: String,
+}
+
+/// What a later failback of the selected topics costs, said in the failover dialog (issue 18):
+/// `not_mirrored` records the source has that are not mirrored yet, `destination_records` the
+/// topics' size here (an upper bound from the high watermarks).
+///
+/// After a failover, failing back (a mirror from this cluster into the source's) copies only
+/// what is written here afterwards: the records this side already has came from the source. The
+/// records not mirrored yet are on the source only, after the point where the two sides part:
+/// a failback finds them diverged and refuses those partitions unless the operator resyncs
+/// (a full copy of the topic from here) or resyncs with quarantine.
+pub fn failback_cost(not_mirrored: i64, destination_records: i64) -> String {
+    let incremental = "Failing back later copies only what is written here after the failover";
+    if not_mirrored <= 0 {
+        format!("{incremental}: nothing has diverged, so no full copy is needed.")
+    } else {
+        format!(
+            "{incremental}, but the {} records not mirrored stay on the source only: a failback finds them diverged \
+             (DESTINATION_DIVERGED) and needs a resync, a full copy of up to {} records from here, or a resync with \
+             quarantine to keep them.",
+            format::int(not_mirrored),
+            format::int(destination_records.max(0)),
+        )
+    }
 }
 
 fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
@@ -206,6 +232,13 @@ pub fn confirm(
         Some(t) if all_estimated => t.eta.wait.clone(),
         _ => String::new(),
     };
+    let failback_cost = if op == UiOp::Failover && !found.is_empty() {
+        let here: i64 =
+            found.iter().flat_map(|t| t.partitions.iter()).filter_map(|p| p.destination_high_watermark).sum();
+        failback_cost(total_lag, here)
+    } else {
+        String::new()
+    };
     let count = confirm_topics.len();
     let title =
         if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
@@ -235,5 +268,22 @@ pub fn confirm(
         error: None,
         wait,
         not_catching_up,
+        failback_cost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_failover_dialog_says_what_a_later_failback_costs() {
+        let caught_up = failback_cost(0, 1_000_000);
+        assert!(caught_up.contains("only what is written here after the failover"), "{caught_up}");
+        assert!(caught_up.contains("no full copy"), "{caught_up}");
+        let behind = failback_cost(3_603, 1_250_000);
+        assert!(behind.contains("3,603 records not mirrored"), "{behind}");
+        assert!(behind.contains("DESTINATION_DIVERGED") && behind.contains("up to 1,250,000 records"), "{behind}");
+        assert!(behind.contains("quarantine"), "{behind}");
     }
 }
