@@ -209,6 +209,40 @@ async function signIn(base, token) {
   return session.join("; ");
 }
 
+// kmirror's own request histogram (/metrics: kmirror_http_request_duration_seconds by method,
+// route and status): bucket counts per series.
+function parseHistogram(text) {
+  const out = {};
+  const re = /^kmirror_http_request_duration_seconds_bucket\{(.*),le="([^"]+)"\} (\d+)/;
+  for (const line of text.split("\n")) {
+    const m = re.exec(line);
+    if (!m) continue;
+    (out[m[1]] = out[m[1]] || {})[m[2]] = Number(m[3]);
+  }
+  return out;
+}
+// The series that grew most between two scrapes (the sampled endpoint's: the tabs add a few
+// requests to theirs), with its bucket counts over the interval and upper bounds of p50 / p99.
+function serverSide(before, after) {
+  let best = null;
+  for (const [key, b] of Object.entries(after)) {
+    const a = before[key] || {};
+    const d = Object.fromEntries(Object.entries(b).map(([le, n]) => [le, n - (a[le] || 0)]));
+    if (!best || d["+Inf"] > best.d["+Inf"]) best = { key, d };
+  }
+  if (!best || !best.d["+Inf"]) return null;
+  const n = best.d["+Inf"];
+  const les = Object.keys(best.d).filter((k) => k !== "+Inf").map(Number).sort((x, y) => x - y);
+  const bound = (q) => { for (const le of les) if (best.d[String(le)] >= q * n) return le * 1000; return null; };
+  return {
+    series: best.key,
+    requests: n,
+    p50_ms_at_most: bound(0.5),
+    p99_ms_at_most: bound(0.99),
+    within_50ms_pct: Math.round(((best.d["0.05"] || 0) / n) * 10000) / 100,
+  };
+}
+
 async function sample() {
   const BASE = env("KM_BASE");
   const TOKEN = env("KM_TOKEN");
@@ -222,6 +256,11 @@ async function sample() {
   for (const e of endpoints) {
     const headers = e.path.startsWith("/api/") ? { authorization: `Bearer ${TOKEN}` } : { cookie };
     for (let i = 0; i < W; i++) await get(agent, BASE, e.path, headers);
+    const scrape = async () => {
+      const r = await request("GET", `${BASE}/metrics`, { authorization: `Bearer ${TOKEN}` });
+      return r.status === 200 ? parseHistogram(r.body) : {};
+    };
+    const before = await scrape();
     const ms = [];
     const statuses = {};
     let bytes = 0;
@@ -231,9 +270,10 @@ async function sample() {
       statuses[r.status] = (statuses[r.status] || 0) + 1;
       bytes = r.bytes;
     }
-    const s = { name: e.name, group: e.group, path: e.path, statuses, body_bytes: bytes, ...summary(ms) };
+    const server = serverSide(before, await scrape());
+    const s = { name: e.name, group: e.group, path: e.path, statuses, body_bytes: bytes, ...summary(ms), server };
     results.push(s);
-    console.error(`[ui-bench sample] ${e.name.padEnd(34)} p50 ${String(s.p50_ms).padStart(7)} ms  p99 ${String(s.p99_ms).padStart(7)} ms  max ${String(s.max_ms).padStart(7)} ms  ${bytes} B  ${JSON.stringify(statuses)}`);
+    console.error(`[ui-bench sample] ${e.name.padEnd(34)} p50 ${String(s.p50_ms).padStart(7)} ms  p99 ${String(s.p99_ms).padStart(7)} ms  max ${String(s.max_ms).padStart(7)} ms  ${bytes} B  server p99 <= ${server && server.p99_ms_at_most} ms  ${JSON.stringify(statuses)}`);
   }
   agent.destroy();
   fs.writeFileSync(OUT, JSON.stringify({ samples: N, warmup: W, endpoints: results }, null, 2) + "\n");
