@@ -279,6 +279,41 @@ pub async fn actions_post(
             (TopicSelector::Names(topics.clone()), LifecycleOp::Stop)
         }
     };
+    if op == UiOp::Start {
+        if f.get("failback_confirmed") == "1" {
+            // The typed confirmation of a failback preview (below): the call's one topic, or the
+            // mirror's name for several, as for a failover.
+            let named = match &selector {
+                TopicSelector::Names(n) if n.len() == 1 => n[0].as_str(),
+                _ => m.as_str(),
+            };
+            if f.get("confirm") != named {
+                return Err(UiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Failback not confirmed",
+                    format!("Type {named:?} exactly to confirm the failback. Nothing was changed."),
+                ));
+            }
+        } else {
+            // A start that fails back onto this cluster adopts the destination topic and copies
+            // only what the source received since its failover: show that first (issue 18),
+            // confirmed with the topic's name. Any other start runs at once.
+            let preview = ui
+                .app
+                .engine
+                .lifecycle(&m, selector.clone(), engine_op, true, actor(&viewer, &addr))
+                .await
+                .map_err(|e| UiError::engine(&e))?;
+            let back = local_path(f.get("back")).map(strip_done).unwrap_or_else(|| view::mirror_href(&m));
+            let truncation = match f.get("truncation") {
+                "" => "none",
+                t => t,
+            };
+            if let Some(p) = view::failback_preview(&m, &preview, truncation, &back, &viewer) {
+                return Ok(html(pages::failback_preview(p, &viewer, is_htmx(&headers))?));
+            }
+        }
+    }
     let result = ui
         .app
         .engine

@@ -13,8 +13,8 @@ use crate::history::History;
 
 use super::error::UiError;
 use super::view::{
-    self, ConfirmView, InstancesView, MirrorView, OperationDetailView, OperationsView, OverviewView, Params,
-    PartitionsView, ResultsView, UiOp, Viewer,
+    self, ConfirmView, FailbackPreviewView, InstancesView, MirrorView, OperationDetailView, OperationsView,
+    OverviewView, Params, PartitionsView, ResultsView, UiOp, Viewer,
 };
 
 /// What every full page needs around its content.
@@ -104,6 +104,29 @@ pub struct ConfirmPage {
     pub c: ConfirmView,
     pub dialog: bool,
     pub back: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/failback_preview.html")]
+pub struct FailbackPreviewPage {
+    pub chrome: Chrome,
+    pub p: FailbackPreviewView,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/failback_preview.html")]
+pub struct FailbackPreviewFragment {
+    pub p: FailbackPreviewView,
+}
+
+/// The failback preview of a dashboard start (page, or the fragment for htmx).
+pub fn failback_preview(p: FailbackPreviewView, viewer: &Viewer, fragment: bool) -> Result<String, UiError> {
+    Ok(if fragment {
+        FailbackPreviewFragment { p }.render()?
+    } else {
+        let chrome = Chrome::new(&p.title, "overview", Some(viewer.clone())).crumbs(mirror_crumbs(&p.mirror));
+        FailbackPreviewPage { chrome, p }.render()?
+    })
 }
 
 #[derive(Debug, Template)]

@@ -1186,6 +1186,27 @@ async fn csrf_roles_and_pages_without_javascript() {
     assert!(r.text.contains("Resume: accepted for 1 topic") && r.text.contains(r#"id="modal" hx-swap-oob"#));
     engine.wait_state(&m, &t.name, PartitionState::Mirroring).await;
 
+    // A confirmed failback start must carry the typed topic name too (the preview's form).
+    let r = s
+        .post(
+            &actions,
+            Some(&op_cookie),
+            &[
+                ("_csrf", &op_csrf),
+                ("op", "start"),
+                ("names", &t.name),
+                ("failback_confirmed", "1"),
+                ("confirm", "nope"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 422);
+    assert!(r.text.contains("Failback not confirmed"), "{}", r.text);
+    // A start with no lineage is not previewed: it runs (here: already mirrored, a harmless repeat).
+    let r = s.post(&actions, Some(&op_cookie), &[("_csrf", &op_csrf), ("op", "start"), ("names", &t.name)], &[]).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+
     // Failover must carry the typed topic name.
     let r = s
         .post(

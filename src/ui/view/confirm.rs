@@ -272,9 +272,135 @@ pub fn confirm(
     }
 }
 
+/// One topic of a failback preview: the lineage it adopts and what each partition copies.
+#[derive(Debug, Clone)]
+pub struct FailbackTopicView {
+    pub name: String,
+    pub from_mirror: String,
+    pub records: String,
+    /// (partition, from offset, to offset, records), formatted.
+    pub rows: Vec<(i32, String, String, String)>,
+}
+
+/// The preview a dashboard start shows before it runs when some of its topics are failbacks
+/// (issue 18): what each copies, and a typed confirmation like a failover's.
+#[derive(Debug, Clone)]
+pub struct FailbackPreviewView {
+    pub mirror: String,
+    pub title: String,
+    pub topics: Vec<FailbackTopicView>,
+    /// Topics of the same call that start normally (no lineage on the source).
+    pub others: Vec<String>,
+    pub total: String,
+    pub confirm_word: String,
+    pub confirm_pattern: String,
+    pub csrf: String,
+    pub actions_url: String,
+    /// The call's topics and truncation mode, submitted again with the confirmation.
+    pub names: String,
+    pub truncation: String,
+    pub back: String,
+}
+
+/// The failback preview of a start of `topics` on mirror `mirror`, from the engine's
+/// `validate_only` answer; `None` when no topic is a failback (the start just runs).
+pub fn failback_preview(
+    mirror: &str,
+    preview: &crate::engine::OpResult,
+    truncation: &str,
+    back: &str,
+    viewer: &Viewer,
+) -> Option<FailbackPreviewView> {
+    if preview.failback.is_empty() {
+        return None;
+    }
+    let topics: Vec<FailbackTopicView> = preview
+        .failback
+        .iter()
+        .map(|(name, f)| FailbackTopicView {
+            name: name.clone(),
+            from_mirror: f.from_mirror.clone(),
+            records: format::int(f.records()),
+            rows: f
+                .partitions
+                .iter()
+                .map(|p| (p.partition, format::int(p.from_offset), format::int(p.to_offset), format::int(p.records)))
+                .collect(),
+        })
+        .collect();
+    let others: Vec<String> =
+        preview.results.iter().map(|r| r.topic.clone()).filter(|t| !preview.failback.contains_key(t)).collect();
+    let all: Vec<String> = preview.results.iter().map(|r| r.topic.clone()).collect();
+    let total: i64 = preview.failback.values().map(|f| f.records()).sum();
+    let confirm_word = if all.len() == 1 { all[0].clone() } else { mirror.to_string() };
+    let title = if topics.len() == 1 {
+        format!("Fail back: {}", topics[0].name)
+    } else {
+        format!("Fail back: {} topics", topics.len())
+    };
+    Some(FailbackPreviewView {
+        mirror: mirror.to_string(),
+        title,
+        topics,
+        others,
+        total: format::int(total),
+        confirm_pattern: format::exact_pattern(&confirm_word),
+        confirm_word,
+        csrf: viewer.csrf.clone(),
+        actions_url: format!("{}/actions", mirror_href(mirror)),
+        names: all.join(" "),
+        truncation: truncation.to_string(),
+        back: back.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn preview_of(failback: &[(&str, i64)], others: &[&str]) -> crate::engine::OpResult {
+        use crate::domain::lineage::{FailbackCopy, FailbackPreview};
+        let mut results = Vec::new();
+        let mut fb = std::collections::BTreeMap::new();
+        for (t, n) in failback {
+            results.push(crate::engine::TopicOutcome { topic: t.to_string(), ok: true, error: None });
+            let partitions = vec![
+                FailbackCopy { partition: 0, from_offset: 1_000, to_offset: 1_000 + n, records: *n },
+                FailbackCopy { partition: 1, from_offset: 980, to_offset: 980, records: 0 },
+            ];
+            fb.insert(t.to_string(), FailbackPreview { from_mirror: "m1".into(), partitions });
+        }
+        for t in others {
+            results.push(crate::engine::TopicOutcome { topic: t.to_string(), ok: true, error: None });
+        }
+        crate::engine::OpResult { operation_id: "op-1".into(), results, quarantined: Default::default(), failback: fb }
+    }
+
+    #[test]
+    fn a_start_that_fails_back_is_previewed_and_confirmed_with_the_topic_name() {
+        let viewer = Viewer::new(
+            &crate::auth::Identity { name: "alice".into(), role: crate::auth::Role::Operator },
+            "csrf",
+            false,
+        );
+        // No failback in the answer: the start runs at once.
+        assert!(failback_preview("m2", &preview_of(&[], &["orders"]), "none", "/m", &viewer).is_none());
+        let one = failback_preview("m2", &preview_of(&[("orders", 300)], &[]), "none", "/m", &viewer).unwrap();
+        assert_eq!(one.confirm_word, "orders");
+        assert_eq!(one.total, "300");
+        assert_eq!(one.topics[0].from_mirror, "m1");
+        assert_eq!(one.topics[0].rows[0], (0, "1,000".to_string(), "1,300".to_string(), "300".to_string()));
+        // Several topics (one of them an ordinary start): the mirror's name confirms them all.
+        let two = failback_preview("m2", &preview_of(&[("orders", 300), ("pay", 5)], &["new"]), "none", "/m", &viewer)
+            .unwrap();
+        assert_eq!(two.confirm_word, "m2");
+        assert_eq!(two.total, "305");
+        assert_eq!(two.others, vec!["new".to_string()]);
+        assert_eq!(two.names, "orders pay new");
+        let html = crate::ui::pages::failback_preview(two, &viewer, true).unwrap();
+        assert!(html.contains(r#"name="failback_confirmed" value="1""#) && html.contains(r#"pattern="m2""#), "{html}");
+        assert!(html.contains("305 records") && html.contains("incremental failback from mirror"), "{html}");
+    }
 
     #[test]
     fn the_failover_dialog_says_what_a_later_failback_costs() {
