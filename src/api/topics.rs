@@ -17,8 +17,9 @@ use crate::engine::{
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
-    FailbackResult, LifecycleRequest, LifecycleResponse, MirrorPath, Partition, PartitionStateDto, PartitionsPage,
-    QuarantineResult, StartRequest, Topic, TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, ts,
+    FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
+    PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, Topic, TopicPath, TopicResponse, TopicResult,
+    TopicsResponse, TruncationMode, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -91,6 +92,41 @@ pub async fn topic_get(
         taken_at: ts(snap.taken_at),
         snapshot_age_ms: age_ms(snap.taken_at, now()),
     }))
+}
+
+/// The topic's lineage on the source cluster (issue 18): the mirror there that copied it from
+/// this cluster and, per partition, where that copy ended on both sides, its LME and offset map.
+///
+/// This is what a start of the topic would adopt as an incremental failback, or why it could not
+/// (`usable: false` with the refusal). Read from the source cluster's state topic on every call
+/// (not from the snapshot): seconds on a large state topic, an error when the source is down. The
+/// topic need not be part of the mirror yet.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mirrors/{mirror}/topics/{topic}/lineage",
+    tag = "topics",
+    operation_id = "topic_lineage",
+    security(("bearer" = [])),
+    params(TopicPath),
+    responses(
+        (status = 200, description = "The lineage, absent when no mirror on the source has the topic", body = LineageResponse),
+        (status = 400, description = "Invalid mirror or topic name", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 422, description = "The source cluster's state cannot be read (source-unreachable)", body = ProblemDetails,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn topic_lineage(
+    _auth: ViewerAuth,
+    State(state): State<AppState>,
+    ApiPath(TopicPath { mirror, topic }): ApiPath<TopicPath>,
+) -> Result<Json<LineageResponse>, ApiError> {
+    validate_mirror_name(&mirror)?;
+    validate_topic_name(&topic)?;
+    let lineage = state.engine.lineage(&mirror, &topic).await?;
+    Ok(Json(LineageResponse { mirror, topic, lineage: lineage.as_ref().map(Lineage::from) }))
 }
 
 /// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names, each once,

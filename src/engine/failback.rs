@@ -113,6 +113,81 @@ pub(crate) fn find(
     Ok(Some(found))
 }
 
+/// What the source cluster's state says about a topic's way back (issue 18): the mirror there
+/// that copied the topic from this cluster, and per partition where that copy ended on both
+/// sides. Shown on the topic page and `GET .../topics/{topic}/lineage`; what a failback start
+/// would adopt, or why it could not.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TopicLineage {
+    /// The mirror on the source cluster that copied this topic from this cluster.
+    pub source_mirror: String,
+    /// Why a failback start could not adopt it (the refusal it would answer); `None` when it can.
+    pub problem: Option<String>,
+    pub partitions: Vec<LineagePartition>,
+}
+
+/// One partition of a [`TopicLineage`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LineagePartition {
+    pub partition: i32,
+    /// The partition's state in the source cluster's mirror (STOPPED once failed over).
+    pub state: PartitionState,
+    /// The offset here of the last record that mirror copied.
+    pub last_mirrored_offset: Option<i64>,
+    /// The offset on the source cluster where that mirror's writes end (its destination stop
+    /// offset): a failback copies from there.
+    pub source_stop_offset: Option<i64>,
+    /// The last mirrored leader epoch (LME) recorded at the stop.
+    pub last_mirror_epoch: Option<i32>,
+    /// Runs of that mirror's offset map (about one per transaction): what translates consumer
+    /// group offsets back here.
+    pub offset_map_runs: usize,
+}
+
+/// The lineage of `topic` in the source cluster's state `remote`, for display: `None` when no
+/// mirror there has the topic. A lineage [`find`] refuses is still described, with the refusal.
+pub(crate) fn describe(
+    remote: &Loaded,
+    topic: &str,
+    this_cluster: &str,
+    topic_id_here: Option<&str>,
+) -> Option<TopicLineage> {
+    let with_topic: Vec<_> =
+        remote.mirrors.iter().filter_map(|m| m.topics.iter().find(|t| t.name == topic).map(|t| (m, t))).collect();
+    // The mirror copying from this cluster, else the first (the refusal says whose it is).
+    let (m, t) = with_topic
+        .iter()
+        .find(|(m, _)| m.stored.spec.expected_source_cluster_id.as_deref() == Some(this_cluster))
+        .or(with_topic.first())?;
+    let name = m.stored.spec.name.clone();
+    // Without a topic here there is nothing to adopt yet; judge it as if it were the same topic.
+    let id = topic_id_here.unwrap_or(t.source_topic_id.as_str());
+    let problem = match find(remote, topic, this_cluster, Some(id)) {
+        Ok(_) => None,
+        Err(p) => Some(p.detail),
+    };
+    let partitions = t
+        .partitions
+        .iter()
+        .map(|(p, rec)| LineagePartition {
+            partition: *p,
+            state: rec.state,
+            last_mirrored_offset: rec
+                .stop_point
+                .as_ref()
+                .and_then(|s| s.last_mirrored_source_offset)
+                .or_else(|| rec.position.as_ref().map(|pos| pos.next_source_offset - 1).filter(|o| *o >= 0)),
+            source_stop_offset: rec.stop_point.as_ref().map(|s| s.destination_stop_offset),
+            last_mirror_epoch: rec.stop_point.as_ref().map(|s| s.last_mirror_epoch),
+            offset_map_runs: remote
+                .offset_maps
+                .get(&(name.clone(), topic.to_string(), *p))
+                .map_or(0, |map| map.runs().len()),
+        })
+        .collect();
+    Some(TopicLineage { source_mirror: name, problem, partitions })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +271,36 @@ mod tests {
         let e = find(&active, "orders", "A", Some("T-A")).unwrap_err();
         assert_eq!(e.kind, ProblemKind::IllegalTransition);
         assert!(e.detail.contains("partition 1 is MIRRORING"), "{}", e.detail);
+    }
+
+    #[test]
+    fn the_lineage_is_described_for_the_topic_page_with_or_without_a_refusal() {
+        let r = remote("A", &[PartitionState::Stopped, PartitionState::Stopped]);
+        assert_eq!(describe(&r, "payments", "A", Some("T-A")), None, "no mirror there has it");
+        let l = describe(&r, "orders", "A", Some("T-A")).expect("described");
+        assert_eq!(l.source_mirror, "m1");
+        assert_eq!(l.problem, None, "a failback could adopt it");
+        assert_eq!(
+            l.partitions[0],
+            LineagePartition {
+                partition: 0,
+                state: PartitionState::Stopped,
+                last_mirrored_offset: Some(99),
+                source_stop_offset: Some(120),
+                last_mirror_epoch: Some(2),
+                offset_map_runs: 2,
+            }
+        );
+        assert_eq!(l.partitions[1].source_stop_offset, Some(121));
+        assert_eq!(l.partitions[1].offset_map_runs, 0);
+        // Not created here yet: judged as the same topic (nothing to adopt, nothing refused).
+        assert_eq!(describe(&r, "orders", "A", None).and_then(|l| l.problem), None);
+        // Refusals are described, not hidden.
+        let other = describe(&r, "orders", "C", Some("T-A")).expect("described");
+        assert!(other.problem.is_some_and(|p| p.contains("not from this cluster (C)")));
+        let active = remote("A", &[PartitionState::Stopped, PartitionState::Mirroring]);
+        let l = describe(&active, "orders", "A", Some("T-A")).expect("described");
+        assert!(l.problem.is_some_and(|p| p.contains("still mirrors")));
+        assert_eq!(l.partitions[1].state, PartitionState::Mirroring);
     }
 }

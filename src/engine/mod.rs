@@ -23,6 +23,7 @@
 mod coordinator;
 // The lineage a failback starts from, found in the source's state (issue 18).
 mod failback;
+pub use failback::{LineagePartition, TopicLineage};
 #[cfg(test)]
 mod fake;
 mod metadata;
@@ -427,6 +428,7 @@ pub(crate) enum Request {
     DeleteMirror { name: String, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
     Lifecycle(LifecycleCall),
     RefreshNow { mirror: String, reply: oneshot::Sender<Result<(), EngineError>> },
+    Lineage { mirror: String, topic: String, reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>> },
     Shutdown { reply: oneshot::Sender<()> },
 }
 
@@ -546,6 +548,14 @@ impl EngineHandle {
             Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply })
         })
         .await
+    }
+
+    /// What the mirror's source cluster's state says about `topic`'s way back (issue 18): the
+    /// mirror there that copied it from this cluster, per partition. Reads the source's state
+    /// topic (off the engine's loop); `None` when no mirror there has the topic.
+    pub async fn lineage(&self, mirror: &str, topic: &str) -> Result<Option<TopicLineage>, EngineError> {
+        let (mirror, topic) = (mirror.to_string(), topic.to_string());
+        self.call(|reply| Request::Lineage { mirror, topic, reply }).await
     }
 
     /// Re-checks a mirror's source metadata now instead of at the next refresh.

@@ -154,6 +154,20 @@ pub async fn topic_get(
     partitions_part(ui, viewer, m, Some(t), q, Part::Page).await
 }
 
+/// The topic's lineage on the source cluster: read from the source's state topic on request
+/// (a link on the topic page, loaded in place with htmx), never on the live refresh.
+pub async fn topic_lineage_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    headers: HeaderMap,
+    Path((m, t)): Path<(String, String)>,
+) -> Page {
+    crate::engine::validate_topic_name(&t).map_err(|e| UiError::bad_request("Invalid topic name", e.to_string()))?;
+    let found = ui.app.engine.lineage(&m, &t).await.map_err(|e| UiError::engine(&e))?;
+    let l = view::lineage(&m, &t, found.as_ref());
+    Ok(html(pages::lineage(l, &viewer, is_htmx(&headers))?))
+}
+
 pub async fn topic_partitions_live(
     State(ui): State<UiState>,
     Extension(viewer): Extension<Viewer>,

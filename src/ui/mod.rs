@@ -8,6 +8,7 @@
 //! | `GET /mirrors/{m}` | a mirror: topics (filter, sort, page), source, cluster ID, sync; actions |
 //! | `GET /mirrors/{m}/partitions` | every partition of a mirror (topic prefix, state, sort, page) |
 //! | `GET /mirrors/{m}/topics/{t}` | one topic's partitions |
+//! | `GET /mirrors/{m}/topics/{t}/lineage` | the topic's lineage on the source cluster (failback) |
 //! | `GET /mirrors/{m}/confirm?op=&topic=` | the confirmation (dialog for htmx, page without JS) |
 //! | `POST /mirrors/{m}/actions` | pause / resume / failover / restart / start |
 //! | `GET /new-mirror`, `POST /mirrors` | create a mirror (admin) |
@@ -92,6 +93,7 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/ui/mirrors/{m}/partitions", get(handlers::partitions_live))
         .route("/mirrors/{m}/topics/{t}", get(handlers::topic_get))
         .route("/ui/mirrors/{m}/topics/{t}", get(handlers::topic_partitions_live))
+        .route("/mirrors/{m}/topics/{t}/lineage", get(handlers::topic_lineage_get))
         .route("/mirrors/{m}/confirm", get(handlers::confirm_get))
         .route("/mirrors/{m}/actions", post(handlers::actions_post))
         .route("/mirrors/{m}/delete", post(handlers::mirror_delete_post))

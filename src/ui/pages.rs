@@ -130,6 +130,30 @@ pub fn failback_preview(p: FailbackPreviewView, viewer: &Viewer, fragment: bool)
 }
 
 #[derive(Debug, Template)]
+#[template(path = "pages/lineage.html")]
+pub struct LineagePage {
+    pub chrome: Chrome,
+    pub l: view::LineageView,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/lineage.html")]
+pub struct LineageFragment {
+    pub l: view::LineageView,
+}
+
+/// A topic's lineage on the source cluster (page, or the topic page's fragment for htmx).
+pub fn lineage(l: view::LineageView, viewer: &Viewer, fragment: bool) -> Result<String, UiError> {
+    Ok(if fragment {
+        LineageFragment { l }.render()?
+    } else {
+        let chrome = Chrome::new(&format!("Lineage of {}", l.topic), "overview", Some(viewer.clone()))
+            .crumbs(mirror_crumbs(&l.mirror));
+        LineagePage { chrome, l }.render()?
+    })
+}
+
+#[derive(Debug, Template)]
 #[template(path = "fragments/confirm_dialog.html")]
 pub struct ConfirmDialog {
     pub c: ConfirmView,

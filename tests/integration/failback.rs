@@ -143,6 +143,16 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     )
     .await
     .expect("create m2");
+    // The topic's lineage as the topic page shows it: m1 on B copied it from A and was failed over.
+    let l = a.lineage(&m2, &topic.name).await.expect("lineage").expect("B's state has the topic");
+    assert_eq!(l.source_mirror, m1);
+    assert_eq!(l.problem, None, "a failback start would adopt it: {l:?}");
+    assert_eq!(l.partitions.len(), 2);
+    for p in &l.partitions {
+        assert_eq!(p.state, PartitionState::Stopped, "{l:?}");
+        assert!(p.source_stop_offset.is_some() && p.last_mirror_epoch.is_some(), "{l:?}");
+        assert!(p.last_mirrored_offset.is_some_and(|o| o > 0) && p.offset_map_runs > 0, "{l:?}");
+    }
     let p = preview(&a, &m2, &topic.name, START).await;
     assert!(p.results[0].ok, "the preview accepts the failback: {p:?}");
     let fb = p.failback.get(&topic.name).unwrap_or_else(|| panic!("the preview names the failback: {p:?}"));
@@ -195,6 +205,7 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     let fresh = TestTopic::create(Cluster::Destination, "failback-fresh", 1, &[]).await;
     let f = fresh.name.clone();
     tokio::task::spawn_blocking(move || produce(Cluster::Destination, &f, &keyed(20, 1, "fresh"))).await.unwrap();
+    assert_eq!(a.lineage(&m2, &fresh.name).await.expect("lineage"), None, "no mirror on B has it");
     let r = lifecycle(&a, &m2, &fresh.name, START).await;
     assert!(r.results[0].ok, "{r:?}");
     caught_up_from_b(&a, &m2, &fresh.name, 1).await;

@@ -222,6 +222,47 @@ impl Coordinator {
         }
     }
 
+    /// Answers [`crate::engine::EngineHandle::lineage`] from a task of its own: reading the
+    /// source's state topic may take seconds (or time out with the source down), and the loop
+    /// must not wait for a page view.
+    pub(super) fn spawn_lineage(
+        &self,
+        mirror: String,
+        topic: String,
+        reply: tokio::sync::oneshot::Sender<Result<Option<crate::engine::TopicLineage>, EngineError>>,
+    ) {
+        let Some(m) = self.mirrors.get(&mirror) else {
+            let _ = reply.send(Err(not_found(&mirror)));
+            return;
+        };
+        let source = m.stored.spec.source.clone();
+        let ports = Arc::clone(&self.ports);
+        let dest = Arc::clone(&self.destination_admin);
+        let (state_topic, timeout) = (self.config.state_topic.clone(), self.config.request_timeout);
+        let here = self.destination_cluster_id.clone();
+        tokio::spawn(async move {
+            let r = async {
+                let records = ports
+                    .read_remote_state(&source.bootstrap_servers, &source.properties, &state_topic, timeout)
+                    .await
+                    .map_err(|e| {
+                        EngineError::rejected(
+                            ProblemKind::SourceUnreachable,
+                            format!("cannot read the source's {state_topic} for the lineage of {topic:?}: {e}"),
+                        )
+                    })?;
+                let (remote, _) = persist::load(&records);
+                let id_here = match dest.describe_topic(&topic).await {
+                    Ok(d) => Some(d.topic_id.to_string()),
+                    Err(_) => None,
+                };
+                Ok(crate::engine::failback::describe(&remote, &topic, &here, id_here.as_deref()))
+            }
+            .await;
+            let _ = reply.send(r);
+        });
+    }
+
     /// Takes a failback plan over for `topic`'s partitions (created, not yet started): their
     /// start positions and their inherited offset maps, in memory and in the state topic.
     pub(super) fn adopt_failback(&mut self, mirror: &str, topic: &str, plan: FailbackPlan) {

@@ -523,6 +523,7 @@ impl Coordinator {
                 self.publish();
                 let _ = reply.send(r);
             }
+            Request::Lineage { mirror, topic, reply } => self.spawn_lineage(mirror, topic, reply),
             Request::Shutdown { .. } => unreachable!("handled in run"),
         }
     }

@@ -354,6 +354,60 @@ pub fn failback_preview(
     })
 }
 
+/// One partition of a topic's lineage, formatted.
+#[derive(Debug, Clone)]
+pub struct LineageRow {
+    pub partition: i32,
+    pub state: &'static str,
+    pub last_copied: String,
+    pub stop: String,
+    pub lme: String,
+    pub runs: String,
+}
+
+/// A lineage found in the source cluster's state.
+#[derive(Debug, Clone)]
+pub struct LineageFound {
+    pub source_mirror: String,
+    pub problem: Option<String>,
+    pub partitions: Vec<LineageRow>,
+}
+
+/// The topic page's lineage section (issue 18): what the source cluster's state says about the
+/// topic's way back.
+#[derive(Debug, Clone)]
+pub struct LineageView {
+    pub mirror: String,
+    pub topic: String,
+    pub topic_href: String,
+    pub lineage: Option<LineageFound>,
+}
+
+pub fn lineage(mirror: &str, topic: &str, l: Option<&crate::engine::TopicLineage>) -> LineageView {
+    let opt = |o: Option<i64>| o.map_or_else(|| "–".to_string(), format::int);
+    LineageView {
+        mirror: mirror.to_string(),
+        topic: topic.to_string(),
+        topic_href: topic_href(mirror, topic),
+        lineage: l.map(|l| LineageFound {
+            source_mirror: l.source_mirror.clone(),
+            problem: l.problem.clone(),
+            partitions: l
+                .partitions
+                .iter()
+                .map(|p| LineageRow {
+                    partition: p.partition,
+                    state: p.state.as_str(),
+                    last_copied: opt(p.last_mirrored_offset),
+                    stop: opt(p.source_stop_offset),
+                    lme: p.last_mirror_epoch.map_or_else(|| "–".to_string(), |e| e.to_string()),
+                    runs: format::count(p.offset_map_runs),
+                })
+                .collect(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
