@@ -505,16 +505,8 @@ impl Ports for KafkaPorts {
         topic: &'a str,
         ranges: Vec<(i32, i64, i64)>,
     ) -> BoxFuture<'a, KafkaResult<BTreeMap<i32, Scanned>>> {
-        let (bootstrap, properties, topic) =
-            (config.destination_bootstrap.clone(), config.destination_properties.clone(), topic.to_string());
         let timeout = config.request_timeout * 4;
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                crate::kafka::scan::scan_committed(&bootstrap, &properties, &topic, &ranges, timeout)
-            })
-            .await
-            .map_err(|e| KafkaError::Task { operation: "scan records", message: e.to_string() })?
-        })
+        self.scan_cluster(&config.destination_bootstrap, &config.destination_properties, topic, ranges, timeout)
     }
 
     fn scan_cluster<'a>(

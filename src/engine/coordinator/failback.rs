@@ -42,24 +42,7 @@ impl Coordinator {
         partitions: i32,
         dest_ends: &BTreeMap<i32, i64>,
     ) -> Result<Option<FailbackPlan>, Problem> {
-        let spec = &self.mirrors[mirror].stored.spec;
-        let records = self
-            .ports
-            .read_remote_state(
-                &spec.source.bootstrap_servers,
-                &spec.source.properties,
-                &self.config.state_topic,
-                self.config.request_timeout,
-            )
-            .await
-            .map_err(|e| Problem {
-                kind: ProblemKind::SourceUnreachable,
-                detail: format!(
-                    "cannot read the source's {} to look for a failback lineage of {topic:?}: {e}",
-                    self.config.state_topic
-                ),
-            })?;
-        let (remote, _) = persist::load(&records);
+        let remote = self.source_state(mirror, &format!("to look for a failback lineage of {topic:?}"), "").await?;
         let found =
             match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(dest_topic_id)) {
                 Ok(Some(found)) => found,
@@ -194,6 +177,26 @@ impl Coordinator {
 
     /// `validate_only` of a start of a topic new to `mirror`: a destination topic that already
     /// holds records is accepted only when a failback would adopt it.
+    /// The source cluster's `__mirror_state` as it stands (its mirrors, records and offset maps),
+    /// read to look for lineages; `why` and `then` complete the error when it cannot be read.
+    pub(super) async fn source_state(&self, mirror: &str, why: &str, then: &str) -> Result<persist::Loaded, Problem> {
+        let spec = &self.mirrors[mirror].stored.spec;
+        let records = self
+            .ports
+            .read_remote_state(
+                &spec.source.bootstrap_servers,
+                &spec.source.properties,
+                &self.config.state_topic,
+                self.config.request_timeout,
+            )
+            .await
+            .map_err(|e| Problem {
+                kind: ProblemKind::SourceUnreachable,
+                detail: format!("cannot read the source's {} {why}: {e}{then}", self.config.state_topic),
+            })?;
+        Ok(persist::load(&records).0)
+    }
+
     /// A failback answers what it will copy.
     pub(super) async fn validate_adoption(
         &self,

@@ -595,24 +595,13 @@ impl Coordinator {
                 })
                 .collect());
         }
-        let spec = &self.mirrors[mirror].stored.spec;
-        let records = self
-            .ports
-            .read_remote_state(
-                &spec.source.bootstrap_servers,
-                &spec.source.properties,
-                &self.config.state_topic,
-                self.config.request_timeout,
+        let remote = self
+            .source_state(
+                mirror,
+                &format!("to find which records of {topic:?} to quarantine"),
+                "; nothing was copied or deleted",
             )
-            .await
-            .map_err(|e| Problem {
-                kind: ProblemKind::SourceUnreachable,
-                detail: format!(
-                    "cannot read the source's {} to find which records of {topic:?} to quarantine: {e}; nothing was copied or deleted",
-                    self.config.state_topic
-                ),
-            })?;
-        let (remote, _) = persist::load(&records);
+            .await?;
         // A lineage that does not apply here (another cluster's, a recreated topic) is no
         // lineage: every record is kept, the safe side.
         let found = match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(topic_id)) {
