@@ -1,11 +1,13 @@
 //! Lag history and the catch-up estimate on the rig, through the real API server (history sampled
 //! every 200 ms instead of 10 s: `api::fast_history`): history fills while a mirror runs, a paused
-//! mirror says paused, and a mirror catching up a backlog gets a finite estimate that shrinks.
+//! mirror says paused, a mirror catching up a backlog gets a finite estimate that shrinks, and one
+//! whose partition stopped progressing while the source produces says it is not catching up.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use kmirror::domain::PartitionState;
 use serde_json::{Value, json};
 
 use crate::api::{ADMIN, OPERATOR, TestServer, VIEWER, mirror_body, tokens};
@@ -203,4 +205,57 @@ async fn the_estimate_of_a_mirror_catching_up_is_finite_and_shrinks() {
     assert!(["eta", "caught_up"].contains(&m["eta"]["status"].as_str().unwrap()), "{m}");
     drop(srv);
     eng.stop().await;
+}
+
+/// A mirror that cannot keep up says so: its partition stopped progressing (FAILED: the source
+/// deleted the records at its position) while the source keeps producing, so the topic's estimate
+/// is "not catching up", with the rate it falls behind by, never a number of minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_estimate_of_a_mirror_falling_behind_says_so() {
+    let _rig = shared().await;
+    let t = TestTopic::create(Cluster::Source, "hist-behind", 1, &[]).await;
+    let eng = TestEngine::start().await;
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    let mirror = unique("hist-behind");
+    let mp = format!("/api/v1/mirrors/{mirror}");
+    srv.post("/api/v1/mirrors", ADMIN, mirror_body(&mirror)).await.ok(201);
+    srv.post(&format!("{mp}/topics:start"), OPERATOR, json!({"topics": [t.name]})).await.ok(200);
+    let name = t.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs(20, 1, 100))).await.unwrap();
+    eng.wait_caught_up(&mirror, &t.name, 1).await;
+    // Paused, 30 more records, then everything deleted on the source: the resumed partition
+    // cannot continue (SOURCE_TRUNCATED) and mirrors nothing from now on.
+    srv.post(&format!("{mp}/topics:pause"), OPERATOR, json!({"topics": [t.name]})).await.ok(200);
+    eng.wait_state(&mirror, &t.name, PartitionState::Paused).await;
+    let name = t.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs(30, 1, 100))).await.unwrap();
+    Cluster::Source.admin().delete_records(&t.name, &[(0, -1)]).await.unwrap();
+    srv.post(&format!("{mp}/topics:resume"), OPERATOR, json!({"topics": [t.name]})).await.ok(200);
+    eng.wait_state(&mirror, &t.name, PartitionState::Failed).await;
+
+    // The source keeps producing; the mirror copies nothing.
+    let name = t.name.clone();
+    let stop = StopOnDrop::default();
+    let stop2 = stop.0.clone();
+    let producer = tokio::task::spawn_blocking(move || {
+        while !stop2.load(Ordering::Relaxed) {
+            produce(Cluster::Source, &name, &recs(20, 1, 100));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let tp = format!("{mp}/topics/{}/history?window=1m", t.name);
+    let h = eventually("the estimate says falling behind", Duration::from_secs(90), || async {
+        let h = history(&srv, &tp).await;
+        (h["eta"]["status"] == "falling_behind").then_some(h)
+    })
+    .await;
+    let text = h["eta"]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("not catching up"), "{h}");
+    assert!(h["eta"].get("seconds").is_none_or(|s| s.is_null()), "no finite estimate: {h}");
+    stop.0.store(true, Ordering::Relaxed);
+    producer.await.unwrap();
+    srv.post(&format!("{mp}/topics:stop"), OPERATOR, json!({"topics": [t.name]})).await.ok(200);
+    drop(srv);
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&t.name).await;
 }
