@@ -40,6 +40,23 @@ async fn lifecycle(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp)
     h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, false, actor()).await.expect("call")
 }
 
+/// Creates on `h` (attached to A) a mirror whose source is B: the failback direction.
+async fn create_failback_mirror(h: &EngineHandle) -> String {
+    let m2 = unique("m2");
+    h.create_mirror(
+        MirrorSpec {
+            name: m2.clone(),
+            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+        },
+        actor(),
+    )
+    .await
+    .expect("create m2");
+    m2
+}
+
 /// The same call with `validate_only`.
 async fn preview(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
     h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, true, actor()).await.expect("call")
@@ -131,18 +148,7 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
 
     // m2: B -> A, from an engine attached to A.
     let (a, a_join) = engine_on_a(&state_topic).await;
-    let m2 = unique("m2");
-    a.create_mirror(
-        MirrorSpec {
-            name: m2.clone(),
-            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
-            expected_source_cluster_id: None,
-            sync: Default::default(),
-        },
-        actor(),
-    )
-    .await
-    .expect("create m2");
+    let m2 = create_failback_mirror(&a).await;
     // The topic's lineage as the topic page shows it: m1 on B copied it from A and was failed over.
     let l = a.lineage(&m2, &topic.name).await.expect("lineage").expect("B's state has the topic");
     assert_eq!(l.source_mirror, m1);
@@ -428,18 +434,7 @@ async fn failback_round_trip_with_transactions_compaction_and_a_consumer_group()
     // m2: B -> A, from an engine attached to A. The preview accepts; the start copies only the
     // 360 records per topic B received since the failover.
     let (a, a_join) = engine_on_a(&b_config.state_topic).await;
-    let m2 = unique("m2");
-    a.create_mirror(
-        MirrorSpec {
-            name: m2.clone(),
-            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
-            expected_source_cluster_id: None,
-            sync: Default::default(),
-        },
-        actor(),
-    )
-    .await
-    .expect("create m2");
+    let m2 = create_failback_mirror(&a).await;
     for t in &topics {
         let p = preview(&a, &m2, t, START).await;
         assert!(p.results[0].ok, "the preview accepts the failback of {t}: {p:?}");
@@ -533,18 +528,7 @@ async fn failback_refuses_a_lineage_that_names_another_cluster() {
     tokio::task::spawn_blocking(move || produce(Cluster::Destination, &t, &keyed(5, 1, "b"))).await.unwrap();
 
     let (a, a_join) = engine_on_a(&state_topic).await;
-    let m2 = unique("m2");
-    a.create_mirror(
-        MirrorSpec {
-            name: m2.clone(),
-            source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
-            expected_source_cluster_id: None,
-            sync: Default::default(),
-        },
-        actor(),
-    )
-    .await
-    .expect("create m2");
+    let m2 = create_failback_mirror(&a).await;
     let p = preview(&a, &m2, &topic.name, START).await;
     let r = lifecycle(&a, &m2, &topic.name, START).await;
     assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
