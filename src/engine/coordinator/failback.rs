@@ -175,29 +175,17 @@ impl Coordinator {
             .collect())
     }
 
-    /// `validate_only` of a start of a topic new to `mirror`: a destination topic that already
-    /// holds records is accepted only when a failback would adopt it.
-    /// The source cluster's `__mirror_state` as it stands (its mirrors, records and offset maps),
-    /// read to look for lineages; `why` and `then` complete the error when it cannot be read.
+    /// The source cluster's `__mirror_state` as it stands, read with this mirror's source
+    /// settings (see [`read_source_state`]).
     pub(super) async fn source_state(&self, mirror: &str, why: &str, then: &str) -> Result<persist::Loaded, Problem> {
-        let spec = &self.mirrors[mirror].stored.spec;
-        let records = self
-            .ports
-            .read_remote_state(
-                &spec.source.bootstrap_servers,
-                &spec.source.properties,
-                &self.config.state_topic,
-                self.config.request_timeout,
-            )
-            .await
-            .map_err(|e| Problem {
-                kind: ProblemKind::SourceUnreachable,
-                detail: format!("cannot read the source's {} {why}: {e}{then}", self.config.state_topic),
-            })?;
-        Ok(persist::load(&records).0)
+        let source = &self.mirrors[mirror].stored.spec.source;
+        let (state_topic, timeout) = (&self.config.state_topic, self.config.request_timeout);
+        read_source_state(&*self.ports, source, state_topic, timeout, why, then).await
     }
 
-    /// A failback answers what it will copy.
+    /// `validate_only` of a start of a topic new to `mirror`: a destination topic that already
+    /// holds records is accepted only when a failback would adopt it. A failback answers what it
+    /// will copy.
     pub(super) async fn validate_adoption(
         &self,
         mirror: &str,
@@ -245,16 +233,10 @@ impl Coordinator {
         let here = self.destination_cluster_id.clone();
         tokio::spawn(async move {
             let r = async {
-                let records = ports
-                    .read_remote_state(&source.bootstrap_servers, &source.properties, &state_topic, timeout)
+                let why = format!("for the lineage of {topic:?}");
+                let remote = read_source_state(&*ports, &source, &state_topic, timeout, &why, "")
                     .await
-                    .map_err(|e| {
-                        EngineError::rejected(
-                            ProblemKind::SourceUnreachable,
-                            format!("cannot read the source's {state_topic} for the lineage of {topic:?}: {e}"),
-                        )
-                    })?;
-                let (remote, _) = persist::load(&records);
+                    .map_err(|p| EngineError::rejected(p.kind, p.detail))?;
                 let id_here = match dest.describe_topic(&topic).await {
                     Ok(d) => Some(d.topic_id.to_string()),
                     Err(_) => None,
@@ -308,4 +290,25 @@ impl Coordinator {
             "failback: the destination topic is adopted as it is; only what the source received since the failover is copied"
         );
     }
+}
+
+/// The source cluster's `__mirror_state` as it stands (its mirrors, records and offset maps), read
+/// to look for lineages, on or off the coordinator's loop; `why` and `then` complete the error
+/// when it cannot be read.
+async fn read_source_state(
+    ports: &dyn Ports,
+    source: &SourceSpec,
+    state_topic: &str,
+    timeout: Duration,
+    why: &str,
+    then: &str,
+) -> Result<persist::Loaded, Problem> {
+    let records = ports
+        .read_remote_state(&source.bootstrap_servers, &source.properties, state_topic, timeout)
+        .await
+        .map_err(|e| Problem {
+            kind: ProblemKind::SourceUnreachable,
+            detail: format!("cannot read the source's {state_topic} {why}: {e}{then}"),
+        })?;
+    Ok(persist::load(&records).0)
 }
