@@ -1357,14 +1357,31 @@ impl Pipe {
     /// whatever the old one left open. Used for the deliberate fence of a stop and to replace a
     /// producer whose transactional request timed out (`recover`).
     fn recreate_producer(&mut self) -> Result<(), String> {
+        let started = Instant::now();
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&self.config)
             .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
             .map_err(|e| format!("cannot re-create producer: {e}"))?;
         producer
             .init_transactions(self.config.transaction_timeout)
             .map_err(|e| format!("re-init transactions: {e}"))?;
+        let initialised = Instant::now();
+        // Dropping the old producer purges it, waits up to 500 ms for its delivery reports and
+        // joins its threads (rdkafka's Drop).
         self.producer = producer;
         self.in_txn = false;
+        // A failover's time goes mostly here (one fence per slot data path, in parallel): say
+        // which part when it is slow.
+        let init = initialised - started;
+        let closed = initialised.elapsed();
+        if init + closed >= Duration::from_secs(1) {
+            tracing::info!(
+                mirror = %self.config.mirror,
+                slot = self.config.slot,
+                "new producer: created and init_transactions in {} ms, old producer closed in {} ms",
+                init.as_millis(),
+                closed.as_millis()
+            );
+        }
         Ok(())
     }
 
@@ -1616,7 +1633,10 @@ const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);
 /// (queued in the producer or unacknowledged) while the pipe takes more from the consumer (see
 /// `Pipe::fill`): enough to keep the producer's five requests in flight to every broker full
 /// (librdkafka sends one partition's batch of up to 1 MB per request), small enough to flush in
-/// ~100 ms on a loaded 2-core machine.
+/// ~100 ms on a loaded 2-core machine. Per slot data path, not split over a mirror's slots like
+/// the prefetch: a 4 MiB floor at 16 slots cut the 64-partition bench's peak RSS from 781 to 513
+/// MiB but its throughput by 8–12 % in every scenario (`bench/results/*-s11-1inst-unackedsplit.md`
+/// against `*-s11-1inst.md`, minutes apart).
 const MAX_UNACKED_BYTES: usize = 16 << 20;
 
 /// librdkafka's default `batch.size`: the most one produce request carries for one partition.

@@ -87,12 +87,60 @@ pub(super) fn assign_spec(
     }
 }
 
+/// The durations of [`Coordinator::run_actions`]'s steps.
+struct StepTimes {
+    partitions: usize,
+    start: std::time::Instant,
+    last: std::time::Instant,
+    steps: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl StepTimes {
+    /// Above this a run of actions is logged with its steps.
+    const SLOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+    fn new(partitions: usize) -> StepTimes {
+        let now = std::time::Instant::now();
+        StepTimes { partitions, start: now, last: now, steps: Vec::new() }
+    }
+
+    fn step(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.steps.push((name, now - self.last));
+        self.last = now;
+    }
+
+    fn summary(&self) -> String {
+        let steps: Vec<String> = self.steps.iter().map(|(n, d)| format!("{n} {} ms", d.as_millis())).collect();
+        steps.join(", ")
+    }
+
+    fn log_if_slow(&self, mirror: &str) {
+        let total = self.last - self.start;
+        if total >= Self::SLOW {
+            tracing::info!(
+                %mirror,
+                partitions = self.partitions,
+                total_ms = total.as_millis() as u64,
+                "lifecycle actions took {} ms: {}",
+                total.as_millis(),
+                self.summary()
+            );
+        } else {
+            tracing::debug!(%mirror, partitions = self.partitions, "lifecycle actions: {}", self.summary());
+        }
+    }
+}
+
 impl Coordinator {
     /// Runs the actions of `planned` (transitions of `mirror`'s partitions, already applied and
     /// queued), batched by kind, then persists what they changed. Returns the first problem per
     /// topic; a partition whose action failed is FAILED (see the module docs).
     pub(super) async fn run_actions(&mut self, mirror: &str, planned: Planned) -> BTreeMap<String, Problem> {
         let mut failed: BTreeMap<String, Problem> = BTreeMap::new();
+        // How long each step took, logged when the whole is slow: a failover of many partitions
+        // is one call, and an operator (or a benchmark) needs to see where its time went.
+        let mut timing = StepTimes::new(planned.steps.len());
         // Pending writes first: the records these actions follow must be durable before any of
         // them runs (a stop's STOPPING before its abort).
         // If they cannot be recorded, nothing runs and the partitions go FAILED (retryable), so
@@ -110,6 +158,7 @@ impl Coordinator {
         // The persisted record is the command; the actions are its owner's to run (`slots`): a
         // transition of a partition another instance owns reaches that instance through the state
         // topic, and it runs them there.
+        timing.step("record");
         let mut planned = planned;
         planned.steps.retain(|(t, p, _)| self.owns_partition(mirror, t, *p));
         let mut releases: BTreeMap<(bool, bool), Vec<(String, i32)>> = BTreeMap::new();
@@ -164,6 +213,7 @@ impl Coordinator {
             }
         }
 
+        timing.step("release");
         // Stop points: read after the abort and the fence, so every kmirror marker is below them.
         stop_points.retain(|k| !not_released.contains(k));
         if !stop_points.is_empty() {
@@ -188,6 +238,7 @@ impl Coordinator {
             }
         }
 
+        timing.step("stop points");
         if !assigns.is_empty() {
             let keys: Vec<(String, i32)> = assigns.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
             match self.destination_ends_of(&keys).await {
@@ -215,9 +266,12 @@ impl Coordinator {
             }
         }
 
+        timing.step("assign and prepare");
         if let Err(e) = self.flush().await {
             tracing::warn!(%mirror, "cannot persist the outcome of actions: {e}");
         }
+        timing.step("persist");
+        timing.log_if_slow(mirror);
         failed
     }
 
