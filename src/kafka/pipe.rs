@@ -598,13 +598,28 @@ impl Pipe {
                 if fence && r.is_ok() {
                     r = self.fence_checked().and(r);
                 }
-                tracing::debug!(
-                    mirror = %self.config.mirror,
-                    partitions = partitions.len(),
-                    unassign_ms = unassigned.as_secs_f64() * 1e3,
-                    fence_ms = (started.elapsed() - unassigned).as_secs_f64() * 1e3,
-                    "partitions unassigned"
-                );
+                // Slow releases (a failover of many partitions) are logged with their two parts;
+                // the coordinator logs the same release as it saw it (`unassign_many`), so the
+                // difference is the time the command waited for this thread.
+                let total = started.elapsed();
+                if total >= Duration::from_secs(1) {
+                    tracing::info!(
+                        mirror = %self.config.mirror,
+                        slot = self.config.slot,
+                        partitions = partitions.len(),
+                        unassign_ms = unassigned.as_millis() as u64,
+                        fence_ms = (total - unassigned).as_millis() as u64,
+                        "partitions unassigned (slow)"
+                    );
+                } else {
+                    tracing::debug!(
+                        mirror = %self.config.mirror,
+                        partitions = partitions.len(),
+                        unassign_ms = unassigned.as_secs_f64() * 1e3,
+                        fence_ms = (total - unassigned).as_secs_f64() * 1e3,
+                        "partitions unassigned"
+                    );
+                }
                 let _ = reply.send(r);
                 false
             }

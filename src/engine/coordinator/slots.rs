@@ -197,12 +197,19 @@ impl Coordinator {
                 out.push(Released { partitions, outcome: Err(e) });
                 continue;
             }
+            let sent = std::time::Instant::now();
             pending.push(async move {
                 let outcome = match tokio::time::timeout(wait, rx).await {
                     Ok(Ok(r)) => r,
                     Ok(Err(_)) => Err(PipeError::Stopped("its thread has ended".into())),
                     Err(_) => Err(PipeError::NoAnswer),
                 };
+                // With the data path's own log of the same release, this shows how long the
+                // command waited for the data path's thread (see `Pipe::handle`).
+                let took = sent.elapsed();
+                if took >= std::time::Duration::from_secs(1) {
+                    tracing::info!(slot, partitions = partitions.len(), ms = took.as_millis() as u64, "slow release");
+                }
                 Released { partitions, outcome }
             });
         }
