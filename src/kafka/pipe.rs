@@ -602,7 +602,7 @@ impl Pipe {
                 // the coordinator logs the same release as it saw it (`unassign_many`), so the
                 // difference is the time the command waited for this thread.
                 let total = started.elapsed();
-                if total >= Duration::from_secs(1) {
+                if total >= SLOW_TO_LOG {
                     tracing::info!(
                         mirror = %self.config.mirror,
                         slot = self.config.slot,
@@ -1384,11 +1384,11 @@ impl Pipe {
         // joins its threads (rdkafka's Drop).
         self.producer = producer;
         self.in_txn = false;
-        // A failover's time goes mostly here (one fence per slot data path, in parallel): say
-        // which part when it is slow.
+        // Part of a stop's fence (one per slot data path, in parallel) and of a recovery: say
+        // which part took the time when it is slow.
         let init = initialised - started;
         let closed = initialised.elapsed();
-        if init + closed >= Duration::from_secs(1) {
+        if init + closed >= SLOW_TO_LOG {
             tracing::info!(
                 mirror = %self.config.mirror,
                 slot = self.config.slot,
@@ -1640,6 +1640,11 @@ const FETCH_MAX_BYTES: usize = 16 << 20;
 
 /// The consumer's `fetch.wait.max.ms` default: see `consumer_config`.
 const FETCH_WAIT_MAX_MS: u32 = 500;
+
+/// A release, fence or lifecycle step that takes at least this long is logged at info with
+/// where its time went (the engine's `run_actions` and `unassign_many` use it too): enough to
+/// explain a slow failover without a debug log.
+pub const SLOW_TO_LOG: Duration = Duration::from_secs(1);
 
 /// How long the consumer may have nothing to give before an open transaction is committed early.
 const CAUGHT_UP_WAIT: Duration = Duration::from_millis(5);

@@ -96,9 +96,6 @@ struct StepTimes {
 }
 
 impl StepTimes {
-    /// Above this a run of actions is logged with its steps.
-    const SLOW: std::time::Duration = std::time::Duration::from_secs(1);
-
     fn new(partitions: usize) -> StepTimes {
         let now = std::time::Instant::now();
         StepTimes { partitions, start: now, last: now, steps: Vec::new() }
@@ -117,7 +114,7 @@ impl StepTimes {
 
     fn log_if_slow(&self, mirror: &str) {
         let total = self.last - self.start;
-        if total >= Self::SLOW {
+        if total >= crate::kafka::pipe::SLOW_TO_LOG {
             tracing::info!(
                 %mirror,
                 partitions = self.partitions,

@@ -207,7 +207,7 @@ impl Coordinator {
                 // With the data path's own log of the same release, this shows how long the
                 // command waited for the data path's thread (see `Pipe::handle`).
                 let took = sent.elapsed();
-                if took >= std::time::Duration::from_secs(1) {
+                if took >= crate::kafka::pipe::SLOW_TO_LOG {
                     tracing::info!(slot, partitions = partitions.len(), ms = took.as_millis() as u64, "slow release");
                 }
                 Released { partitions, outcome }
