@@ -464,6 +464,11 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
     if fo:
         L.append("## Failover (kmirror `topics:stop`)")
         L.append("")
+        if s.get("failover_after") == "started":
+            L.append("Failed over as soon as every partition was MIRRORING, during the catch-up of the start.")
+        else:
+            L.append("Failed over once every partition had mirrored its history (caught up).")
+        L.append("")
         L.append("| partitions | topics | stop call s | all STOPPED s | lag before (records) | background load records/s |")
         L.append("|---|---|---|---|---|---|")
         for k, r in fo.items():

@@ -36,7 +36,7 @@ use crate::kafka::{
 };
 
 use super::EngineConfig;
-use super::ports::{Admin, ClusterAdmin, Ports, SpawnedDataPath, StateStore};
+use super::ports::{Admin, ClusterAdmin, Ports, SpawnedDataPath, StateStore, WriterRole};
 use crate::domain::quarantine::QuarantinedPartition;
 use crate::kafka::quarantine::QuarantineError;
 
@@ -924,8 +924,12 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(r))
     }
 
-    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
-        let transactional_id = format!("{}.state", config.instance_id);
+    fn open_state_writer<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        role: WriterRole,
+    ) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
+        let transactional_id = role.transactional_id(&config.instance_id);
         let r = self.destination_check("InitProducerId").map(|()| {
             let generation = self.state.open(&transactional_id);
             Arc::new(FakeWriter { state: Arc::clone(&self.state), transactional_id, generation }) as Arc<dyn StateStore>

@@ -117,6 +117,27 @@ pub(crate) trait GroupMember: Send + Sync {
 /// A data path's command sender and its thread (see [`pipe::spawn`]).
 pub(crate) type SpawnedDataPath = (std::sync::mpsc::Sender<PipeCommand>, std::thread::JoinHandle<()>);
 
+/// Which of an instance's state writers (each has its own transactional id, so neither waits
+/// for the other's transaction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriterRole {
+    /// Lifecycle records, operations, slot handovers: everything the coordinator writes in order.
+    Engine,
+    /// The periodic heartbeat (the instances view). Apart from the engine's writer because a
+    /// transaction on a destination busy with a large catch-up took 4-16 s (measured: 10,000
+    /// partitions on 16 slots), and the coordinator's loop waited for each one, a failover too.
+    Heartbeat,
+}
+
+impl WriterRole {
+    pub(crate) fn transactional_id(self, instance_id: &str) -> String {
+        match self {
+            WriterRole::Engine => format!("{instance_id}.state"),
+            WriterRole::Heartbeat => format!("{instance_id}.heartbeat"),
+        }
+    }
+}
+
 /// Everything the coordinator reaches outside itself.
 pub(crate) trait Ports: Send + Sync {
     /// The destination cluster's admin client.
@@ -133,8 +154,13 @@ pub(crate) trait Ports: Send + Sync {
     fn ensure_state_topic<'a>(&'a self, topic: &'a str, partitions: i32) -> BoxFuture<'a, KafkaResult<i32>>;
     /// Every committed record of the state topic, from the beginning up to its end.
     fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
-    /// Opens the engine-level state writer; opening it fences any earlier instance's.
-    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>>;
+    /// Opens a state writer of this instance for `role`; opening it fences any earlier writer of
+    /// the same instance and role (a previous incarnation, or a duplicate instance id).
+    fn open_state_writer<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        role: WriterRole,
+    ) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>>;
     /// Follows every partition of the state topic from `start` (partition, next offset; `None`
     /// = its beginning), handing what it reads to `batches`.
     fn tail_state(
@@ -426,14 +452,18 @@ impl Ports for KafkaPorts {
         ))
     }
 
-    fn open_state_writer<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
+    fn open_state_writer<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        role: WriterRole,
+    ) -> BoxFuture<'a, KafkaResult<Arc<dyn StateStore>>> {
         let c = config.clone();
         Box::pin(async move {
             let writer = tokio::task::spawn_blocking(move || {
                 StateWriter::new(
                     &c.destination_bootstrap,
                     &c.destination_properties,
-                    &format!("{}.state", c.instance_id),
+                    &role.transactional_id(&c.instance_id),
                     &c.state_topic,
                     c.request_timeout,
                 )

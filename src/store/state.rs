@@ -3,8 +3,9 @@
 //!
 //! # Rules
 //!
-//! - **Last write wins** for Mirror, MirrorTopic, LastMirrorEpochs, Operation and Instance
-//!   records (an instance's latest heartbeat is its entry).
+//! - **Last write wins** for Mirror, MirrorTopic, LastMirrorEpochs and Operation records.
+//!   Instance records keep the newest heartbeat (by its time, not its offset: an instance writes
+//!   them through two writers, so an older one can land last); a tombstone removes the entry.
 //! - **State epochs fence writers** for MirrorPartitionState records: a record whose
 //!   `state_epoch` is not greater than the stored one is rejected as
 //!   [`ApplyError::StaleStateEpoch`] (a deposed writer loses), except that a record identical to
@@ -235,8 +236,14 @@ impl MaterializedState {
                 None => self.remove_offset_runs(&entry.key),
             },
             StateRecord::Instance(entry) => match entry.value {
+                // An instance writes its heartbeat through two writers (the periodic one off the
+                // coordinator's loop, the slot changes through the engine's), so an older one can
+                // commit after a newer one: the newest heartbeat wins, not the last written.
                 Some(value) => {
-                    self.instances.insert(entry.key.instance, value);
+                    let held = self.instances.get(&entry.key.instance);
+                    if held.is_none_or(|h| h.heartbeat_at <= value.heartbeat_at) {
+                        self.instances.insert(entry.key.instance, value);
+                    }
                 }
                 None => {
                     self.instances.remove(&entry.key.instance);
@@ -738,6 +745,10 @@ mod tests {
         let b = state.instance("b").unwrap();
         assert_eq!((b.slots.as_slice(), b.heartbeat_at), ([1, 3].as_slice(), 20));
         assert!(state.mirror("m").is_some());
+        // A heartbeat taken before the one held but committed after it (an instance's two
+        // writers) does not bring back what it said.
+        state.apply(heartbeat("b", &[1], 15)).unwrap();
+        assert_eq!(state.instance("b").unwrap().slots, [1, 3]);
 
         state.apply(StateRecord::Instance(Entry::tombstone(InstanceKey { instance: "b".to_owned() }))).unwrap();
         assert!(state.instance("b").is_none());

@@ -310,6 +310,24 @@ async fn three_instances_share_the_work_and_survive_kill_zombie_and_rolling_rest
     let parts = nodes[2].partitions(&mirror, &topics[0]).await.unwrap();
     let owners: BTreeSet<String> = parts.iter().filter_map(|p| p["owner"].as_str().map(str::to_string)).collect();
     assert!(owners.len() >= 2, "partitions owned by {owners:?} (slots {spread:?})");
+    // The periodic heartbeats (every 3 s, through each instance's own heartbeat writer, off the
+    // coordinator's loop) keep reaching the others while no slot moves: i0 sees i1's advance.
+    let seen: std::cell::RefCell<BTreeSet<String>> = Default::default();
+    eventually("i0 sees three heartbeats of i1", Duration::from_secs(30), || {
+        let (node, seen) = (&nodes[0], &seen);
+        async move {
+            let v = node.get("/instances").await?;
+            let i1 = v["instances"].as_array()?.iter().find(|i| i["id"] == "i1")?.clone();
+            let mut seen = seen.borrow_mut();
+            seen.insert(i1["last_heartbeat"].as_str()?.to_string());
+            (seen.len() >= 3).then_some(())
+        }
+    })
+    .await;
+    for n in &nodes {
+        let log = std::fs::read_to_string(&n.log).unwrap_or_default();
+        assert!(!log.contains("heartbeats use the state writer"), "{}: {}", n.id, n.log_tail());
+    }
 
     // 2. kill -9 of i1: its slots move to i0 and i2 within the bound, and mirroring goes on.
     let killed_at = Instant::now();

@@ -96,7 +96,50 @@ fn is_live(i: &crate::store::InstanceValue, t: Timestamp) -> bool {
     t.as_millis() - i.heartbeat_at <= HEARTBEAT_STALE.as_millis() as i64
 }
 
+/// The periodic heartbeat, written by its own writer on the blocking pool: the coordinator's loop
+/// never waits for it. At most one is in flight; a tick that finds one still going is skipped.
+/// Heartbeats written when the slots change (takeover, release, rejoin) still go through the
+/// engine's writer on the loop: they must follow the handover's records, and a rejoin uses the
+/// write to learn whether this instance was fenced.
+#[derive(Default)]
+pub(super) struct Heartbeat {
+    /// `None`: not opened, or it failed; heartbeats then use the engine's writer.
+    pub(super) writer: Option<Arc<dyn StateStore>>,
+    in_flight: bool,
+}
+
 impl Coordinator {
+    /// The heartbeat tick: off the loop when the heartbeat writer is open (see [`Heartbeat`]).
+    pub(super) async fn periodic_heartbeat(&mut self) {
+        if self.group.is_none() || self.fenced.is_some() {
+            return;
+        }
+        let Some(writer) = self.heartbeat.writer.clone() else {
+            return self.heartbeat().await;
+        };
+        if self.heartbeat.in_flight {
+            tracing::debug!("the previous heartbeat is still being written; this one is skipped");
+            return;
+        }
+        let me = self.this_instance(now());
+        let record = persist::instance(&self.config.cluster_name, &me, self.state_partitions);
+        let done = self.internal_tx.clone();
+        self.heartbeat.in_flight = true;
+        tokio::task::spawn_blocking(move || {
+            let _ = done.send(Internal::HeartbeatWritten(writer.write(&[record])));
+        });
+    }
+
+    /// The end of a periodic heartbeat's write. A failed one hands heartbeats back to the
+    /// engine's writer: that one reports a fenced instance, or the destination's outage, its way.
+    pub(super) fn heartbeat_written(&mut self, result: Result<(), crate::kafka::state_log::StateWriteError>) {
+        self.heartbeat.in_flight = false;
+        if let Err(e) = result {
+            tracing::warn!("heartbeat not written: {e}; heartbeats use the state writer from now on");
+            self.heartbeat.writer = None;
+        }
+    }
+
     /// Writes this instance's heartbeat: what the instances view of every instance shows.
     pub(super) async fn heartbeat(&mut self) {
         if self.group.is_none() || self.fenced.is_some() {

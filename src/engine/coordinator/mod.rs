@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
@@ -28,7 +28,7 @@ use crate::kafka::{IsolationLevel, KafkaError, OffsetSpec};
 use self::actions::{Planned, assign_spec};
 use super::metadata;
 use super::persist::{self, Loaded, StoredMirror};
-use super::ports::{Admin, ClusterAdmin, Ports, StateStore};
+use super::ports::{Admin, ClusterAdmin, Ports, StateStore, WriterRole};
 use super::snapshot::*;
 use super::*;
 
@@ -196,6 +196,49 @@ enum Internal {
     Tail(state_log::TailBatch),
     /// A change of this instance's slots (group ownership).
     Membership(crate::kafka::membership::MembershipEvent),
+    /// The periodic heartbeat's write ended (`group::Heartbeat`).
+    HeartbeatWritten(Result<(), crate::kafka::state_log::StateWriteError>),
+}
+
+impl Internal {
+    /// What the coordinator's loop logs when handling this took long (`log_slow_step`).
+    fn name(&self) -> &'static str {
+        match self {
+            Internal::Pipe(_, _, PipeEvent::Committed(_)) => "data path commit",
+            Internal::Pipe(..) => "data path event",
+            Internal::Lag { .. } => "lag results",
+            Internal::Metadata { .. } => "metadata results",
+            Internal::LogStarts { .. } => "log start results",
+            Internal::OffLoop(_) => "off-loop result",
+            Internal::Tail(_) => "state tail",
+            Internal::Membership(_) => "membership change",
+            Internal::HeartbeatWritten(_) => "heartbeat written",
+        }
+    }
+}
+
+impl Request {
+    fn name(&self) -> &'static str {
+        match self {
+            Request::CreateMirror { .. } => "create mirror",
+            Request::UpdateMirror { .. } => "update mirror",
+            Request::DeleteMirror { .. } => "delete mirror",
+            Request::Lifecycle(_) => "lifecycle call",
+            Request::RefreshNow { .. } => "refresh now",
+            Request::Lineage { .. } => "lineage",
+            Request::Shutdown { .. } => "shutdown",
+        }
+    }
+}
+
+/// Logs a step of the coordinator's loop that held it for at least `pipe::SLOW_TO_LOG`: a
+/// lifecycle call that queued behind it (even a stop, which goes first only between steps) waited
+/// that long, and this says for what.
+fn log_slow_step(step: &str, began: Instant) {
+    let took = began.elapsed();
+    if took >= pipe::SLOW_TO_LOG {
+        tracing::info!(ms = took.as_millis() as u64, "slow coordinator step: {step}");
+    }
 }
 
 pub(super) struct Coordinator {
@@ -204,6 +247,8 @@ pub(super) struct Coordinator {
     destination_cluster_id: String,
     destination_brokers: Vec<BrokerSnapshot>,
     writer: Arc<dyn StateStore>,
+    /// The periodic heartbeat's own writer, off the loop (`group::Heartbeat`).
+    heartbeat: group::Heartbeat,
     /// The clusters, the state topic and the data paths (`engine::ports`).
     ports: Arc<dyn Ports>,
     state_partitions: i32,
@@ -259,7 +304,7 @@ pub(super) async fn start_with_ports(
     }
 
     // The engine-level writer: creating it fences any earlier instance's writer.
-    let writer = ports.open_state_writer(&config).await.map_err(dest_err)?;
+    let writer = ports.open_state_writer(&config, WriterRole::Engine).await.map_err(dest_err)?;
 
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (internal_tx, internal_rx) = mpsc::unbounded_channel();
@@ -274,6 +319,7 @@ pub(super) async fn start_with_ports(
             .map(|n| BrokerSnapshot { id: n.id, host: n.host.clone(), port: n.port, rack: n.rack.clone() })
             .collect(),
         writer,
+        heartbeat: group::Heartbeat::default(),
         ports: Arc::clone(&ports),
         state_partitions,
         owned: if in_group { BTreeSet::new() } else { (0..state_partitions).collect() },
@@ -313,6 +359,11 @@ pub(super) async fn start_with_ports(
         g.member = Some(ports.join_group(&config, member_tx.clone()).map_err(dest_err)?);
         g.member_tx = Some(member_tx);
         coord.group = Some(g);
+        match ports.open_state_writer(&config, WriterRole::Heartbeat).await {
+            Ok(w) => coord.heartbeat.writer = Some(w),
+            // Heartbeats then go through the engine's writer, on the loop (as before).
+            Err(e) => tracing::warn!("cannot open the heartbeat writer: {e}; heartbeats use the state writer"),
+        }
         let internal = coord.internal_tx.clone();
         tokio::spawn(async move {
             loop {
@@ -418,44 +469,68 @@ impl Coordinator {
         loop {
             // Stops and pauses that queued while the last step ran go before anything else.
             self.serve_priority().await;
-            tokio::select! {
-                Some(req) = self.priority_rx.recv() => self.handle_priority(req).await,
+            // Each branch says what it was and when it began: a step that held the loop for long
+            // is logged, since a stop waits for the step in progress (the priority lane is served
+            // between steps).
+            let (step, began): (&'static str, Instant) = tokio::select! {
+                Some(req) = self.priority_rx.recv() => {
+                    let began = Instant::now();
+                    self.handle_priority(req).await;
+                    ("priority request", began)
+                }
                 req = rx.recv() => {
+                    let began = Instant::now();
                     let Some(req) = req else { break };
                     if let Request::Shutdown { reply } = req {
                         self.shutdown().await;
                         let _ = reply.send(());
                         return;
                     }
+                    let name = req.name();
                     self.handle(req).await;
+                    (name, began)
                 }
                 Some(msg) = internal_rx.recv() => {
+                    let began = Instant::now();
+                    let name = msg.name();
                     self.internal(msg).await;
                     dirty = true;
+                    (name, began)
                 }
                 _ = lag_tick.tick() => {
+                    let began = Instant::now();
                     self.spawn_lag_refresh();
                     dirty = true;
+                    ("lag refresh", began)
                 }
                 _ = meta_tick.tick() => {
+                    let began = Instant::now();
                     self.spawn_metadata_refresh(None);
                     self.spawn_offset_map_prune(None);
                     dirty = true;
+                    ("metadata refresh", began)
                 }
                 _ = retry_tick.tick() => {
+                    let began = Instant::now();
                     self.retry_due().await;
                     dirty = true;
+                    ("retries", began)
                 }
                 _ = heartbeat_tick.tick(), if self.group.is_some() => {
-                    self.heartbeat().await;
+                    let began = Instant::now();
+                    self.periodic_heartbeat().await;
                     dirty = true;
+                    ("heartbeat", began)
                 }
-                _ = publish_tick.tick() => {}
-            }
+                _ = publish_tick.tick() => ("publish tick", Instant::now()),
+            };
+            log_slow_step(step, began);
             if dirty && last_publish.elapsed() >= PUBLISH_EVERY {
+                let began = Instant::now();
                 self.publish();
                 dirty = false;
-                last_publish = std::time::Instant::now();
+                last_publish = Instant::now();
+                log_slow_step("publish", began);
             }
         }
         self.shutdown().await;
@@ -593,7 +668,7 @@ impl Coordinator {
             // the same transactional id, starts clean, and the write is tried once more. Records
             // are latest-value, so writing one twice is harmless.
             tracing::warn!("state writer failed ({e}); opening a new one");
-            match self.ports.open_state_writer(&self.config).await {
+            match self.ports.open_state_writer(&self.config, WriterRole::Engine).await {
                 Ok(w) => {
                     self.writer = w;
                     r = self.write_state(writes).await?;

@@ -83,6 +83,7 @@ impl Coordinator {
             Internal::OffLoop(done) => self.off_loop_done(*done).await,
             Internal::Tail(batch) => self.tailed(batch).await,
             Internal::Membership(ev) => self.membership(ev).await,
+            Internal::HeartbeatWritten(r) => self.heartbeat_written(r),
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results

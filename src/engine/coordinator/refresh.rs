@@ -225,7 +225,13 @@ impl Coordinator {
         for (slot, partitions) in self.by_slot(mirror, targets.clone()) {
             if let Some(p) = self.mirrors.get(mirror).and_then(|m| m.pipes.get(&slot)) {
                 let (reply, _rx) = tokio::sync::oneshot::channel();
-                let _ = p.tx.send(PipeCommand::Unassign { partitions, finish: Finish::Abort, fence: false, reply });
+                let _ = p.tx.send(PipeCommand::Unassign {
+                    partitions,
+                    finish: Finish::Abort,
+                    fence: false,
+                    sent: std::time::Instant::now(),
+                    reply,
+                });
             }
         }
         for (t, p) in targets {

@@ -191,13 +191,13 @@ impl Coordinator {
                 continue;
             };
             let (reply, rx) = tokio::sync::oneshot::channel();
-            let cmd = PipeCommand::Unassign { partitions: partitions.clone(), finish, fence, reply };
+            let sent = std::time::Instant::now();
+            let cmd = PipeCommand::Unassign { partitions: partitions.clone(), finish, fence, sent, reply };
             if p.tx.send(cmd).is_err() {
                 let e = PipeError::Stopped("its thread has ended".into());
                 out.push(Released { partitions, outcome: Err(e) });
                 continue;
             }
-            let sent = std::time::Instant::now();
             pending.push(async move {
                 let outcome = match tokio::time::timeout(wait, rx).await {
                     Ok(Ok(r)) => r,
@@ -205,7 +205,7 @@ impl Coordinator {
                     Err(_) => Err(PipeError::NoAnswer),
                 };
                 // With the data path's own log of the same release, this shows how long the
-                // command waited for the data path's thread (see `Pipe::handle`).
+                // command waited for the data path's thread (the thread logs that wait too, `Pipe::log_wait`).
                 let took = sent.elapsed();
                 if took >= crate::kafka::pipe::SLOW_TO_LOG {
                     tracing::info!(slot, partitions = partitions.len(), ms = took.as_millis() as u64, "slow release");
