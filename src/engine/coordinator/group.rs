@@ -130,13 +130,20 @@ impl Coordinator {
         });
     }
 
-    /// The end of a periodic heartbeat's write. A failed one hands heartbeats back to the
-    /// engine's writer: that one reports a fenced instance, or the destination's outage, its way.
+    /// The end of a periodic heartbeat's write. An outage only loses this heartbeat (the next
+    /// tick tries again; the engine's writer meets the same outage its own way). A writer that
+    /// can never write again (fenced by a newer process with this instance id, or broken) hands
+    /// heartbeats back to the engine's writer, which reports a fenced instance as such.
     pub(super) fn heartbeat_written(&mut self, result: Result<(), crate::kafka::state_log::StateWriteError>) {
+        use crate::kafka::state_log::StateWriteError;
         self.heartbeat.in_flight = false;
-        if let Err(e) = result {
-            tracing::warn!("heartbeat not written: {e}; heartbeats use the state writer from now on");
-            self.heartbeat.writer = None;
+        match result {
+            Ok(()) => {}
+            Err(StateWriteError::Unavailable(e)) => tracing::debug!("heartbeat not written: {e}"),
+            Err(e) => {
+                tracing::warn!("heartbeat not written: {e}; heartbeats use the state writer from now on");
+                self.heartbeat.writer = None;
+            }
         }
     }
 
