@@ -121,13 +121,17 @@ impl Coordinator {
             tracing::debug!("the previous heartbeat is still being written; this one is skipped");
             return;
         }
-        let me = self.this_instance(now());
-        let record = persist::instance(&self.config.cluster_name, &me, self.state_partitions);
+        let record = self.heartbeat_record();
         let done = self.internal_tx.clone();
         self.heartbeat.in_flight = true;
         tokio::task::spawn_blocking(move || {
             let _ = done.send(Internal::HeartbeatWritten(writer.write(&[record])));
         });
+    }
+
+    /// This instance's heartbeat as of now, whichever writer takes it.
+    fn heartbeat_record(&self) -> pipe::StateWrite {
+        persist::instance(&self.config.cluster_name, &self.this_instance(now()), self.state_partitions)
     }
 
     /// The end of a periodic heartbeat's write. An outage only loses this heartbeat (the next
@@ -152,8 +156,8 @@ impl Coordinator {
         if self.group.is_none() || self.fenced.is_some() {
             return;
         }
-        let me = self.this_instance(now());
-        self.pending_writes.push(persist::instance(&self.config.cluster_name, &me, self.state_partitions));
+        let record = self.heartbeat_record();
+        self.pending_writes.push(record);
         if let Err(e) = self.flush().await {
             tracing::debug!("heartbeat not written: {e}");
         }
