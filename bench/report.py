@@ -31,6 +31,7 @@ def runs(raw, measure, key, failed=None):
             if failed is not None:
                 failed.append(f"{os.path.basename(p)[:-5]}: {r['error']}")
             continue
+        r["_tag"] = os.path.basename(p)[: -len(".json")].rsplit(".", 1)[-1]
         out.append(r)
     return out
 
@@ -92,6 +93,26 @@ def scenarios(raw, prefix):
     return sorted(keys, key=order)
 
 
+def concurrent_rates(consumer_runs, producer_runs):
+    """MiB/s of C and P run at once (B, BT): the smaller volume over the makespan; also by tag."""
+    rates, by_tag = [], {}
+    for x, y in zip(consumer_runs, producer_runs):
+        span = (max(x["end_ms"], y["end_ms"]) - min(x["first_ms"], y["first_ms"])) / 1000.0
+        rates.append(min(x["bytes"], y["bytes"]) / span / MIB if span > 0 else None)
+        by_tag[x["_tag"]] = rates[-1]
+    return rates, by_tag
+
+
+def brokers_cpu(cpu_runs, producer_runs, which=None):
+    """Brokers' CPU-s per GiB over B/BT runs (source + destination, or one of them)."""
+    out = []
+    for r, x in zip(cpu_runs, producer_runs):
+        if r.get("brokers_cpu_s"):
+            cpu = sum(r["brokers_cpu_s"]) if which is None else r["brokers_cpu_s"][which]
+            out.append(cpu / (x["bytes"] / 2**30))
+    return stat(out)
+
+
 def throughput(raw):
     out = {}
     keys = set(scenarios(raw, "m")) | set(scenarios(raw, "mm2")) | set(scenarios(raw, "c"))
@@ -103,10 +124,13 @@ def throughput(raw):
         failed = []
         m = runs(raw, "m", k, failed)
         mm = runs(raw, "mm2", k, failed)
-        b_rates = []
-        for x, y in zip(bc, bp):
-            span = (max(x["end_ms"], y["end_ms"]) - min(x["first_ms"], y["first_ms"])) / 1000.0
-            b_rates.append(min(x["bytes"], y["bytes"]) / span / MIB if span > 0 else None)
+        b_rates, b_by_tag = concurrent_rates(bc, bp)
+        btc, btp = runs(raw, "btc", k), runs(raw, "btp", k)
+        bt_rates, bt_by_tag = concurrent_rates(btc, btp)
+        bb, btb = runs(raw, "bb", k), runs(raw, "btb", k)
+        # Per-run M/B: meaningful when B and M ran one after the other (--interleave).
+        paired = [r["mib_s"] / b_by_tag[r["_tag"]] for r in m if b_by_tag.get(r["_tag"])]
+        paired_t = [r["mib_s"] / bt_by_tag[r["_tag"]] for r in m if bt_by_tag.get(r["_tag"])]
         row = {
             "C_mib_s": stat([r["mib_s"] for r in c]),
             "P_mib_s": stat([r["mib_s"] for r in p]),
@@ -123,6 +147,14 @@ def throughput(raw):
             "M_brokers_cpu_s_per_gib": stat(
                 [sum(r["others_cpu_s_drain"]) / (r["bytes"] / 2**30) for r in m if r.get("others_cpu_s_drain")]
             ),
+            "BT_mib_s": stat(bt_rates),
+            "B_brokers_cpu_s_per_gib": brokers_cpu(bb, bp),
+            "B_dst_broker_cpu_s_per_gib": brokers_cpu(bb, bp, 1),
+            "BT_brokers_cpu_s_per_gib": brokers_cpu(btb, btp),
+            "BT_dst_broker_cpu_s_per_gib": brokers_cpu(btb, btp, 1),
+            "M_dst_broker_cpu_s_per_gib": stat(
+                [r["others_cpu_s_drain"][1] / (r["bytes"] / 2**30) for r in m if len(r.get("others_cpu_s_drain") or []) > 1]
+            ),
             "MM2_mib_s": stat([r["mib_s"] for r in mm]),
             "MM2_records_s": stat([r["records_s"] for r in mm]),
             "MM2_mib_s_incl_startup": stat([r["mib_s_incl_startup"] for r in mm]),
@@ -137,6 +169,9 @@ def throughput(raw):
         }
         row["failed_runs"] = failed
         row["ratio_M_B"] = ratio(row["M_mib_s"], row["B_mib_s"])
+        row["ratio_M_B_paired"] = stat(paired)
+        row["ratio_M_BT"] = ratio(row["M_mib_s"], row["BT_mib_s"])
+        row["ratio_M_BT_paired"] = stat(paired_t)
         row["ratio_M_MM2"] = ratio(row["M_mib_s"], row["MM2_mib_s"])
         row["ratio_cpu_per_gib_M_MM2"] = ratio(row["M_cpu_s_per_gib"], row["MM2_cpu_s_per_gib"])
         for who in ("kmirror", "mm2"):
@@ -370,6 +405,49 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
                 f"{fmt(r['MM2_mib_s'])} | {fr(r['ratio_M_B'])} {verdict(r['ratio_M_B'], 0.70, 0.85)} | "
                 f"{fr(r['ratio_M_MM2'])} {verdict(r['ratio_M_MM2'], 1.3, 2.0)} |"
             )
+        if s.get("interleave"):
+            L.append("")
+            L.append(
+                "B and M ran alternately (C P B M per run), so each run's M/B compares neighbours in time "
+                "(median (min–max) of the per-run ratios; each run's B, M in order):"
+            )
+            L.append("")
+            for k, r in tp.items():
+                pr = r.get("ratio_M_B_paired")
+                if pr:
+                    pairs = ", ".join(
+                        f"{b:.0f}/{m:.0f}" for b, m in zip((r["B_mib_s"] or {}).get("runs", []), (r["M_mib_s"] or {}).get("runs", []))
+                    )
+                    line = f"- {k}: per-run M/B {fmt(pr, 2)} (B/M MiB/s: {pairs})"
+                    if r.get("ratio_M_BT_paired"):
+                        line += f"; per-run M/BT {fmt(r['ratio_M_BT_paired'], 2)}"
+                    L.append(line)
+        if any(r.get("B_brokers_cpu_s_per_gib") for r in tp.values()):
+            L.append("")
+            L.append(
+                "Brokers' CPU-s per GiB (source + destination; destination alone) while B ran "
+                "(C and P at once) and while kmirror drained:"
+            )
+            L.append("")
+            for k, r in tp.items():
+                if r.get("B_brokers_cpu_s_per_gib"):
+                    bt = ""
+                    if r.get("BT_brokers_cpu_s_per_gib"):
+                        bt = f"BT {fmt(r['BT_brokers_cpu_s_per_gib'], 2)}; {fmt(r['BT_dst_broker_cpu_s_per_gib'], 2)} — "
+                    L.append(
+                        f"- {k}: B {fmt(r['B_brokers_cpu_s_per_gib'], 2)}; {fmt(r['B_dst_broker_cpu_s_per_gib'], 2)} — {bt}"
+                        f"kmirror {fmt(r['M_brokers_cpu_s_per_gib'], 2)}; {fmt(r['M_dst_broker_cpu_s_per_gib'], 2)}"
+                    )
+        if any(r.get("BT_mib_s") for r in tp.values()):
+            L.append("")
+            L.append(
+                "**BT** is B with a transactional producer (a commit every kmirror commit interval): the "
+                "bound for an exactly-once copy on this box. M/BT:"
+            )
+            L.append("")
+            for k, r in tp.items():
+                if r.get("BT_mib_s"):
+                    L.append(f"- {k}: BT {fmt(r['BT_mib_s'])} MiB/s, M/BT {fr(r['ratio_M_BT'])}")
         L.append("")
         L.append("| scenario | kmirror CPU-s/GiB | MM2 CPU-s/GiB | CPU ratio | kmirror cores | MM2 cores | kmirror peak RSS MiB | MM2 peak RSS MiB | brokers CPU-s/GiB (kmirror / MM2) | start-up s (kmirror / MM2) |")
         L.append("|---|---|---|---|---|---|---|---|---|---|")

@@ -125,6 +125,11 @@ struct ProduceArgs {
     /// Producer batch.size in bytes (librdkafka default 1000000).
     #[arg(long, default_value_t = 1_000_000)]
     batch_size: u64,
+    /// Transactional: commit a transaction every this many ms (0 = no transactions). The
+    /// baseline for an exactly-once copy (`scripts/bench`'s BT): kmirror's transactional work on
+    /// the destination without kmirror.
+    #[arg(long, default_value_t = 0)]
+    txn_ms: u64,
     /// Open loop: records per second (0 = as fast as possible).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
@@ -658,7 +663,19 @@ fn send_retrying(producer: &BaseProducer<CountingContext>, mut rec: BaseRecord<'
 }
 
 fn produce(a: ProduceArgs) -> Value {
-    let producer = make_producer(&a.bootstrap, &a.codec, a.linger_ms, a.batch_size, &a.props, None);
+    let mut props = a.props.clone();
+    if a.txn_ms > 0 {
+        props.push(format!("transactional.id=kbench-{}-{}", std::process::id(), now_ms_f() as u64));
+    }
+    let producer = make_producer(&a.bootstrap, &a.codec, a.linger_ms, a.batch_size, &props, None);
+    let txn_every = Duration::from_millis(a.txn_ms);
+    let txn_timeout = Duration::from_secs(60);
+    let mut txn_started = Instant::now();
+    if a.txn_ms > 0 {
+        producer.init_transactions(txn_timeout).unwrap_or_else(|e| die(format!("init_transactions: {e}")));
+        producer.begin_transaction().unwrap_or_else(|e| die(format!("begin_transaction: {e}")));
+    }
+    let mut transactions = 0u64;
     for t in &a.topics {
         if partition_count(producer.client(), t).is_none() {
             die(format!("topic {t} does not exist"));
@@ -690,6 +707,12 @@ fn produce(a: ProduceArgs) -> Value {
         let value = &pool[(i % pool.len() as u64) as usize];
         let rec = BaseRecord::with_opaque_to(topic, i as usize).partition(partition).key(&key[..]).payload(&value[..]);
         send_retrying(&producer, rec);
+        if a.txn_ms > 0 && i % 64 == 63 && txn_started.elapsed() >= txn_every {
+            producer.commit_transaction(txn_timeout).unwrap_or_else(|e| die(format!("commit_transaction: {e}")));
+            transactions += 1;
+            producer.begin_transaction().unwrap_or_else(|e| die(format!("begin_transaction: {e}")));
+            txn_started = Instant::now();
+        }
         if i % 1024 == 0 {
             producer.poll(Duration::ZERO);
             if last_report.elapsed() > Duration::from_secs(10) {
@@ -703,10 +726,17 @@ fn produce(a: ProduceArgs) -> Value {
     }
     let sent_s = t0.elapsed().as_secs_f64();
     producer.flush(Duration::from_secs(600)).unwrap_or_else(|e| die(format!("flush: {e}")));
+    let mut committed_ms = 0.0;
+    if a.txn_ms > 0 {
+        producer.commit_transaction(txn_timeout).unwrap_or_else(|e| die(format!("commit_transaction: {e}")));
+        transactions += 1;
+        committed_ms = now_ms_f();
+    }
     let ctx = producer.context();
     let acked = ctx.acked.load(Ordering::Relaxed);
     let failed = ctx.failed.load(Ordering::Relaxed);
-    let end_ms = ctx.last_ack_ns.load(Ordering::Relaxed) as f64 / 1e6;
+    // With transactions the copy is done when the last one commits, not at its last ack.
+    let end_ms = (ctx.last_ack_ns.load(Ordering::Relaxed) as f64 / 1e6).max(committed_ms);
     let first_ack_ms = ctx.first_ack_ns.load(Ordering::Relaxed) as f64 / 1e6;
     // Steady-state window, like M's (first record on the destination -> done): first ack -> last ack.
     // The first ack carries the producer's start-up (metadata, InitProducerId, first batch).
@@ -722,7 +752,7 @@ fn produce(a: ProduceArgs) -> Value {
         "mib_s_incl_startup": bytes as f64 / elapsed_incl_startup / 1048576.0,
         "send_s": sent_s, "mib_s": bytes as f64 / elapsed / 1048576.0, "records_s": acked as f64 / elapsed,
         "codec": a.codec, "linger_ms": a.linger_ms, "batch_size": a.batch_size,
-        "offered_rate": a.rate,
+        "offered_rate": a.rate, "txn_ms": a.txn_ms, "transactions": transactions,
     })
 }
 

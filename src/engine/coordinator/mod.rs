@@ -440,6 +440,18 @@ async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<stat
         .map_err(|e| EngineError::Destination(format!("cannot read {}: {e}", config.state_topic)))
 }
 
+/// What woke the coordinator's loop (see `Coordinator::run`).
+enum Wake {
+    Priority(Request),
+    Request(Request),
+    Internal(Internal),
+    LagTick,
+    MetadataTick,
+    RetryTick,
+    HeartbeatTick,
+    PublishTick,
+}
+
 /// The most often background events republish the snapshot.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
@@ -469,60 +481,66 @@ impl Coordinator {
         loop {
             // Stops and pauses that queued while the last step ran go before anything else.
             self.serve_priority().await;
-            // Each branch says what it was and when it began: a step that held the loop for long
-            // is logged, since a stop waits for the step in progress (the priority lane is served
-            // between steps).
-            let (step, began): (&'static str, Instant) = tokio::select! {
-                Some(req) = self.priority_rx.recv() => {
-                    let began = Instant::now();
+            // The select only says what woke the loop; the step runs below, timed once: a step
+            // that held the loop for long is logged, since a stop waits for the step in progress
+            // (the priority lane is served between steps).
+            let wake = tokio::select! {
+                Some(req) = self.priority_rx.recv() => Wake::Priority(req),
+                req = rx.recv() => match req {
+                    Some(req) => Wake::Request(req),
+                    None => break,
+                },
+                Some(msg) = internal_rx.recv() => Wake::Internal(msg),
+                _ = lag_tick.tick() => Wake::LagTick,
+                _ = meta_tick.tick() => Wake::MetadataTick,
+                _ = retry_tick.tick() => Wake::RetryTick,
+                _ = heartbeat_tick.tick(), if self.group.is_some() => Wake::HeartbeatTick,
+                _ = publish_tick.tick() => Wake::PublishTick,
+            };
+            let began = Instant::now();
+            let step = match wake {
+                Wake::Priority(req) => {
                     self.handle_priority(req).await;
-                    ("priority request", began)
+                    "priority request"
                 }
-                req = rx.recv() => {
-                    let began = Instant::now();
-                    let Some(req) = req else { break };
-                    if let Request::Shutdown { reply } = req {
-                        self.shutdown().await;
-                        let _ = reply.send(());
-                        return;
-                    }
+                Wake::Request(Request::Shutdown { reply }) => {
+                    self.shutdown().await;
+                    let _ = reply.send(());
+                    return;
+                }
+                Wake::Request(req) => {
                     let name = req.name();
                     self.handle(req).await;
-                    (name, began)
+                    name
                 }
-                Some(msg) = internal_rx.recv() => {
-                    let began = Instant::now();
+                Wake::Internal(msg) => {
                     let name = msg.name();
                     self.internal(msg).await;
                     dirty = true;
-                    (name, began)
+                    name
                 }
-                _ = lag_tick.tick() => {
-                    let began = Instant::now();
+                Wake::LagTick => {
                     self.spawn_lag_refresh();
                     dirty = true;
-                    ("lag refresh", began)
+                    "lag refresh"
                 }
-                _ = meta_tick.tick() => {
-                    let began = Instant::now();
+                Wake::MetadataTick => {
                     self.spawn_metadata_refresh(None);
                     self.spawn_offset_map_prune(None);
                     dirty = true;
-                    ("metadata refresh", began)
+                    "metadata refresh"
                 }
-                _ = retry_tick.tick() => {
-                    let began = Instant::now();
+                Wake::RetryTick => {
                     self.retry_due().await;
                     dirty = true;
-                    ("retries", began)
+                    "retries"
                 }
-                _ = heartbeat_tick.tick(), if self.group.is_some() => {
-                    let began = Instant::now();
+                Wake::HeartbeatTick => {
                     self.periodic_heartbeat().await;
                     dirty = true;
-                    ("heartbeat", began)
+                    "heartbeat"
                 }
-                _ = publish_tick.tick() => ("publish tick", Instant::now()),
+                Wake::PublishTick => "publish tick",
             };
             log_slow_step(step, began);
             if dirty && last_publish.elapsed() >= PUBLISH_EVERY {
