@@ -353,6 +353,15 @@ def failback_md(fb):
     return L
 
 
+def per_scenario(L, tp, key, title, line):
+    """A titled list with one line per scenario that has `key` (none at all: nothing)."""
+    rows = [(k, r) for k, r in tp.items() if r.get(key)]
+    if not rows:
+        return
+    L += ["", title, ""]
+    L += [line(k, r) for k, r in rows]
+
+
 def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
     s = meta["settings"]
     smoke = meta["mode"] != "full"
@@ -422,32 +431,31 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
                     if r.get("ratio_M_BT_paired"):
                         line += f"; per-run M/BT {fmt(r['ratio_M_BT_paired'], 2)}"
                     L.append(line)
-        if any(r.get("B_brokers_cpu_s_per_gib") for r in tp.values()):
-            L.append("")
-            L.append(
-                "Brokers' CPU-s per GiB (source + destination; destination alone) while B ran "
-                "(C and P at once) and while kmirror drained:"
+        def cpu_line(k, r):
+            bt = ""
+            if r.get("BT_brokers_cpu_s_per_gib"):
+                bt = f"BT {fmt(r['BT_brokers_cpu_s_per_gib'], 2)}; {fmt(r['BT_dst_broker_cpu_s_per_gib'], 2)} — "
+            return (
+                f"- {k}: B {fmt(r['B_brokers_cpu_s_per_gib'], 2)}; {fmt(r['B_dst_broker_cpu_s_per_gib'], 2)} — {bt}"
+                f"kmirror {fmt(r['M_brokers_cpu_s_per_gib'], 2)}; {fmt(r['M_dst_broker_cpu_s_per_gib'], 2)}"
             )
-            L.append("")
-            for k, r in tp.items():
-                if r.get("B_brokers_cpu_s_per_gib"):
-                    bt = ""
-                    if r.get("BT_brokers_cpu_s_per_gib"):
-                        bt = f"BT {fmt(r['BT_brokers_cpu_s_per_gib'], 2)}; {fmt(r['BT_dst_broker_cpu_s_per_gib'], 2)} — "
-                    L.append(
-                        f"- {k}: B {fmt(r['B_brokers_cpu_s_per_gib'], 2)}; {fmt(r['B_dst_broker_cpu_s_per_gib'], 2)} — {bt}"
-                        f"kmirror {fmt(r['M_brokers_cpu_s_per_gib'], 2)}; {fmt(r['M_dst_broker_cpu_s_per_gib'], 2)}"
-                    )
-        if any(r.get("BT_mib_s") for r in tp.values()):
-            L.append("")
-            L.append(
-                "**BT** is B with a transactional producer (a commit every kmirror commit interval): the "
-                "bound for an exactly-once copy on this box. M/BT:"
-            )
-            L.append("")
-            for k, r in tp.items():
-                if r.get("BT_mib_s"):
-                    L.append(f"- {k}: BT {fmt(r['BT_mib_s'])} MiB/s, M/BT {fr(r['ratio_M_BT'])}")
+
+        per_scenario(
+            L,
+            tp,
+            "B_brokers_cpu_s_per_gib",
+            "Brokers' CPU-s per GiB (source + destination; destination alone) while B ran "
+            "(C and P at once), while BT ran and while kmirror drained:",
+            cpu_line,
+        )
+        per_scenario(
+            L,
+            tp,
+            "BT_mib_s",
+            "**BT** is B with a transactional producer (a commit every kmirror commit interval): the "
+            "bound for an exactly-once copy on this box. M/BT:",
+            lambda k, r: f"- {k}: BT {fmt(r['BT_mib_s'])} MiB/s, M/BT {fr(r['ratio_M_BT'])}",
+        )
         L.append("")
         L.append("| scenario | kmirror CPU-s/GiB | MM2 CPU-s/GiB | CPU ratio | kmirror cores | MM2 cores | kmirror peak RSS MiB | MM2 peak RSS MiB | brokers CPU-s/GiB (kmirror / MM2) | start-up s (kmirror / MM2) |")
         L.append("|---|---|---|---|---|---|---|---|---|---|")
