@@ -103,6 +103,11 @@ def concurrent_rates(consumer_runs, producer_runs):
     return rates, by_tag
 
 
+def per_run_ratios(m_runs, baseline_by_tag):
+    """Each kmirror run's MiB/s over the baseline run of the same tag (where there is one)."""
+    return [r["mib_s"] / baseline_by_tag[r["_tag"]] for r in m_runs if baseline_by_tag.get(r["_tag"])]
+
+
 def brokers_cpu(cpu_runs, producer_runs, which=None):
     """Brokers' CPU-s per GiB over B/BT runs (source + destination, or one of them)."""
     out = []
@@ -129,8 +134,7 @@ def throughput(raw):
         bt_rates, bt_by_tag = concurrent_rates(btc, btp)
         bb, btb = runs(raw, "bb", k), runs(raw, "btb", k)
         # Per-run M/B: meaningful when B and M ran one after the other (--interleave).
-        paired = [r["mib_s"] / b_by_tag[r["_tag"]] for r in m if b_by_tag.get(r["_tag"])]
-        paired_t = [r["mib_s"] / bt_by_tag[r["_tag"]] for r in m if bt_by_tag.get(r["_tag"])]
+        paired, paired_t = per_run_ratios(m, b_by_tag), per_run_ratios(m, bt_by_tag)
         row = {
             "C_mib_s": stat([r["mib_s"] for r in c]),
             "P_mib_s": stat([r["mib_s"] for r in p]),
