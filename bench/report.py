@@ -629,7 +629,13 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
         L.append("```properties")
         L.append(s["mm2"]["eos_extra_properties"])
         L.append("```")
-    L.append(f"- Brokers: {s['brokers']['config']}; JVM `{s['brokers']['jvm']}`")
+    restart = s["brokers"].get("mirror_runs_restart_destination")
+    dest = {
+        None: "; each mirror run on a freshly restarted (cold) destination broker, B and BT on a warm one",
+        True: "; each mirror run on a freshly restarted (cold) destination broker (--restart-dest), B and BT on a warm one",
+        False: "; mirror runs on the same warm destination broker as B and BT (its topics deleted before each run)",
+    }[restart]
+    L.append(f"- Brokers: {s['brokers']['config']}; JVM `{s['brokers']['jvm']}`{dest}")
     L.append(f"- Baselines: consumer: {s['baselines']['consumer']}; producer: {s['baselines']['producer']}")
     L.append(
         f"- Latency: {s['latency_warmup_secs']} s discarded + {s['latency_secs']} s measured per run; "

@@ -289,6 +289,7 @@ fn plain_consumer(bootstrap: &str, isolation: &str, props: &[String]) -> BaseCon
         .set("fetch.queue.backoff.ms", "10")
         .set("fetch.wait.max.ms", "500")
         .set("fetch.max.bytes", "16777216")
+        .set("max.partition.fetch.bytes", "8388608")
         .set("queued.max.messages.kbytes", "65536");
     for p in props {
         let Some((k, v)) = p.split_once('=') else { die(format!("--prop {p}: expected key=value")) };

@@ -55,7 +55,11 @@ pub(crate) fn client_config(
     // broker that is down from a connection storm.
     cfg.set("reconnect.backoff.max.ms", "1000");
     for (k, v) in defaults {
-        cfg.set(*k, *v);
+        // A default the user set under another of librdkafka's names for it would otherwise
+        // reach librdkafka twice, in the config map's (random) order: which one won was chance.
+        if !properties.keys().any(|name| same_property(name, k)) {
+            cfg.set(*k, *v);
+        }
     }
     for (name, value) in properties {
         // Not from the allow list: refuse rather than hand it to librdkafka.
@@ -63,6 +67,21 @@ pub(crate) fn client_config(
         cfg.set(name, resolve(name, value)?);
     }
     Ok(cfg)
+}
+
+/// librdkafka's aliases: two names of one property (CONFIGURATION.md, "alias for ...").
+const ALIASES: &[(&str, &str)] = &[
+    ("linger.ms", "queue.buffering.max.ms"),
+    ("max.partition.fetch.bytes", "fetch.message.max.bytes"),
+    ("retries", "message.send.max.retries"),
+    ("acks", "request.required.acks"),
+    ("max.in.flight", "max.in.flight.requests.per.connection"),
+    ("compression.type", "compression.codec"),
+];
+
+/// Whether `a` and `b` name the same librdkafka property.
+fn same_property(a: &str, b: &str) -> bool {
+    a == b || ALIASES.iter().any(|&(x, y)| (a == x && b == y) || (a == y && b == x))
 }
 
 /// The value a property stands for: the value itself, or what its reference names.
@@ -158,6 +177,21 @@ mod tests {
         assert_eq!(cfg.get("linger.ms"), Some("5"));
         let over = client_config("h:1", &props(&[("linger.ms", "50")]), &[("linger.ms", "5")]).unwrap();
         assert_eq!(over.get("linger.ms"), Some("50"), "the user's property wins over a tuning default");
+    }
+
+    #[test]
+    fn a_default_yields_to_the_user_setting_it_under_another_name() {
+        let cfg = client_config(
+            "h:1",
+            &props(&[("queue.buffering.max.ms", "50"), ("fetch.message.max.bytes", "1048576")]),
+            &[("linger.ms", "5"), ("max.partition.fetch.bytes", "8388608"), ("retry.backoff.ms", "10")],
+        )
+        .unwrap();
+        assert_eq!(cfg.get("queue.buffering.max.ms"), Some("50"));
+        assert_eq!(cfg.get("linger.ms"), None, "the default must not reach librdkafka beside the user's alias");
+        assert_eq!(cfg.get("fetch.message.max.bytes"), Some("1048576"));
+        assert_eq!(cfg.get("max.partition.fetch.bytes"), None);
+        assert_eq!(cfg.get("retry.backoff.ms"), Some("10"), "defaults the user did not touch stay");
     }
 
     #[test]

@@ -1708,6 +1708,7 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
 fn consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
     let fetch_max_bytes = FETCH_MAX_BYTES.to_string();
     let fetch_wait_max_ms = FETCH_WAIT_MAX_MS.to_string();
+    let partition_fetch_max_bytes = PARTITION_FETCH_MAX_BYTES.to_string();
     let mut ccfg = client_config(
         &config.source_bootstrap,
         &config.source_properties,
@@ -1723,6 +1724,15 @@ fn consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
             // CPU. The broker answers as soon as any partition has data (fetch.min.bytes 1), so
             // a longer wait costs no latency; it only spaces out the fetches of an idle mirror.
             ("fetch.wait.max.ms", &fetch_wait_max_ms),
+            // A slot's data path fetches only that slot's partitions, usually one or two of a
+            // topic, and at librdkafka's 1 MiB per partition each fetch then carried ~1 MiB where
+            // one consumer of every partition got up to `fetch.max.bytes`: 947 fetch requests per
+            // GiB against 140 for the benchmark's plain consumer (request log, none-8, session
+            // 14), and the source broker's CPU per GiB under kmirror 1.1-1.3x its CPU under the
+            // baseline. At 8 MiB: 0.6-1.0x, for ~90-290 MiB more peak RSS while draining a
+            // backlog (`bench/results/*-s14-pfetch8m.md` against `*-s14-pfetch1m.md`). The source
+            // cluster is usually production: its load is the operator's first worry.
+            ("max.partition.fetch.bytes", &partition_fetch_max_bytes),
         ],
     )?;
     ccfg.set("group.id", format!("kmirror-{}", config.mirror))
@@ -1756,6 +1766,9 @@ pub fn prefetch_kbytes(slots: usize) -> usize {
 
 /// The consumer's `fetch.max.bytes` default (librdkafka's is 50 MiB): see `consumer_config`.
 const FETCH_MAX_BYTES: usize = 16 << 20;
+
+/// The consumer's `max.partition.fetch.bytes` default (librdkafka's is 1 MiB): see `consumer_config`.
+const PARTITION_FETCH_MAX_BYTES: usize = 8 << 20;
 
 /// The consumer's `fetch.wait.max.ms` default: see `consumer_config`.
 const FETCH_WAIT_MAX_MS: u32 = 500;
@@ -2065,6 +2078,7 @@ mod tests {
         let defaults = consumer_config(&config(&[])).unwrap();
         assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
         assert_eq!(defaults.get("fetch.wait.max.ms"), Some("500"));
+        assert_eq!(defaults.get("max.partition.fetch.bytes"), Some("8388608"));
         assert_eq!(defaults.get("socket.nagle.disable"), Some("true"));
         assert_eq!(defaults.get("bootstrap.servers"), Some("src:9092"));
         assert_eq!(defaults.get("isolation.level"), Some("read_committed"));
@@ -2077,6 +2091,9 @@ mod tests {
         .unwrap();
         assert_eq!(user.get("fetch.max.bytes"), Some("1048576"));
         assert_eq!(user.get("fetch.wait.max.ms"), Some("50"));
+        let alias = consumer_config(&config(&[("fetch.message.max.bytes", "1048576")])).unwrap();
+        assert_eq!(alias.get("fetch.message.max.bytes"), Some("1048576"));
+        assert_eq!(alias.get("max.partition.fetch.bytes"), None, "the user's alias wins, alone");
         // The secret itself, not rdkafka's config_map() placeholder.
         assert_eq!(user.get("sasl.password"), Some("hunter2-consumer"));
         // What correctness depends on cannot be set by the user at all.
