@@ -1693,10 +1693,10 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
             // librdkafka hands over records, not the source's batches, so what the source's
             // producers compressed reaches the destination uncompressed unless kmirror compresses
             // it again: twice the bytes stored, sent and handled by the destination for
-            // compressible data. lz4 is the cheapest codec that gets most of it back. With it the
+            // compressible data. lz4 because it compresses fastest of Kafka's codecs. With it the
             // destination broker's CPU per GiB in the lz4-64 benchmark went from 2.3x to 1.2x of
-            // B's, kmirror / B from 0.63 to 0.99, and kmirror's own CPU per GiB down (fewer bytes
-            // to send); uncompressed sources stayed at 0.93-0.97 of B
+            // B's, kmirror / B from 0.63 to 0.99, and kmirror's own CPU per GiB lower in that run
+            // (fewer bytes to send); uncompressed sources stayed at 0.93-0.97 of B
             // (`bench/results/*-s14-destlz4*.md`). `compression.type=none` (or zstd, ...) in the
             // destination properties overrides it.
             ("compression.type", "lz4"),
