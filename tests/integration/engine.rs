@@ -1275,7 +1275,18 @@ async fn a_transaction_refused_part_way_is_retried_without_false_foreign_writes(
         // The refused record first, so the attempts carry the good topic's records too.
         let (g, b) = (good.name.clone(), bad.name.clone());
         tokio::task::spawn_blocking(move || {
-            let big = Rec { partition: 0, key: None, value: Some(vec![b'z'; 8192]), headers: vec![], timestamp: None };
+            // Incompressible: kmirror's producer compresses with lz4, and 8 KiB of one byte
+            // would then fit the 1 KiB limit and never be refused.
+            let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ round as u64;
+            let noise = (0..8192)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 24) as u8
+                })
+                .collect();
+            let big = Rec { partition: 0, key: None, value: Some(noise), headers: vec![], timestamp: None };
             produce(Cluster::Source, &b, &[big]);
             produce(Cluster::Source, &g, &keyed(400, 2, &format!("g{round}")));
         })
