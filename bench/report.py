@@ -629,12 +629,13 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
         L.append("```properties")
         L.append(s["mm2"]["eos_extra_properties"])
         L.append("```")
+    # Absent (runs before 2026-12-02): restarted, like --restart-dest.
     restart = s["brokers"].get("mirror_runs_restart_destination")
-    dest = {
-        None: "; each mirror run on a freshly restarted (cold) destination broker, B and BT on a warm one",
-        True: "; each mirror run on a freshly restarted (cold) destination broker (--restart-dest), B and BT on a warm one",
-        False: "; mirror runs on the same warm destination broker as B and BT (its topics deleted before each run)",
-    }[restart]
+    if restart is False:
+        dest = "; mirror runs on the same warm destination broker as B and BT (its topics deleted before each run)"
+    else:
+        flag = " (--restart-dest)" if restart else ""
+        dest = f"; each mirror run on a freshly restarted (cold) destination broker{flag}, B and BT on a warm one"
     L.append(f"- Brokers: {s['brokers']['config']}; JVM `{s['brokers']['jvm']}`{dest}")
     L.append(f"- Baselines: consumer: {s['baselines']['consumer']}; producer: {s['baselines']['producer']}")
     L.append(
