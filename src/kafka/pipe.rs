@@ -12,9 +12,10 @@
 //! coordinator) but reports what it saw: commits, per-partition failures, fencing.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Mutex, OnceLock};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
@@ -276,6 +277,48 @@ struct DeliveryLog {
     /// A record of the open transaction failed because a request timed out (see
     /// [`needs_new_producer`]): the producer is replaced before the next transaction.
     timed_out: AtomicBool,
+    /// `reported_bytes` at which the delivery callback unparks `waiter`; 0 = nobody waits.
+    wake_at: AtomicUsize,
+    /// The data path's thread, set by its first [`DeliveryLog::wait_reported`].
+    waiter: OnceLock<Thread>,
+}
+
+impl DeliveryLog {
+    /// Called by the delivery callback after a data record's report: wakes the data path when
+    /// the bytes it waits for have been reported.
+    fn reported(&self, bytes: usize) {
+        // SeqCst here and in `wait_reported`: either this sees the waiter's `wake_at` or the
+        // waiter sees these bytes (no lost wake-up between its check and its park).
+        let reported = self.reported_bytes.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        let at = self.wake_at.load(Ordering::SeqCst);
+        if at != 0
+            && reported >= at
+            && self.wake_at.compare_exchange(at, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+            && let Some(waiter) = self.waiter.get()
+        {
+            waiter.unpark();
+        }
+    }
+
+    /// Parks the calling thread (always the data path's) until `target` bytes of the open
+    /// transaction have been reported or `max` has passed; returns at once if they already
+    /// have. A spurious early return is harmless: every caller re-checks what it waits for.
+    ///
+    /// The data path used to poll in 1 ms sleeps while the destination acknowledged its records:
+    /// sixteen slot data paths woke ~50,000 times per GiB drained (none-64, 7 times the context
+    /// switches of the baseline's consumer and producer together), where an acknowledgement
+    /// arrives once per produce request (up to 1 MB of records).
+    fn wait_reported(&self, target: usize, max: Duration) {
+        if target == 0 {
+            return;
+        }
+        self.waiter.get_or_init(std::thread::current);
+        self.wake_at.store(target, Ordering::SeqCst);
+        if self.reported_bytes.load(Ordering::SeqCst) < target {
+            std::thread::park_timeout(max);
+        }
+        self.wake_at.store(0, Ordering::SeqCst);
+    }
 }
 
 /// Key and value bytes of a record: what a transaction counts as sent when the pipe hands a
@@ -309,7 +352,7 @@ impl ProducerContext for PipeProducerContext {
                 (Err(e.to_string()), m)
             }
         };
-        self.log.reported_bytes.fetch_add(record_bytes(message), Ordering::Relaxed);
+        self.log.reported(record_bytes(message));
         let mut results = self.log.results.lock().unwrap_or_else(|p| p.into_inner());
         if results.len() <= slot {
             results.resize(slot + 1, None);
@@ -860,7 +903,8 @@ impl Pipe {
             // still ends on time, and its flush is short. The producer keeps its in-flight
             // window full either way, so throughput does not change.
             if self.in_txn && self.unacked_bytes() > self.unacked_limit() {
-                std::thread::sleep(SERVE_STEP);
+                let enough = self.txn_bytes - self.unacked_limit();
+                self.producer.context().log.wait_reported(enough, (deadline - now).min(MAX_PARK));
                 continue;
             }
             // A transaction that may end early (see `may_end_early`) ends once every partition it
@@ -1484,9 +1528,18 @@ impl Pipe {
     /// Waits until every record sent has its delivery report served (see `super::produce`).
     fn flush_sent(&self) -> Result<(), RdError> {
         let producer = &self.producer;
+        let log = &producer.context().log;
         wait_delivered(
             || producer.in_flight_count(),
-            || std::thread::sleep(SERVE_STEP),
+            // Parked until the last data record's report; then the state records (a few, sent
+            // last) and the reports being served are waited for in short sleeps.
+            || {
+                if log.reported_bytes.load(Ordering::SeqCst) < self.txn_bytes {
+                    log.wait_reported(self.txn_bytes, MAX_PARK);
+                } else {
+                    std::thread::sleep(SERVE_STEP);
+                }
+            },
             self.config.transaction_timeout,
         )
     }
@@ -1790,6 +1843,10 @@ pub const SLOW_TO_LOG: Duration = Duration::from_secs(1);
 
 /// Steps of the data path's thread at least this long are kept to explain a command's wait.
 const NOTE_STEP: Duration = Duration::from_millis(20);
+
+/// The longest the data path parks waiting for delivery reports before it looks again (a
+/// safety net: a report's callback unparks it, see `DeliveryLog::wait_reported`).
+const MAX_PARK: Duration = Duration::from_millis(20);
 
 /// How many such steps are kept.
 const STEPS_KEPT: usize = 256;
@@ -2177,5 +2234,36 @@ mod tests {
         assert!(backoff(0) <= Duration::from_millis(200));
         assert!(backoff(3) >= Duration::from_millis(800));
         assert!(backoff(30) <= Duration::from_millis(30_000));
+    }
+
+    #[test]
+    fn a_waiting_data_path_is_woken_by_the_report_that_reaches_its_target() {
+        let log = std::sync::Arc::new(DeliveryLog::default());
+        // Reached already: no wait.
+        log.reported(10);
+        log.wait_reported(10, Duration::from_secs(600));
+        assert_eq!(log.wake_at.load(Ordering::SeqCst), 0);
+        // Not reached: the report of another thread that reaches the target wakes it.
+        let (parked_tx, parked_rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                parked_tx.send(()).unwrap();
+                let started = Instant::now();
+                // As the data path does: a spurious return only means looking again.
+                while log.reported_bytes.load(Ordering::SeqCst) < 100 {
+                    log.wait_reported(100, Duration::from_secs(600));
+                }
+                (started.elapsed(), log.reported_bytes.load(Ordering::SeqCst))
+            })
+        };
+        parked_rx.recv().unwrap();
+        log.reported(40);
+        log.reported(50);
+        let (waited, reported) = waiter.join().unwrap();
+        assert_eq!(reported, 100);
+        // A lost wake-up would park for the full 600 s.
+        assert!(waited < Duration::from_secs(300), "woken by the timeout, not by the report: {waited:?}");
+        assert_eq!(log.wake_at.load(Ordering::SeqCst), 0, "nobody waits any more");
     }
 }
