@@ -12,9 +12,9 @@
 //! coordinator) but reports what it saw: commits, per-partition failures, fencing.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -279,8 +279,10 @@ struct DeliveryLog {
     timed_out: AtomicBool,
     /// `reported_bytes` at which the delivery callback unparks `waiter`; 0 = nobody waits.
     wake_at: AtomicUsize,
-    /// The data path's thread, set by its first [`DeliveryLog::wait_reported`].
-    waiter: OnceLock<Thread>,
+    /// The thread parked in [`DeliveryLog::wait_reported`] (set by every wait, so the wake-up
+    /// never goes to a thread that waited before: locked once per wait and per wake-up, never
+    /// per record).
+    waiter: Mutex<Option<Thread>>,
 }
 
 impl DeliveryLog {
@@ -294,13 +296,13 @@ impl DeliveryLog {
         if at != 0
             && reported >= at
             && self.wake_at.compare_exchange(at, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok()
-            && let Some(waiter) = self.waiter.get()
+            && let Some(waiter) = &*self.waiter.lock().unwrap_or_else(|p| p.into_inner())
         {
             waiter.unpark();
         }
     }
 
-    /// Parks the calling thread (always the data path's) until `target` bytes of the open
+    /// Parks the calling thread (the data path's) until `target` bytes of the open
     /// transaction have been reported or `max` has passed; returns at once if they already
     /// have. A spurious early return is harmless: every caller re-checks what it waits for.
     ///
@@ -312,7 +314,7 @@ impl DeliveryLog {
         if target == 0 {
             return;
         }
-        self.waiter.get_or_init(std::thread::current);
+        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
         self.wake_at.store(target, Ordering::SeqCst);
         if self.reported_bytes.load(Ordering::SeqCst) < target {
             std::thread::park_timeout(max);
