@@ -303,16 +303,17 @@ impl DeliveryLog {
     }
 
     /// Parks the calling thread (the data path's) until `target` bytes of the open
-    /// transaction have been reported or `max` has passed; returns at once if they already
-    /// have. A spurious early return is harmless: every caller re-checks what it waits for.
+    /// transaction have been reported or `max` has passed; returns at once, with `false`, if
+    /// they already have. A spurious early return is harmless: every caller re-checks what it
+    /// waits for.
     ///
     /// The data path used to poll in 1 ms sleeps while the destination acknowledged its records:
     /// sixteen slot data paths switched out 36,000-92,000 times per GiB drained (none-64), where
     /// the benchmark's plain consumer and producer switch ~11,000 times together and an
     /// acknowledgement arrives once per produce request (up to 1 MB of records). Parked: ~4,500.
-    fn wait_reported(&self, target: usize, max: Duration) {
-        if target == 0 {
-            return;
+    fn wait_reported(&self, target: usize, max: Duration) -> bool {
+        if self.reported_bytes.load(Ordering::SeqCst) >= target {
+            return false;
         }
         *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
         self.wake_at.store(target, Ordering::SeqCst);
@@ -320,6 +321,7 @@ impl DeliveryLog {
             std::thread::park_timeout(max);
         }
         self.wake_at.store(0, Ordering::SeqCst);
+        true
     }
 }
 
@@ -1536,9 +1538,7 @@ impl Pipe {
             // Parked until the last data record's report; then the state records (a few, sent
             // last) and the reports being served are waited for in short sleeps.
             || {
-                if log.reported_bytes.load(Ordering::SeqCst) < self.txn_bytes {
-                    log.wait_reported(self.txn_bytes, MAX_PARK);
-                } else {
+                if !log.wait_reported(self.txn_bytes, MAX_PARK) {
                     std::thread::sleep(SERVE_STEP);
                 }
             },
@@ -2243,7 +2243,7 @@ mod tests {
         let log = std::sync::Arc::new(DeliveryLog::default());
         // Reached already: no wait.
         log.reported(10);
-        log.wait_reported(10, Duration::from_secs(600));
+        assert!(!log.wait_reported(10, Duration::from_secs(600)));
         assert_eq!(log.wake_at.load(Ordering::SeqCst), 0);
         // Not reached: the report of another thread that reaches the target wakes it.
         let (parked_tx, parked_rx) = std::sync::mpsc::channel();
