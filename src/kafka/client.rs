@@ -204,6 +204,35 @@ mod tests {
         check_properties(&props(&[("security.protocol", "SASL_SSL"), ("sasl.password", "x")])).unwrap();
     }
 
+    /// CPU time the calling thread has used, in ns (`/proc/thread-self/schedstat`).
+    fn thread_cpu_ns() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
+        stat.split_whitespace().next().and_then(|n| n.parse().ok()).expect("schedstat's first field")
+    }
+
+    /// rdkafka 0.39 truncated a poll's remaining wait to whole milliseconds and spun through the
+    /// rest (`vendor/rdkafka/PATCHES.md`): a poll of 1.9 ms slept 1 ms and burned ~0.9 ms, and
+    /// every ThreadedProducer's thread spun 1 ms of each 100 ms. With the vendored patch a poll
+    /// that times out sleeps. (A busy box can only make a spinning poll look cheaper, never a
+    /// sleeping one look expensive: the bound is loose on purpose.)
+    #[test]
+    fn polls_that_time_out_sleep_instead_of_spinning() {
+        use rdkafka::consumer::BaseConsumer;
+        use rdkafka::producer::BaseProducer;
+        let mut cfg = ClientConfig::new();
+        // Nothing listens there: the polls find no messages and time out.
+        cfg.set("bootstrap.servers", "127.0.0.1:9").set("group.id", "kmirror-poll-test");
+        let consumer: BaseConsumer = cfg.create().unwrap();
+        let producer: BaseProducer = cfg.create().unwrap();
+        let (wall, cpu) = (std::time::Instant::now(), thread_cpu_ns());
+        for _ in 0..40 {
+            let _ = consumer.poll(std::time::Duration::from_micros(1_900));
+            producer.poll(std::time::Duration::from_micros(1_900));
+        }
+        let (wall, cpu) = (wall.elapsed().as_nanos() as u64, thread_cpu_ns() - cpu);
+        assert!(cpu * 5 < wall, "80 polls of 1.9 ms used {} us of CPU in {} us", cpu / 1000, wall / 1000);
+    }
+
     #[test]
     fn references_resolve_at_build_time() {
         // std::env::set_var is unsafe in edition 2024 (threads): use a variable that is set.

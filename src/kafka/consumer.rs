@@ -24,6 +24,22 @@ pub fn message_leader_epoch(msg: &BorrowedMessage<'_>) -> Option<i32> {
     (epoch >= 0).then_some(epoch)
 }
 
+// kmirror's librdkafka patch 0003 (vendor/rdkafka-sys/PATCHES.md): not in rdkafka-sys's
+// generated bindings.
+unsafe extern "C" {
+    fn rd_kafka_message_compression(rkmessage: *const rd::rd_kafka_message_t) -> std::ffi::c_int;
+}
+
+/// The compression codec of the record batch a consumed message came from, as librdkafka
+/// numbers it (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd); `None` when unknown (message format v1
+/// or older).
+pub fn message_codec(msg: &BorrowedMessage<'_>) -> Option<i32> {
+    // SAFETY: `msg.ptr()` is a live consumed message for the borrow's lifetime; the accessor
+    // (added by the vendored librdkafka's patch 0003) only reads it.
+    let codec = unsafe { rd_kafka_message_compression(msg.ptr()) };
+    (codec >= 0).then_some(codec)
+}
+
 /// Where the last fetch response said `topic`/`partition` ends — its last stable offset, for a
 /// `read_committed` consumer (librdkafka's fetcher takes the LSO as the end then) — from
 /// librdkafka's cache, without a request. `None` before the partition's first fetch.

@@ -43,6 +43,54 @@ impl<T> Drop for Owned<T> {
     }
 }
 
+/// A producer's handle on one topic, created with its own `compression.codec`. librdkafka keeps
+/// the configuration a topic gets when the client first creates its handle (later handles and
+/// `producev` by name share that one), so the data path creates this before it sends the
+/// topic's first record. Dropped before the producer it belongs to (see `pipe::Destination`).
+pub(crate) struct ProducerTopic {
+    /// Held only to be destroyed: librdkafka's contract is one destroy per topic_new.
+    _handle: Owned<rd::rd_kafka_topic_t>,
+}
+
+impl ProducerTopic {
+    /// Creates `topic`'s handle in `client` with `compression.codec` = `codec`.
+    pub(crate) fn with_codec<C: rdkafka::ClientContext>(
+        client: &rdkafka::client::Client<C>,
+        topic: &str,
+        codec: &str,
+    ) -> KafkaResult<ProducerTopic> {
+        let name = cstring("create topic handle", topic)?;
+        let key = cstring("create topic handle", "compression.codec")?;
+        let value = cstring("create topic handle", codec)?;
+        let mut errstr = [0 as c_char; 256];
+        // SAFETY: a fresh configuration object that we own until rd_kafka_topic_new takes it.
+        let conf = unsafe { rd::rd_kafka_topic_conf_new() };
+        // SAFETY: `conf` is live; the strings outlive the call; `errstr` is writable for its
+        // length, which is what librdkafka is told.
+        let res = unsafe {
+            rd::rd_kafka_topic_conf_set(conf, key.as_ptr(), value.as_ptr(), errstr.as_mut_ptr(), errstr.len())
+        };
+        if res != rd::rd_kafka_conf_res_t::RD_KAFKA_CONF_OK {
+            // SAFETY: `conf` was not handed over; we still own it. errstr is NUL-terminated.
+            let message = unsafe {
+                rd::rd_kafka_topic_conf_destroy(conf);
+                string(errstr.as_ptr())
+            };
+            return Err(KafkaError::InvalidArgument { operation: "create topic handle", message });
+        }
+        // SAFETY: the client pointer is live for the borrow of `client`; rd_kafka_topic_new takes
+        // ownership of `conf` whatever it returns; the returned handle is ours to destroy.
+        let ptr = unsafe { rd::rd_kafka_topic_new(client.native_ptr(), name.as_ptr(), conf) };
+        // SAFETY: NULL or a handle we own, destroyed with its destructor.
+        unsafe { Owned::new(ptr, rd::rd_kafka_topic_destroy) }.map(|_handle| ProducerTopic { _handle }).ok_or_else(
+            || KafkaError::InvalidArgument {
+                operation: "create topic handle",
+                message: format!("librdkafka refused topic {topic:?}"),
+            },
+        )
+    }
+}
+
 /// Copies a C string into an owned `String` (lossy on invalid UTF-8); `None` for NULL.
 ///
 /// # Safety

@@ -28,8 +28,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::KafkaAdmin;
 use super::client::{client_config, create, create_with_context};
-use super::consumer::{fetched_end, message_leader_epoch, position_list};
+use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
 use super::error::KafkaResult;
+use super::ffi::ProducerTopic;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
 use crate::domain::offset_map::{Run, RunBuilder};
@@ -253,6 +254,9 @@ struct Part {
     after_abort: bool,
     /// Records of the open transaction: (source offset, leader epoch, timestamp, bytes, slot).
     pending: Vec<Pending>,
+    /// The current producer's codec for this partition's topic is settled (see
+    /// [`Destination::settle_codec`]): checked once per partition and producer, not per record.
+    codec_settled: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -405,6 +409,78 @@ fn reject(cmd: PipeCommand, why: &str) {
     }
 }
 
+/// The data path's transactional producer, with the topic handles it created to give each
+/// topic the codec of the source's batches. The handles are declared first so they are dropped
+/// before the client they belong to (Rust drops fields in declaration order).
+struct Destination {
+    /// Per destination topic: the handle created with its codec, or `None` when the producer's
+    /// default applies (the user chose a codec, or the source's was unknown).
+    topics: HashMap<String, Option<ProducerTopic>>,
+    producer: ThreadedProducer<PipeProducerContext>,
+}
+
+impl std::ops::Deref for Destination {
+    type Target = ThreadedProducer<PipeProducerContext>;
+    fn deref(&self) -> &Self::Target {
+        &self.producer
+    }
+}
+
+impl Destination {
+    fn new(producer: ThreadedProducer<PipeProducerContext>) -> Destination {
+        Destination { topics: HashMap::new(), producer }
+    }
+
+    /// Settles `topic`'s codec before this producer sends its first record of it: the codec of
+    /// the source batch `source_codec` came from, when kmirror chooses (`follow_source`). A
+    /// Kafka mirror keeps the source's batches as they are (KIP-1279's fetcher appends them,
+    /// Cluster Linking copies them); librdkafka hands kmirror records, not batches, so the
+    /// nearest it can do is compress like the source did. One fixed codec cost either way: lz4
+    /// for every topic spent ~30 % of kmirror's CPU recompressing sources that were not
+    /// compressed (none-64 bench, perf), and writing uncompressed doubled what the destination
+    /// stored and handled for compressed sources (lz4-64: destination CPU per GiB 2.3x B's).
+    /// The codec seen first stays for the producer's life (librdkafka fixes a topic's
+    /// configuration when the client creates it); a new producer looks again.
+    fn settle_codec(&mut self, topic: &str, source_codec: Option<i32>, follow_source: bool, mirror: &str, slot: i32) {
+        if self.topics.contains_key(topic) {
+            return;
+        }
+        let handle = match source_codec.and_then(codec_name).filter(|_| follow_source) {
+            None => None,
+            Some(codec) => match ProducerTopic::with_codec(self.producer.client(), topic, codec) {
+                Ok(handle) => {
+                    tracing::debug!(mirror, slot, topic, codec, "destination batches compressed like the source's");
+                    Some(handle)
+                }
+                Err(e) => {
+                    // The producer's default codec then applies: the copy stays correct.
+                    tracing::warn!(mirror, slot, topic, codec, "cannot set the topic's codec: {e}");
+                    None
+                }
+            },
+        };
+        self.topics.insert(topic.to_string(), handle);
+    }
+}
+
+/// librdkafka's `compression.codec` name for a batch codec number (`message_codec`).
+fn codec_name(codec: i32) -> Option<&'static str> {
+    match codec {
+        0 => Some("none"),
+        1 => Some("gzip"),
+        2 => Some("snappy"),
+        3 => Some("lz4"),
+        4 => Some("zstd"),
+        _ => None,
+    }
+}
+
+/// Whether the user's destination properties choose the producer's codec (then kmirror does not
+/// follow the source's, see [`Destination::settle_codec`]).
+fn user_sets_codec(destination_properties: &BTreeMap<String, String>) -> bool {
+    destination_properties.keys().any(|k| k == "compression.type" || k == "compression.codec")
+}
+
 struct Pipe {
     config: PipeConfig,
     consumer: BaseConsumer,
@@ -412,7 +488,10 @@ struct Pipe {
     /// thread would mean `BaseProducer::poll`, which busy-waits through the last millisecond of
     /// every timeout (rdkafka 0.39 rounds the remaining time down to 0 ms): 37% of kmirror's CPU
     /// under load, measured with perf.
-    producer: ThreadedProducer<PipeProducerContext>,
+    producer: Destination,
+    /// Give each topic the codec of the source's batches (no codec in the user's destination
+    /// properties; see [`Destination::settle_codec`]).
+    follow_source_codec: bool,
     destination_admin: KafkaAdmin,
     source_admin: KafkaAdmin,
     runtime: tokio::runtime::Handle,
@@ -509,9 +588,10 @@ impl Pipe {
             KafkaAdmin::shared(&config.source_bootstrap, &config.source_properties, Duration::from_secs(15))
                 .map_err(|e| e.to_string())?;
         Ok(Pipe {
+            follow_source_codec: !user_sets_codec(&config.destination_properties),
             config,
             consumer,
-            producer,
+            producer: Destination::new(producer),
             destination_admin,
             source_admin,
             runtime,
@@ -780,6 +860,7 @@ impl Pipe {
                     after_commit: false,
                     after_abort: false,
                     pending: Vec::new(),
+                    codec_settled: false,
                 },
             );
         }
@@ -804,8 +885,16 @@ impl Pipe {
         if let Err(e) = self.consumer.fetch_metadata(which, timeout) {
             tracing::debug!(mirror = %self.config.mirror, topic = ?which, error = %e, "source metadata refresh");
         }
-        if let Err(e) = self.producer.client().fetch_metadata(which, timeout) {
-            tracing::debug!(mirror = %self.config.mirror, topic = ?which, error = %e, "destination metadata refresh");
+        // The producer only for topics it already writes: asking for one topic by name creates
+        // the client's handle on it with the default configuration, and a topic's codec must be
+        // settled before that (`Destination::settle_codec`). A topic the producer has not written
+        // yet needs no refresh: its first record creates the handle and fetches its metadata.
+        let known: Vec<&str> = topics.iter().copied().filter(|t| self.producer.topics.contains_key(*t)).collect();
+        if !known.is_empty() {
+            let which = if known.len() == 1 { known.first().copied() } else { None };
+            if let Err(e) = self.producer.client().fetch_metadata(which, timeout) {
+                tracing::debug!(mirror = %self.config.mirror, topic = ?which, error = %e, "destination metadata refresh");
+            }
         }
         if let Err(e) = self.incremental_assign(&positions) {
             for p in positions {
@@ -946,8 +1035,18 @@ impl Pipe {
                 }
                 Some(Ok(msg)) => {
                     let key = (msg.topic().to_string(), msg.partition());
-                    if !self.parts.contains_key(&key) {
+                    let Some(part) = self.parts.get_mut(&key) else {
                         continue; // a prefetched record of a partition that just left
+                    };
+                    if !part.codec_settled {
+                        part.codec_settled = true;
+                        self.producer.settle_codec(
+                            msg.topic(),
+                            message_codec(&msg),
+                            self.follow_source_codec,
+                            &self.config.mirror,
+                            self.config.slot,
+                        );
                     }
                     if !self.in_txn {
                         if let Err(e) = self.producer.begin_transaction() {
@@ -1511,8 +1610,12 @@ impl Pipe {
         let initialised = Instant::now();
         // Dropping the old producer purges it, waits up to 500 ms for its delivery reports and
         // joins its threads (rdkafka's Drop).
-        self.producer = producer;
+        self.producer = Destination::new(producer);
         self.in_txn = false;
+        // The new client creates its topics afresh: settle their codecs again.
+        for part in self.parts.values_mut() {
+            part.codec_settled = false;
+        }
         // Part of a stop's fence (one per slot data path, in parallel) and of a recovery: say
         // which part took the time when it is slow.
         let init = initialised - started;
@@ -1745,15 +1848,14 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
         &config.destination_properties,
         &[
             ("linger.ms", "5"),
-            // librdkafka hands over records, not the source's batches, so what the source's
-            // producers compressed reaches the destination uncompressed unless kmirror compresses
-            // it again: twice the bytes stored, sent and handled by the destination for
-            // compressible data. lz4 because it compresses fastest of Kafka's codecs. With it the
-            // destination broker's CPU per GiB in the lz4-64 benchmark went from 2.3x to 1.2x of
-            // B's, kmirror / B from 0.63 to 0.99, and kmirror's own CPU per GiB lower in that run
-            // (fewer bytes to send); uncompressed sources stayed at 0.93-0.97 of B
-            // (`bench/results/*-s14-destlz4*.md`). `compression.type=none` (or zstd, ...) in the
-            // destination properties overrides it.
+            // Only for topics whose source codec is unknown (message format v1 or older): every
+            // other topic gets the codec of its source batches (`Destination::settle_codec`).
+            // librdkafka hands over records, not the source's batches, so without a codec what the
+            // source's producers compressed reaches the destination uncompressed: twice the bytes
+            // stored, sent and handled by the destination for compressible data (lz4-64 bench:
+            // destination CPU per GiB 2.3x B's; `bench/results/*-s14-destlz4*.md`). lz4 because
+            // it compresses fastest of Kafka's codecs. `compression.type` in the destination
+            // properties replaces it and applies to every topic.
             ("compression.type", "lz4"),
             ("message.max.bytes", "16777216"),
             ("transaction.timeout.ms", "60000"),
@@ -2228,6 +2330,21 @@ mod tests {
         assert_eq!(unacked_limit(10_000, 64 * mib), 64 * mib);
         // Never more than a transaction may hold.
         assert_eq!(unacked_limit(8, mib), mib);
+    }
+
+    #[test]
+    fn batch_codecs_map_to_librdkafka_names_and_unknown_ones_to_none() {
+        let names: Vec<_> = (-1..=5).map(codec_name).collect();
+        assert_eq!(names, [None, Some("none"), Some("gzip"), Some("snappy"), Some("lz4"), Some("zstd"), None]);
+    }
+
+    #[test]
+    fn a_codec_in_the_destination_properties_under_either_name_stops_following_the_source() {
+        let props = |k: &str| BTreeMap::from([(k.to_string(), "zstd".to_string())]);
+        assert!(user_sets_codec(&props("compression.type")));
+        assert!(user_sets_codec(&props("compression.codec")));
+        assert!(!user_sets_codec(&props("compression.level")));
+        assert!(!user_sets_codec(&BTreeMap::new()));
     }
 
     #[test]

@@ -399,6 +399,107 @@ async fn pause_holds_the_destination_still_and_resume_catches_up() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// The codecs of the record batches holding the first `n` records of `topic`'s partition 0 on
+/// `cluster` (`None`: unknown to the reader).
+fn batch_codecs(cluster: Cluster, topic: &str, n: usize) -> std::collections::BTreeSet<Option<i32>> {
+    use rdkafka::consumer::Consumer;
+    let c = consumer(cluster, &[]);
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning).unwrap();
+    c.assign(&tpl).unwrap();
+    let mut codecs = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut seen = 0;
+    while seen < n {
+        assert!(std::time::Instant::now() < deadline, "reading {topic}: {seen} of {n} records");
+        if let Some(m) = c.poll(Duration::from_millis(100)) {
+            codecs.insert(kmirror::kafka::consumer::message_codec(&m.expect("record")));
+            seen += 1;
+        }
+    }
+    codecs
+}
+
+/// Compressible records for the codec test: batches of these are worth compressing.
+fn compressible(n: usize, tag: &str) -> Vec<Rec> {
+    (0..n)
+        .map(|i| Rec {
+            partition: 0,
+            key: Some(format!("{tag}-{i}").into_bytes()),
+            value: Some(format!("{tag} record {i} {}", "the same words again and again ".repeat(8)).into_bytes()),
+            headers: vec![],
+            timestamp: None,
+        })
+        .collect()
+}
+
+/// Destination batches are compressed like the source's (none stays none, lz4 and zstd stay
+/// theirs), unless the destination properties choose a codec, which then applies to every topic.
+/// The codec is read back from the batches the destination broker stores (mirror topics are
+/// created with `compression.type=producer`, so it keeps kmirror's batches as they come).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_batches_are_compressed_like_the_source_batches() {
+    let _rig = shared().await;
+    const N: usize = 300;
+    let mut topics = Vec::new();
+    for (codec, number) in [("none", 0), ("lz4", 3), ("zstd", 4)] {
+        let topic = TestTopic::create(Cluster::Source, &format!("codec-{codec}"), 1, &[]).await;
+        let name = topic.name.clone();
+        tokio::task::spawn_blocking(move || {
+            produce_with(Cluster::Source, &name, &compressible(N, codec), &[("compression.type", codec)]);
+            assert_eq!(batch_codecs(Cluster::Source, &name, N), [Some(number)].into(), "source batches of {name}");
+        })
+        .await
+        .unwrap();
+        topics.push((topic, number));
+    }
+    let eng = TestEngine::start().await;
+    let mirror = unique("m-codec");
+    eng.create_mirror(&mirror).await;
+    let names: Vec<&str> = topics.iter().map(|(t, _)| t.name.as_str()).collect();
+    // One topic alone, then two together: the data path prepares its clients for one topic by
+    // name and for several at once differently, and both must leave the codec to the first record.
+    eng.op_ok(&mirror, &names[..1], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.op_ok(&mirror, &names[1..], LifecycleOp::Start { truncation: Truncation::None }).await;
+    for (topic, number) in &topics {
+        eng.wait_caught_up(&mirror, &topic.name, 1).await;
+        assert_same_content(&topic.name, 1).await;
+        let name = topic.name.clone();
+        let codecs = tokio::task::spawn_blocking(move || batch_codecs(Cluster::Destination, &name, N)).await.unwrap();
+        assert_eq!(codecs, [Some(*number)].into(), "destination batches of {}", topic.name);
+    }
+    eng.op_ok(&mirror, &names, LifecycleOp::Stop).await;
+    eng.stop().await;
+
+    // The user's codec wins: gzip for an uncompressed source.
+    let topic = TestTopic::create(Cluster::Source, "codec-user", 1, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &compressible(N, "user"))).await.unwrap();
+    let id = unique("eng");
+    let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
+    config.state_topic = format!("__mirror_state-{id}");
+    config.state_partitions = 4;
+    config.instance_id = format!("kmirror-{id}");
+    config.cluster_name = format!("kmirror-{id}");
+    config.metadata_refresh_interval = Duration::from_secs(3600);
+    config.destination_properties = BTreeMap::from([("compression.type".to_string(), "gzip".to_string())]);
+    let eng = TestEngine::with_config(config).await;
+    let mirror = unique("m-codec-user");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 1).await;
+    assert_same_content(&topic.name, 1).await;
+    let name = topic.name.clone();
+    let codecs = tokio::task::spawn_blocking(move || batch_codecs(Cluster::Destination, &name, N)).await.unwrap();
+    assert_eq!(codecs, [Some(1)].into(), "destination batches of {} with compression.type=gzip", topic.name);
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    for (topic, _) in &topics {
+        let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+    }
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_after_source_restart_records_lme_and_frees_the_topic() {
     let _rig = exclusive().await;

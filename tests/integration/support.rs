@@ -174,7 +174,14 @@ pub fn producer(cluster: Cluster, extra: &[(&str, &str)]) -> ThreadedProducer<De
 
 /// Produces `records` to `topic` and waits until all are acknowledged.
 pub fn produce(cluster: Cluster, topic: &str, records: &[Rec]) {
-    let p = producer(cluster, &[("enable.idempotence", "true")]);
+    produce_with(cluster, topic, records, &[])
+}
+
+/// [`produce`] with extra producer settings (e.g. `compression.type`).
+pub fn produce_with(cluster: Cluster, topic: &str, records: &[Rec], extra: &[(&str, &str)]) {
+    let mut settings = vec![("enable.idempotence", "true")];
+    settings.extend_from_slice(extra);
+    let p = producer(cluster, &settings);
     for r in records {
         let mut headers = OwnedHeaders::new();
         for (k, v) in &r.headers {

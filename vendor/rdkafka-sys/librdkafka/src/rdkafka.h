@@ -1666,6 +1666,18 @@ RD_EXPORT int32_t
 rd_kafka_message_leader_epoch(const rd_kafka_message_t *rkmessage);
 
 
+/**
+ * @returns the compression codec of the record batch a consumed message came
+ *          from (rd_kafka_compression_t values: 0 none, 1 gzip, 2 snappy,
+ *          3 lz4, 4 zstd), or -1 if unknown (message format v0/v1, an error
+ *          message, or not a consumed message).
+ *
+ * @remark kmirror patch 0003 (not in upstream librdkafka).
+ */
+RD_EXPORT int
+rd_kafka_message_compression(const rd_kafka_message_t *rkmessage);
+
+
 /**@}*/
 
 

@@ -1593,6 +1593,21 @@ int32_t rd_kafka_message_leader_epoch(const rd_kafka_message_t *rkmessage) {
 }
 
 
+/* kmirror patch 0003 */
+int rd_kafka_message_compression(const rd_kafka_message_t *rkmessage) {
+        rd_kafka_msg_t *rkm;
+        if (unlikely(!rkmessage->rkt || rd_kafka_rkt_is_lw(rkmessage->rkt) ||
+                     !rkmessage->rkt->rkt_rk ||
+                     rkmessage->rkt->rkt_rk->rk_type != RD_KAFKA_CONSUMER ||
+                     rkmessage->err))
+                return -1;
+
+        rkm = rd_kafka_message2msg((rd_kafka_message_t *)rkmessage);
+
+        return (int)rkm->rkm_u.consumer.codec - 1;
+}
+
+
 void rd_kafka_msgq_dump(FILE *fp, const char *what, rd_kafka_msgq_t *rkmq) {
         rd_kafka_msg_t *rkm;
         int cnt = 0;

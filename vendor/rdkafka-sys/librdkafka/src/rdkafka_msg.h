@@ -154,6 +154,10 @@ typedef struct rd_kafka_msg_s {
                                                     *   protocol msg */
                         int32_t leader_epoch;      /**< Leader epoch at the time
                                                     *   the message was fetched. */
+                        int8_t codec; /**< kmirror patch 0003: 1 + the
+                                       *   compression codec of the v2
+                                       *   record batch the message came
+                                       *   from, 0 if unknown. */
                 } consumer;
         } rkm_u;
 } rd_kafka_msg_t;

@@ -926,6 +926,12 @@ rd_kafka_msgset_reader_msg_v2(rd_kafka_msgset_reader_t *msetr) {
 
         rkm->rkm_broker_id = msetr->msetr_broker_id;
 
+        /* kmirror patch 0003: remember the batch's compression codec
+         * (rd_kafka_message_compression()). */
+        rkm->rkm_u.consumer.codec =
+            (int8_t)(1 + (msetr->msetr_v2_hdr->Attributes &
+                          RD_KAFKA_MSG_ATTR_COMPRESSION_MASK));
+
         /* Store pointer to unparsed message headers, they will
          * be parsed on the first access.
          * This pointer points to the rkbuf payload.

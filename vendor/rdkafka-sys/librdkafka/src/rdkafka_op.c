@@ -839,6 +839,7 @@ rd_kafka_op_t *rd_kafka_op_new_fetch_msg(rd_kafka_msg_t **rkmp,
 
         rkm->rkm_offset                  = pos.offset;
         rkm->rkm_u.consumer.leader_epoch = pos.leader_epoch;
+        rkm->rkm_u.consumer.codec        = 0; /* kmirror patch 0003 */
 
         rkm->rkm_key     = (void *)key;
         rkm->rkm_key_len = key_len;
