@@ -32,6 +32,11 @@ pub struct TestEngine {
 
 impl TestEngine {
     pub async fn start() -> TestEngine {
+        Self::with_config(Self::config()).await
+    }
+
+    /// A test engine's configuration: its own state topic, cluster and instance names.
+    pub fn config() -> EngineConfig {
         let id = unique("eng");
         let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
         config.state_topic = format!("__mirror_state-{id}");
@@ -39,7 +44,7 @@ impl TestEngine {
         config.instance_id = format!("kmirror-{id}");
         config.cluster_name = format!("kmirror-{id}");
         config.metadata_refresh_interval = Duration::from_secs(3600);
-        Self::with_config(config).await
+        config
     }
 
     pub async fn with_config(config: EngineConfig) -> TestEngine {
@@ -475,13 +480,7 @@ async fn destination_batches_are_compressed_like_the_source_batches() {
     let topic = TestTopic::create(Cluster::Source, "codec-user", 1, &[]).await;
     let name = topic.name.clone();
     tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &compressible(N, "user"))).await.unwrap();
-    let id = unique("eng");
-    let mut config = EngineConfig::new(Cluster::Destination.bootstrap());
-    config.state_topic = format!("__mirror_state-{id}");
-    config.state_partitions = 4;
-    config.instance_id = format!("kmirror-{id}");
-    config.cluster_name = format!("kmirror-{id}");
-    config.metadata_refresh_interval = Duration::from_secs(3600);
+    let mut config = TestEngine::config();
     config.destination_properties = BTreeMap::from([("compression.type".to_string(), "gzip".to_string())]);
     let eng = TestEngine::with_config(config).await;
     let mirror = unique("m-codec-user");
