@@ -485,9 +485,9 @@ struct Pipe {
     config: PipeConfig,
     consumer: BaseConsumer,
     /// Threaded: its own thread serves delivery reports as they arrive. Serving them from this
-    /// thread would mean `BaseProducer::poll`, which busy-waits through the last millisecond of
-    /// every timeout (rdkafka 0.39 rounds the remaining time down to 0 ms): 37% of kmirror's CPU
-    /// under load, measured with perf.
+    /// thread would mean `BaseProducer::poll`, which busy-waited through the last millisecond of
+    /// every timeout (rdkafka 0.39 rounded the remaining time down to 0 ms; the vendored rdkafka
+    /// rounds up since): 37% of kmirror's CPU under load, measured with perf.
     producer: Destination,
     /// Give each topic the codec of the source's batches (no codec in the user's destination
     /// properties; see [`Destination::settle_codec`]).
