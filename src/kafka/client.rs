@@ -57,7 +57,7 @@ pub(crate) fn client_config(
     for (k, v) in defaults {
         // A default the user set under another of librdkafka's names for it would otherwise
         // reach librdkafka twice, in the config map's (random) order: which one won was chance.
-        if !properties.keys().any(|name| same_property(name, k)) {
+        if !sets_property(properties, k) {
             cfg.set(*k, *v);
         }
     }
@@ -78,6 +78,11 @@ const ALIASES: &[(&str, &str)] = &[
     ("max.in.flight", "max.in.flight.requests.per.connection"),
     ("compression.type", "compression.codec"),
 ];
+
+/// Whether `properties` set `name`, under any of librdkafka's names for it.
+pub(crate) fn sets_property(properties: &BTreeMap<String, String>, name: &str) -> bool {
+    properties.keys().any(|k| same_property(k, name))
+}
 
 /// Whether `a` and `b` name the same librdkafka property.
 fn same_property(a: &str, b: &str) -> bool {

@@ -60,7 +60,6 @@ impl ProducerTopic {
         codec: &str,
     ) -> KafkaResult<ProducerTopic> {
         let name = cstring("create topic handle", topic)?;
-        let key = cstring("create topic handle", "compression.codec")?;
         let value = cstring("create topic handle", codec)?;
         let mut errstr = [0 as c_char; 256];
         // SAFETY: a fresh configuration object that we own until rd_kafka_topic_new takes it.
@@ -68,7 +67,13 @@ impl ProducerTopic {
         // SAFETY: `conf` is live; the strings outlive the call; `errstr` is writable for its
         // length, which is what librdkafka is told.
         let res = unsafe {
-            rd::rd_kafka_topic_conf_set(conf, key.as_ptr(), value.as_ptr(), errstr.as_mut_ptr(), errstr.len())
+            rd::rd_kafka_topic_conf_set(
+                conf,
+                c"compression.codec".as_ptr(),
+                value.as_ptr(),
+                errstr.as_mut_ptr(),
+                errstr.len(),
+            )
         };
         if res != rd::rd_kafka_conf_res_t::RD_KAFKA_CONF_OK {
             // SAFETY: `conf` was not handed over; we still own it. errstr is NUL-terminated.

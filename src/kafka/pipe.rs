@@ -27,7 +27,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
 use super::KafkaAdmin;
-use super::client::{client_config, create, create_with_context};
+use super::client::{client_config, create, create_with_context, sets_property};
 use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
 use super::error::KafkaResult;
 use super::ffi::ProducerTopic;
@@ -410,9 +410,12 @@ fn reject(cmd: PipeCommand, why: &str) {
 }
 
 /// The data path's transactional producer, with the topic handles it created to give each
-/// topic the codec of the source's batches. The handles are declared first so they are dropped
-/// before the client they belong to (Rust drops fields in declaration order).
+/// topic the codec of the source's batches. The handles are declared before the producer so
+/// they are dropped before the client they belong to (Rust drops fields in declaration order).
 struct Destination {
+    /// Give each topic the codec of the source's batches: the user's destination properties
+    /// choose no codec (then `compression.type` applies to every topic).
+    follow_source: bool,
     /// Per destination topic: the handle created with its codec, or `None` when the producer's
     /// default applies (the user chose a codec, or the source's was unknown).
     topics: HashMap<String, Option<ProducerTopic>>,
@@ -427,8 +430,9 @@ impl std::ops::Deref for Destination {
 }
 
 impl Destination {
-    fn new(producer: ThreadedProducer<PipeProducerContext>) -> Destination {
-        Destination { topics: HashMap::new(), producer }
+    fn new(producer: ThreadedProducer<PipeProducerContext>, config: &PipeConfig) -> Destination {
+        let follow_source = !sets_property(&config.destination_properties, "compression.type");
+        Destination { follow_source, topics: HashMap::new(), producer }
     }
 
     /// Settles `topic`'s codec before this producer sends its first record of it: the codec of
@@ -441,11 +445,11 @@ impl Destination {
     /// stored and handled for compressed sources (lz4-64: destination CPU per GiB 2.3x B's).
     /// The codec seen first stays for the producer's life (librdkafka fixes a topic's
     /// configuration when the client creates it); a new producer looks again.
-    fn settle_codec(&mut self, topic: &str, source_codec: Option<i32>, follow_source: bool, mirror: &str, slot: i32) {
+    fn settle_codec(&mut self, topic: &str, source_codec: Option<i32>, mirror: &str, slot: i32) {
         if self.topics.contains_key(topic) {
             return;
         }
-        let handle = match source_codec.and_then(codec_name).filter(|_| follow_source) {
+        let handle = match source_codec.and_then(codec_name).filter(|_| self.follow_source) {
             None => None,
             Some(codec) => match ProducerTopic::with_codec(self.producer.client(), topic, codec) {
                 Ok(handle) => {
@@ -475,12 +479,6 @@ fn codec_name(codec: i32) -> Option<&'static str> {
     }
 }
 
-/// Whether the user's destination properties choose the producer's codec (then kmirror does not
-/// follow the source's, see [`Destination::settle_codec`]).
-fn user_sets_codec(destination_properties: &BTreeMap<String, String>) -> bool {
-    destination_properties.keys().any(|k| k == "compression.type" || k == "compression.codec")
-}
-
 struct Pipe {
     config: PipeConfig,
     consumer: BaseConsumer,
@@ -489,9 +487,6 @@ struct Pipe {
     /// every timeout (rdkafka 0.39 rounded the remaining time down to 0 ms; the vendored rdkafka
     /// rounds up since): 37% of kmirror's CPU under load, measured with perf.
     producer: Destination,
-    /// Give each topic the codec of the source's batches (no codec in the user's destination
-    /// properties; see [`Destination::settle_codec`]).
-    follow_source_codec: bool,
     destination_admin: KafkaAdmin,
     source_admin: KafkaAdmin,
     runtime: tokio::runtime::Handle,
@@ -588,10 +583,9 @@ impl Pipe {
             KafkaAdmin::shared(&config.source_bootstrap, &config.source_properties, Duration::from_secs(15))
                 .map_err(|e| e.to_string())?;
         Ok(Pipe {
-            follow_source_codec: !user_sets_codec(&config.destination_properties),
+            producer: Destination::new(producer, &config),
             config,
             consumer,
-            producer: Destination::new(producer),
             destination_admin,
             source_admin,
             runtime,
@@ -1043,7 +1037,6 @@ impl Pipe {
                         self.producer.settle_codec(
                             msg.topic(),
                             message_codec(&msg),
-                            self.follow_source_codec,
                             &self.config.mirror,
                             self.config.slot,
                         );
@@ -1610,7 +1603,7 @@ impl Pipe {
         let initialised = Instant::now();
         // Dropping the old producer purges it, waits up to 500 ms for its delivery reports and
         // joins its threads (rdkafka's Drop).
-        self.producer = Destination::new(producer);
+        self.producer = Destination::new(producer, &self.config);
         self.in_txn = false;
         // The new client creates its topics afresh: settle their codecs again.
         for part in self.parts.values_mut() {
@@ -2341,10 +2334,10 @@ mod tests {
     #[test]
     fn a_codec_in_the_destination_properties_under_either_name_stops_following_the_source() {
         let props = |k: &str| BTreeMap::from([(k.to_string(), "zstd".to_string())]);
-        assert!(user_sets_codec(&props("compression.type")));
-        assert!(user_sets_codec(&props("compression.codec")));
-        assert!(!user_sets_codec(&props("compression.level")));
-        assert!(!user_sets_codec(&BTreeMap::new()));
+        assert!(sets_property(&props("compression.type"), "compression.type"));
+        assert!(sets_property(&props("compression.codec"), "compression.type"));
+        assert!(!sets_property(&props("compression.level"), "compression.type"));
+        assert!(!sets_property(&BTreeMap::new(), "compression.type"));
     }
 
     #[test]
