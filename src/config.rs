@@ -117,6 +117,7 @@ pub struct EngineFile {
     pub session_timeout_ms: Option<u64>,
     pub advertised_url: Option<String>,
     pub commit_interval_ms: Option<u64>,
+    pub early_commit_interval_ms: Option<u64>,
     pub commit_max_bytes: Option<usize>,
     pub lag_refresh_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
@@ -138,6 +139,7 @@ pub struct Overrides {
     pub session_timeout_ms: Option<u64>,
     pub advertised_url: Option<String>,
     pub commit_interval_ms: Option<u64>,
+    pub early_commit_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
     /// `name:role:token` specs.
     pub tokens: Vec<String>,
@@ -228,6 +230,9 @@ fn host_name() -> Option<String> {
     crate::engine::validate_mirror_name(&name).ok().map(|()| name)
 }
 
+/// The longest `engine.commit_interval_ms` accepted.
+pub const MAX_COMMIT_INTERVAL: Duration = Duration::from_secs(30);
+
 fn positive_ms(field: &str, v: u64) -> Result<Duration, ConfigError> {
     if v == 0 {
         return Err(err(field, "must be greater than 0"));
@@ -317,6 +322,29 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     };
     if let Some(v) = o.commit_interval_ms.or(ef.commit_interval_ms) {
         engine.commit_interval = positive_ms("engine.commit_interval_ms", v)?;
+        // The data path's producer has `transaction.timeout.ms` = 60 s: a transaction open that
+        // long is aborted by the broker, and one near it would be after any slow flush.
+        if engine.commit_interval > MAX_COMMIT_INTERVAL {
+            return Err(err(
+                "engine.commit_interval_ms",
+                format!("must be at most {} (half the transaction timeout)", MAX_COMMIT_INTERVAL.as_millis()),
+            ));
+        }
+    }
+    if let Some(v) = o.early_commit_interval_ms.or(ef.early_commit_interval_ms) {
+        engine.early_commit_interval = positive_ms("engine.early_commit_interval_ms", v)?;
+    }
+    // An early commit later than the regular one would never be early; say so rather than
+    // silently using the commit interval.
+    if engine.early_commit_interval > engine.commit_interval {
+        return Err(err(
+            "engine.early_commit_interval_ms",
+            format!(
+                "{} ms is longer than engine.commit_interval_ms ({} ms)",
+                engine.early_commit_interval.as_millis(),
+                engine.commit_interval.as_millis()
+            ),
+        ));
     }
     if let Some(v) = ef.commit_max_bytes {
         if v < 1024 {
@@ -395,6 +423,7 @@ token = "0123456789abcdef0123456789abcdef"
 [engine]
 state_topic = "__mirror_state"
 commit_interval_ms = 250
+early_commit_interval_ms = 25
 metadata_refresh_interval_ms = 10000
 "#,
         )
@@ -404,6 +433,7 @@ metadata_refresh_interval_ms = 10000
         assert_eq!(c.log_format, LogFormat::Json);
         assert_eq!(c.engine.destination_bootstrap, "kafka-dr:9092");
         assert_eq!(c.engine.commit_interval, Duration::from_millis(250));
+        assert_eq!(c.engine.early_commit_interval, Duration::from_millis(25));
         assert_eq!(c.tokens[0].role, Role::Operator);
         let shown = format!("{c:?}");
         assert!(!shown.contains("hunter2") && !shown.contains("0123456789abcdef"), "{shown}");
@@ -471,6 +501,17 @@ metadata_refresh_interval_ms = 10000
             bad("[destination]\nbootstrap_servers = \"a:1\"\n[engine]\ncommit_interval_ms = 0").field,
             "engine.commit_interval_ms"
         );
+        assert_eq!(
+            bad("[destination]\nbootstrap_servers = \"a:1\"\n[engine]\ncommit_interval_ms = 30001").field,
+            "engine.commit_interval_ms"
+        );
+        // The default early interval (50 ms) against a shorter commit interval is refused too:
+        // the operator learns which of the two to change.
+        for engine in ["commit_interval_ms = 40", "commit_interval_ms = 100\nearly_commit_interval_ms = 101"] {
+            let e = bad(&format!("[destination]\nbootstrap_servers = \"a:1\"\n[engine]\n{engine}"));
+            assert_eq!(e.field, "engine.early_commit_interval_ms", "{engine}");
+            assert!(e.to_string().contains("longer than engine.commit_interval_ms"), "{e}");
+        }
         assert_eq!(
             bad("listen = \"0.0.0.0:8080\"\n[destination]\nbootstrap_servers = \"a:1\"\n[auth]\nno_auth = true").field,
             "auth.no_auth"

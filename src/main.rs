@@ -74,9 +74,13 @@ struct ServeArgs {
     /// This instance's API address as the other instances and the Instances page show it.
     #[arg(long, env = "KMIRROR_ADVERTISED_URL")]
     advertised_url: Option<String>,
-    /// Commit the data path at least this often, in milliseconds [default: 100].
+    /// Under a backlog, a data path commits when its transaction is this old, in milliseconds [default: 1000].
     #[arg(long, env = "KMIRROR_COMMIT_INTERVAL_MS")]
     commit_interval_ms: Option<u64>,
+    /// A data path that keeps up commits as soon as it has caught up, at most once per this many
+    /// milliseconds [default: 50].
+    #[arg(long, env = "KMIRROR_EARLY_COMMIT_INTERVAL_MS")]
+    early_commit_interval_ms: Option<u64>,
     /// Metadata (cluster ID, configs, groups, ACLs) refresh interval, in milliseconds [default: 30000].
     #[arg(long, env = "KMIRROR_METADATA_REFRESH_INTERVAL_MS")]
     metadata_refresh_interval_ms: Option<u64>,
@@ -121,6 +125,7 @@ fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror
         session_timeout_ms: args.session_timeout_ms,
         advertised_url: args.advertised_url.clone(),
         commit_interval_ms: args.commit_interval_ms,
+        early_commit_interval_ms: args.early_commit_interval_ms,
         metadata_refresh_interval_ms: args.metadata_refresh_interval_ms,
         tokens: args.tokens.clone(),
         admin_token: std::env::var("KMIRROR_ADMIN_TOKEN").ok(),

@@ -48,8 +48,10 @@ pub struct PipeConfig {
     pub destination_properties: BTreeMap<String, String>,
     /// The transactional id; a second writer with the same id fences this one.
     pub transactional_id: String,
-    /// Commit at least this often while records flow.
+    /// Under a backlog, a transaction ends when it is this old...
     pub commit_interval: Duration,
+    /// ...while one that keeps up with the source ends early, at most once per this.
+    pub early_commit_interval: Duration,
     /// ...or as soon as a transaction holds this many payload bytes.
     pub commit_max_bytes: usize,
     /// Internal topic the `encode` callback's state records go to.
@@ -514,6 +516,10 @@ struct Pipe {
     broken: Option<Broken>,
     /// The thread's recent long steps, to explain a command that waited (see `log_wait`).
     steps: std::collections::VecDeque<Step>,
+    /// When `fill` last looked for a command, and the command it found (handled next, before
+    /// anything else).
+    last_command_check: Instant,
+    held: Option<PipeCommand>,
 }
 
 /// One step of the data path's thread that held commands up (see `Pipe::note_step`).
@@ -605,6 +611,8 @@ impl Pipe {
             reported_positions: HashMap::new(),
             broken: None,
             steps: std::collections::VecDeque::new(),
+            last_command_check: Instant::now(),
+            held: None,
         })
     }
 
@@ -617,7 +625,11 @@ impl Pipe {
         loop {
             // Commands first: they may change what is assigned.
             let wait = if self.parts.is_empty() { Duration::from_millis(200) } else { Duration::ZERO };
-            match rx.recv_timeout(wait) {
+            let next = match self.held.take() {
+                Some(cmd) => Ok(cmd),
+                None => rx.recv_timeout(wait),
+            };
+            match next {
                 Ok(cmd) => {
                     // Everything already queued is handled together (see `coalesce`): a start of
                     // many topics queues one assignment per topic, and a stop sent right after
@@ -668,7 +680,7 @@ impl Pipe {
                 }
             }
             let step = Instant::now();
-            let end_now = self.fill();
+            let end_now = self.fill(&rx);
             self.note_step("fill", step);
             if self.in_txn && (end_now || self.should_commit()) {
                 let step = Instant::now();
@@ -935,9 +947,9 @@ impl Pipe {
     }
 
     /// Whether the open transaction may end before the commit interval because the mirror keeps
-    /// up: once the previous transaction stopped taking records at least `early_end_age` ago.
+    /// up: once the previous transaction stopped taking records at least `early_commit_interval` ago.
     /// Spacing the ends (not the transactions' ages) keeps the bound of at most one transaction
-    /// per `early_end_age` (and so the offset map's growth), while the time the previous
+    /// per `early_commit_interval` (and so the offset map's growth), while the time the previous
     /// transaction spent flushing and committing counts towards it: with the age rule every
     /// record also waited out the previous flush and commit on top of a full 50 ms (none-8:
     /// transactions ~50 ms filling + ~11 ms flushing + ~2 ms committing; none-64: + ~18 ms).
@@ -950,7 +962,7 @@ impl Pipe {
         early_end_allowed(
             now.saturating_duration_since(self.last_fill_end),
             now.saturating_duration_since(self.txn_started),
-            early_end_age(self.config.commit_interval),
+            self.config.early_commit_interval,
         )
     }
 
@@ -966,11 +978,11 @@ impl Pipe {
     }
 
     /// Consumes and forwards records until it is time to commit. True when it stopped because
-    /// the consumer had nothing more for a moment (caught up), or because the transaction
-    /// refuses more records: either way, end the transaction now.
+    /// the consumer had nothing more for a moment (caught up), because the transaction refuses
+    /// more records, or because a command waits (`held`): either way, end the transaction now.
     // rdkafka's `send` hands a refused record back by value (a large `Err`).
     #[allow(clippy::result_large_err)]
-    fn fill(&mut self) -> bool {
+    fn fill(&mut self, commands: &Receiver<PipeCommand>) -> bool {
         let deadline = if self.in_txn {
             self.txn_started + self.config.commit_interval
         } else {
@@ -980,6 +992,22 @@ impl Pipe {
             let now = Instant::now();
             if now >= deadline || (self.in_txn && self.txn_bytes >= self.config.commit_max_bytes) {
                 return false;
+            }
+            // A command does not wait for the transaction to fill up (a second under a backlog):
+            // the transaction commits now and the command runs next, just as it did after a
+            // full transaction. Committing (not handing the open transaction to the command,
+            // which for a stop or a takeover would abort it) keeps what was read: a failover
+            // loses no more than before, only sooner.
+            if now.saturating_duration_since(self.last_command_check) >= END_CHECK_EVERY {
+                self.last_command_check = now;
+                match commands.try_recv() {
+                    Ok(cmd) => {
+                        self.held = Some(cmd);
+                        return true;
+                    }
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return false,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {}
+                }
             }
             // Under a backlog the consumer hands over records far faster than the destination
             // acknowledges them. Without a bound a transaction took everything it could get (up
@@ -1022,7 +1050,7 @@ impl Pipe {
                 // Caught up, but the previous transaction ended too recently: keep this one open a
                 // little longer. Every transaction adds one offset-map run per partition it touched
                 // (the commit marker takes an offset), in memory and in the state topic, so the
-                // rate of transactions is bounded (at most 1 / `early_end_age`).
+                // rate of transactions is bounded (at most 1 / `early_commit_interval`).
                 None if self.in_txn && !self.may_end_early(Instant::now()) => {}
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
@@ -1851,7 +1879,7 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
             // properties replaces it and applies to every topic.
             ("compression.type", "lz4"),
             ("message.max.bytes", "16777216"),
-            ("transaction.timeout.ms", "60000"),
+            ("transaction.timeout.ms", "60000"), // config::MAX_COMMIT_INTERVAL is half of it
             // Transactional requests retried after CONCURRENT_TRANSACTIONS and the like: the
             // default 100 ms shows up directly in end-to-end latency.
             ("retry.backoff.ms", "10"),
@@ -1988,14 +2016,6 @@ fn near_fetched_end(last_read: i64, in_txn: usize, fetched_end: Option<i64>) -> 
 /// after the abort, or one later when the abort marker was written after that read.
 fn landed_after_abort(read_end: i64, landed: i64) -> bool {
     landed == read_end || landed == read_end + 1
-}
-
-/// The shortest spacing of transactions that end early because the mirror keeps up: a fifth of
-/// the commit interval (50 ms, at most 20 transactions per second, at the default 250 ms; under
-/// a backlog the interval rules). Every transaction adds an offset-map run per partition it
-/// touched, so an operator who wants a smaller map raises `commit_interval_ms` and this follows.
-fn early_end_age(commit_interval: Duration) -> Duration {
-    commit_interval / 5
 }
 
 /// Whether a transaction may end early (see `Pipe::may_end_early`): the previous one stopped
@@ -2209,7 +2229,8 @@ mod tests {
             destination_bootstrap: "dst:9092".into(),
             destination_properties: BTreeMap::from([("security.protocol".to_string(), "SASL_SSL".to_string())]),
             transactional_id: "t".into(),
-            commit_interval: Duration::from_millis(250),
+            commit_interval: Duration::from_millis(1000),
+            early_commit_interval: Duration::from_millis(50),
             commit_max_bytes: 1 << 20,
             state_topic: "__mirror_state".into(),
             transaction_timeout: Duration::from_secs(10),
@@ -2233,7 +2254,8 @@ mod tests {
             destination_bootstrap: "dst:9092".into(),
             destination_properties: BTreeMap::new(),
             transactional_id: "t".into(),
-            commit_interval: Duration::from_millis(250),
+            commit_interval: Duration::from_millis(1000),
+            early_commit_interval: Duration::from_millis(50),
             commit_max_bytes: 1 << 20,
             state_topic: "__mirror_state".into(),
             transaction_timeout: Duration::from_secs(10),
@@ -2275,12 +2297,6 @@ mod tests {
         let producer = producer_config(&pc).unwrap();
         assert_eq!(producer.get("compression.codec"), Some("none"));
         assert_eq!(producer.get("compression.type"), None, "the user's alias wins, alone");
-    }
-
-    #[test]
-    fn transactions_end_early_at_a_fifth_of_the_commit_interval() {
-        assert_eq!(early_end_age(Duration::from_millis(250)), Duration::from_millis(50));
-        assert_eq!(early_end_age(Duration::from_secs(1)), Duration::from_millis(200));
     }
 
     #[test]

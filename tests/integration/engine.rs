@@ -404,6 +404,65 @@ async fn pause_holds_the_destination_still_and_resume_catches_up() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// Whether the destination holds records of `topic`'s partition 0 that are written but not
+/// committed yet: the data path's transaction is open.
+async fn open_transaction_on(topic: &str) -> bool {
+    let q = [(topic.to_string(), 0, OffsetSpec::Latest)];
+    let admin = Cluster::Destination.admin();
+    let written = admin.list_offsets(&q, IsolationLevel::ReadUncommitted).await.unwrap()[0].offset;
+    let committed = admin.list_offsets(&q, IsolationLevel::ReadCommitted).await.unwrap()[0].offset;
+    committed < written
+}
+
+/// A pause and a stop do not wait for the data path's open transaction to reach its commit
+/// interval: it commits at once (keeping what it holds, as a full one did) and the call runs
+/// next. With commit intervals of 30 s
+/// (no early commit either) a transaction stays open for 30 s; before the data path looked for
+/// commands while filling, each call waited out the rest of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_and_stop_do_not_wait_for_the_open_transaction() {
+    let _rig = shared().await;
+    let mut config = TestEngine::config();
+    config.commit_interval = Duration::from_secs(30);
+    config.early_commit_interval = Duration::from_secs(30);
+    let eng = TestEngine::with_config(config).await;
+    let topic = TestTopic::create(Cluster::Source, "open-txn", 1, &[]).await;
+    let mirror = unique("m-open-txn");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    // Well under the 30 s a call waited before, generous for a loaded CI machine.
+    let bound = Duration::from_secs(15);
+
+    for (round, op) in [LifecycleOp::Pause, LifecycleOp::Stop].into_iter().enumerate() {
+        let records = compressible(200, &format!("round{round}"));
+        produce(Cluster::Source, &topic.name, &records);
+        let name = topic.name.clone();
+        eventually("records written in an open transaction", Duration::from_secs(30), || {
+            let name = name.clone();
+            async move { open_transaction_on(&name).await.then_some(()) }
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout(bound, eng.op(&mirror, &[&topic.name], op)).await;
+        let took = started.elapsed();
+        let r = result.unwrap_or_else(|_| panic!("{op:?} still waiting after {bound:?}: it waits for the transaction"));
+        assert!(r.results.iter().all(|t| t.ok), "{op:?}: {r:?}");
+        println!("{op:?} with an open transaction took {took:?}");
+        assert!(!open_transaction_on(&topic.name).await, "{op:?} left the transaction open");
+        // What the transaction held is committed, nothing twice.
+        assert_eq!(assert_same_content(&topic.name, 1).await, 200 * (round + 1));
+        if round == 0 {
+            assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Paused));
+            eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Resume).await;
+            eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+        }
+    }
+    eng.wait_state(&mirror, &topic.name, PartitionState::Stopped).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
 /// The codecs of the record batches holding the first `n` records of `topic`'s partition 0 on
 /// `cluster` (`None`: unknown to the reader).
 fn batch_codecs(cluster: Cluster, topic: &str, n: usize) -> std::collections::BTreeSet<Option<i32>> {

@@ -106,6 +106,7 @@ impl Coordinator {
             destination_properties: self.config.destination_properties.clone(),
             transactional_id: slot_transactional_id(&self.config.cluster_name, slot, mirror),
             commit_interval: self.config.commit_interval,
+            early_commit_interval: self.config.early_commit_interval,
             commit_max_bytes: self.config.commit_max_bytes,
             state_topic: self.config.state_topic.clone(),
             transaction_timeout: self.config.request_timeout,
