@@ -998,7 +998,7 @@ impl Pipe {
             // full transaction. Committing (not handing the open transaction to the command,
             // which for a stop or a takeover would abort it) keeps what was read: a failover
             // loses no more than before, only sooner.
-            if now.saturating_duration_since(self.last_command_check) >= END_CHECK_EVERY {
+            if now.saturating_duration_since(self.last_command_check) >= COMMAND_CHECK_EVERY {
                 self.last_command_check = now;
                 match commands.try_recv() {
                     Ok(cmd) => {
@@ -2027,6 +2027,10 @@ fn early_end_allowed(since_previous_fill_end: Duration, txn_age: Duration, spaci
 /// How often a transaction that may end early (`Pipe::may_end_early`) compares its partitions'
 /// read positions with their fetched ends (one cached lookup per partition with records in it).
 const END_CHECK_EVERY: Duration = Duration::from_millis(5);
+
+/// How often `fill` looks for a queued command (one `try_recv`): what a pause, stop or fence
+/// waits at most before the open transaction commits for it.
+const COMMAND_CHECK_EVERY: Duration = Duration::from_millis(5);
 
 /// Whether an error of a transactional request (a produce, EndTxn, the flush before a commit)
 /// means the producer must be replaced before the next transaction: the request timed out, so

@@ -408,17 +408,16 @@ async fn pause_holds_the_destination_still_and_resume_catches_up() {
 /// committed yet: the data path's transaction is open.
 async fn open_transaction_on(topic: &str) -> bool {
     let q = [(topic.to_string(), 0, OffsetSpec::Latest)];
-    let admin = Cluster::Destination.admin();
-    let written = admin.list_offsets(&q, IsolationLevel::ReadUncommitted).await.unwrap()[0].offset;
-    let committed = admin.list_offsets(&q, IsolationLevel::ReadCommitted).await.unwrap()[0].offset;
-    committed < written
+    let committed =
+        Cluster::Destination.admin().list_offsets(&q, IsolationLevel::ReadCommitted).await.unwrap()[0].offset;
+    committed < dest_ends(topic, 1).await[0]
 }
 
 /// A pause and a stop do not wait for the data path's open transaction to reach its commit
 /// interval: it commits at once (keeping what it holds, as a full one did) and the call runs
-/// next. With commit intervals of 30 s
-/// (no early commit either) a transaction stays open for 30 s; before the data path looked for
-/// commands while filling, each call waited out the rest of it.
+/// next. With commit intervals of 30 s (no early commit either) a transaction stays open for
+/// 30 s; before the data path looked for commands while filling, each call waited out the rest
+/// of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_and_stop_do_not_wait_for_the_open_transaction() {
     let _rig = shared().await;
