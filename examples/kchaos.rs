@@ -263,6 +263,9 @@ fn produce(a: ProduceArgs) -> Value {
                 }
             }
             if abort {
+                // Every record acknowledged first: an abort racing the first AddPartitionsToTxn
+                // fails fatally with INVALID_TXN_STATE (librdkafka#4849).
+                p.flush(Duration::from_secs(30))?;
                 p.abort_transaction(Duration::from_secs(30))
             } else {
                 p.commit_transaction(Duration::from_secs(30))

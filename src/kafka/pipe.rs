@@ -1686,7 +1686,7 @@ impl Pipe {
         if self.in_txn {
             self.drain_before_abort();
             if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
-                if needs_new_producer(e.rdkafka_error_code()) {
+                if abort_failure_needs_new_producer(e.rdkafka_error_code()) {
                     // The abort may still be on its way: a new producer completes it (nothing of
                     // this transaction was committed) and rewinds when it is in place.
                     self.break_producer(format!("abort: {e}"), Vec::new());
@@ -2051,6 +2051,16 @@ fn needs_new_producer(code: Option<RDKafkaErrorCode>) -> bool {
     )
 }
 
+/// Whether a failed abort is settled by a new producer (whose `init_transactions` aborts
+/// whatever the coordinator holds; nothing of an aborted transaction was committed) rather than
+/// by stopping the data path. Besides the timeouts of [`needs_new_producer`], INVALID_TXN_STATE:
+/// librdkafka sends the abort's EndTxn once the first AddPartitionsToTxn is *sent*, not
+/// answered, so the coordinator can still see an empty transaction and refuse the abort
+/// (librdkafka#4849) — a race, not a fence.
+fn abort_failure_needs_new_producer(code: Option<RDKafkaErrorCode>) -> bool {
+    needs_new_producer(code) || code == Some(RDKafkaErrorCode::InvalidTransactionalState)
+}
+
 /// What the pipe does after a transactional call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TxnErrorAction {
@@ -2209,6 +2219,18 @@ mod tests {
         for code in [Some(C::State), Some(C::NotEnoughReplicas), Some(C::BrokerTransportFailure), None] {
             assert!(!needs_new_producer(code), "{code:?}");
             assert_eq!(txn_error_action(false, code), TxnErrorAction::AbortAndRetry, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn an_abort_refused_as_invalid_state_replaces_the_producer_but_a_fenced_one_stops() {
+        use RDKafkaErrorCode as C;
+        // librdkafka#4849: the abort raced the first AddPartitionsToTxn; a new producer ends it.
+        assert!(abort_failure_needs_new_producer(Some(C::InvalidTransactionalState)));
+        assert!(abort_failure_needs_new_producer(Some(C::RequestTimedOut)));
+        // A fence must stop the data path: a new producer would fence the slot's new owner.
+        for code in [Some(C::ProducerFenced), Some(C::InvalidProducerEpoch), Some(C::Fenced), None] {
+            assert!(!abort_failure_needs_new_producer(code), "{code:?}");
         }
     }
 

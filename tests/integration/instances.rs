@@ -199,6 +199,11 @@ impl TxnTraffic {
                     p.send(rec).map_err(|(e, _)| e).unwrap();
                 }
                 if abort {
+                    // Abort only once every record is acknowledged: librdkafka sends the abort's
+                    // EndTxn as soon as AddPartitionsToTxn is *sent*, so an abort right after the
+                    // first sends can reach the coordinator while the transaction is still empty
+                    // and fail fatally with INVALID_TXN_STATE (librdkafka#4849; seen in CI).
+                    p.flush(Duration::from_secs(30)).unwrap();
                     p.abort_transaction(Duration::from_secs(30)).unwrap();
                 } else {
                     p.commit_transaction(Duration::from_secs(30)).unwrap();
