@@ -230,8 +230,10 @@ fn host_name() -> Option<String> {
     crate::engine::validate_mirror_name(&name).ok().map(|()| name)
 }
 
-/// The longest `engine.commit_interval_ms` accepted.
-pub const MAX_COMMIT_INTERVAL: Duration = Duration::from_secs(30);
+/// The longest `engine.commit_interval_ms` accepted: half the producers' transaction timeout, so
+/// a transaction held up (a slow commit, a flush behind a backlog) still ends before the broker
+/// aborts it.
+pub const MAX_COMMIT_INTERVAL: Duration = Duration::from_secs(crate::kafka::TRANSACTION_TIMEOUT.as_secs() / 2);
 
 fn positive_ms(field: &str, v: u64) -> Result<Duration, ConfigError> {
     if v == 0 {
@@ -322,14 +324,27 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     };
     if let Some(v) = o.commit_interval_ms.or(ef.commit_interval_ms) {
         engine.commit_interval = positive_ms("engine.commit_interval_ms", v)?;
-        // The data path's producer has `transaction.timeout.ms` = 60 s: a transaction open that
-        // long is aborted by the broker, and one near it would be after any slow flush.
-        if engine.commit_interval > MAX_COMMIT_INTERVAL {
-            return Err(err(
-                "engine.commit_interval_ms",
-                format!("must be at most {} (half the transaction timeout)", MAX_COMMIT_INTERVAL.as_millis()),
-            ));
-        }
+    }
+    // The data path's producer has `transaction.timeout.ms` = 60 s unless the destination
+    // properties say otherwise: a transaction open that long is aborted by the broker, and one
+    // near it would be after any slow flush.
+    let transaction_timeout = engine
+        .destination_properties
+        .get("transaction.timeout.ms")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(crate::kafka::TRANSACTION_TIMEOUT, Duration::from_millis);
+    let max_commit_interval = MAX_COMMIT_INTERVAL.min(transaction_timeout / 2);
+    if engine.commit_interval > max_commit_interval {
+        return Err(err(
+            "engine.commit_interval_ms",
+            format!(
+                "{} ms is longer than half the destination's transaction.timeout.ms ({} ms): the broker would \
+                 abort transactions; at most {} ms",
+                engine.commit_interval.as_millis(),
+                transaction_timeout.as_millis(),
+                max_commit_interval.as_millis()
+            ),
+        ));
     }
     if let Some(v) = o.early_commit_interval_ms.or(ef.early_commit_interval_ms) {
         engine.early_commit_interval = positive_ms("engine.early_commit_interval_ms", v)?;
@@ -505,6 +520,21 @@ metadata_refresh_interval_ms = 10000
             bad("[destination]\nbootstrap_servers = \"a:1\"\n[engine]\ncommit_interval_ms = 30001").field,
             "engine.commit_interval_ms"
         );
+        // A shorter transaction timeout in the destination properties lowers the bound, the
+        // default interval included; a longer one does not raise it.
+        let dest = |timeout: u64, engine: &str| {
+            format!(
+                "[destination]\nbootstrap_servers = \"a:1\"\n[destination.properties]\n\
+                 \"transaction.timeout.ms\" = \"{timeout}\"\n[engine]\n{engine}"
+            )
+        };
+        let e = bad(&dest(1500, ""));
+        assert_eq!(e.field, "engine.commit_interval_ms");
+        assert!(e.to_string().contains("at most 750 ms"), "{e}");
+        let good = |toml: &str| resolve(Some(parse_file(toml).unwrap()), &Overrides::default()).unwrap();
+        assert_eq!(good(&dest(1500, "commit_interval_ms = 750")).engine.commit_interval, Duration::from_millis(750));
+        assert_eq!(bad(&dest(120_000, "commit_interval_ms = 30001")).field, "engine.commit_interval_ms");
+        assert_eq!(good(&dest(120_000, "commit_interval_ms = 30000")).engine.commit_interval, Duration::from_secs(30));
         // The default early interval (50 ms) against a shorter commit interval is refused too:
         // the operator learns which of the two to change.
         for engine in ["commit_interval_ms = 40", "commit_interval_ms = 100\nearly_commit_interval_ms = 101"] {

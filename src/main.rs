@@ -74,7 +74,8 @@ struct ServeArgs {
     /// This instance's API address as the other instances and the Instances page show it.
     #[arg(long, env = "KMIRROR_ADVERTISED_URL")]
     advertised_url: Option<String>,
-    /// Under a backlog, a data path commits when its transaction is this old, in milliseconds [default: 1000].
+    /// Under a backlog, a data path commits when its transaction is this old, in milliseconds
+    /// [default: 1000; at most 30000 and half the destination's transaction.timeout.ms].
     #[arg(long, env = "KMIRROR_COMMIT_INTERVAL_MS")]
     commit_interval_ms: Option<u64>,
     /// A data path that keeps up commits as soon as it has caught up, at most once per this many

@@ -21,3 +21,8 @@ pub mod types;
 pub use admin::KafkaAdmin;
 pub use error::{KafkaCode, KafkaError, KafkaResult};
 pub use types::*;
+
+/// `transaction.timeout.ms` of kmirror's transactional producers (data paths, quarantine
+/// copies): a transaction open longer is aborted by the broker. `config::MAX_COMMIT_INTERVAL`
+/// is derived from it, so no configured transaction can come near it.
+pub const TRANSACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

@@ -1864,6 +1864,7 @@ fn coalesce(queued: Vec<PipeCommand>) -> Vec<PipeCommand> {
 /// rdkafka's `config_map()` masks secrets, and a copy made through it authenticated with the mask.
 fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
     let client_id = format!("kmirror-{}-{}-destination", config.mirror, config.slot);
+    let transaction_timeout_ms = super::TRANSACTION_TIMEOUT.as_millis().to_string();
     let mut pcfg = client_config(
         &config.destination_bootstrap,
         &config.destination_properties,
@@ -1879,7 +1880,7 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
             // properties replaces it and applies to every topic.
             ("compression.type", "lz4"),
             ("message.max.bytes", "16777216"),
-            ("transaction.timeout.ms", "60000"), // config::MAX_COMMIT_INTERVAL is half of it
+            ("transaction.timeout.ms", &transaction_timeout_ms),
             // Transactional requests retried after CONCURRENT_TRANSACTIONS and the like: the
             // default 100 ms shows up directly in end-to-end latency.
             ("retry.backoff.ms", "10"),
@@ -2319,6 +2320,9 @@ mod tests {
         assert_eq!(producer.get("ssl.key.password"), Some("hunter2-producer"));
         assert_eq!(producer.get("transactional.id"), Some("t"));
         assert_eq!(producer.get("compression.type"), Some("lz4"));
+        // The broker aborts a transaction open longer; the longest commit interval is half of it.
+        assert_eq!(producer.get("transaction.timeout.ms"), Some("60000"));
+        assert_eq!(crate::config::MAX_COMMIT_INTERVAL * 2, super::super::TRANSACTION_TIMEOUT);
         pc.destination_properties = BTreeMap::from([("compression.codec".to_string(), "none".to_string())]);
         let producer = producer_config(&pc).unwrap();
         assert_eq!(producer.get("compression.codec"), Some("none"));

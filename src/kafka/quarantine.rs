@@ -178,7 +178,7 @@ impl Copier {
         // open transaction, so the check that follows sees only committed copies.
         cfg.set("transactional.id", format!("kmirror-quarantine-{}", job.target))
             .set("enable.idempotence", "true")
-            .set("transaction.timeout.ms", "60000");
+            .set("transaction.timeout.ms", super::TRANSACTION_TIMEOUT.as_millis().to_string());
         let producer: ThreadedProducer<DefaultProducerContext> = create(&cfg, "quarantine producer")?;
         let rd = |op, e| rdkafka_error(op, &job.target, e);
         producer.init_transactions(timeout).map_err(|e| rd("init quarantine transactions", e))?;
