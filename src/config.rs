@@ -325,9 +325,9 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     if let Some(v) = o.commit_interval_ms.or(ef.commit_interval_ms) {
         engine.commit_interval = positive_ms("engine.commit_interval_ms", v)?;
     }
-    // The data path's producer has `transaction.timeout.ms` = 60 s unless the destination
-    // properties say otherwise: a transaction open that long is aborted by the broker, and one
-    // near it would be after any slow flush.
+    // The data path's producer has `transaction.timeout.ms` = `kafka::TRANSACTION_TIMEOUT` unless
+    // the destination properties say otherwise: a transaction open that long is aborted by the
+    // broker, and one near it would be after any slow flush.
     let transaction_timeout = engine
         .destination_properties
         .get("transaction.timeout.ms")
