@@ -4,7 +4,7 @@ written to the file given as argument when the process exits. Used in session 19
 `scripts/bench --only kmirror` to split kmirror CPU into librdkafka broker threads, data paths
 and the rest (bench/README.md). Samples /proc every 0.3 s: CPU of a thread after its last
 sample is missed. Stop it with kill."""
-import os,time,sys,re,collections,subprocess
+import os,time,sys,re,collections
 out=open(sys.argv[1],'a')
 seen={}  # (pid,tid)->(comm,ut,st,vcs,ivcs)
 def pids():
@@ -12,7 +12,7 @@ def pids():
     for p in os.listdir('/proc'):
         if not p.isdigit(): continue
         try: c=open(f'/proc/{p}/cmdline','rb').read()
-        except: continue
+        except OSError: continue
         if b'kmirror\x00serve' in c: r.append(p)
     return r
 live=set()
@@ -20,12 +20,12 @@ while True:
     cur=set(pids())
     for p in cur:
         try: tids=os.listdir(f'/proc/{p}/task')
-        except: continue
+        except OSError: continue
         for t in tids:
             try:
                 s=open(f'/proc/{p}/task/{t}/stat').read()
                 st=open(f'/proc/{p}/task/{t}/status').read()
-            except: continue
+            except OSError: continue  # the thread or process just ended
             comm=s[s.index('(')+1:s.rindex(')')]
             f=s[s.rindex(')')+2:].split()
             ut,stt=int(f[11]),int(f[12])
@@ -43,5 +43,7 @@ while True:
         for k,a in sorted(g.items(),key=lambda kv:-(kv[1][0]+kv[1][1])):
             out.write(f'   {k:28s} user {a[0]/100:7.2f} sys {a[1]/100:7.2f} vcs {a[2]:8d} ivcs {a[3]:7d} n {a[4]}\n')
         out.flush()
+        # An exited process's threads are reported once and forgotten (pids are reused).
+        seen={k:v for k,v in seen.items() if k[0]!=p}
     live=cur
     time.sleep(0.3)
