@@ -434,10 +434,25 @@ impl Coordinator {
 }
 
 async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<state_log::LogRecord>, EngineError> {
-    ports
-        .read_state(config)
-        .await
-        .map_err(|e| EngineError::Destination(format!("cannot read {}: {e}", config.state_topic)))
+    ports.read_state(config).await.map_err(|e| state_read_error(&config.state_topic, &e))
+}
+
+/// Why the state topic could not be read. A state topic that is gone (deleted between its
+/// creation check and the read, e.g. by an operator cleaning up during start-up) is not an
+/// unavailable destination: the cluster answered, and retrying does not bring the state back.
+fn state_read_error(state_topic: &str, e: &KafkaError) -> EngineError {
+    let gone = ["UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"];
+    if gone.iter().any(|code| e.is(code)) {
+        return EngineError::rejected(
+            ProblemKind::DestinationUnavailable,
+            format!(
+                "the state topic {state_topic} disappeared from the destination while kmirror read it \
+                 (deleted during start-up?). It holds every mirror's state: start kmirror again to \
+                 create an empty one (the mirrors recorded in the deleted topic are gone) ({e})"
+            ),
+        );
+    }
+    EngineError::Destination(format!("cannot read {state_topic}: {e}"))
 }
 
 /// What woke the coordinator's loop (see `Coordinator::run`).

@@ -21,6 +21,32 @@ fn lag_refresh_stretches_with_the_partition_count_only_for_large_mirrors() {
     assert_eq!(lag_refresh_every(second, usize::MAX), LAG_REFRESH_PER_PARTITION * u32::MAX);
 }
 
+#[test]
+fn a_state_topic_deleted_during_start_up_is_not_called_an_unavailable_destination() {
+    let err = |name: &str| KafkaError::Kafka {
+        operation: "describe topic",
+        resource: "__mirror_state".into(),
+        code: crate::kafka::KafkaCode { code: 3, name: name.into() },
+        message: "This server does not host this topic-partition.".into(),
+    };
+    for code in ["UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"] {
+        let e = state_read_error("__mirror_state", &err(code));
+        let text = e.to_string();
+        assert!(!text.contains("unavailable"), "{code}: {text}");
+        assert!(text.contains("the state topic __mirror_state disappeared"), "{code}: {text}");
+        assert!(text.contains("start kmirror again"), "{code}: {text}");
+        assert!(text.contains(code), "the cause stays visible: {text}");
+        assert_eq!(e.kind(), ProblemKind::DestinationUnavailable);
+    }
+    // A destination that does not answer still says so.
+    let timeout =
+        KafkaError::Timeout { operation: "describe topic", resource: "__mirror_state".into(), after: Duration::ZERO };
+    let text = state_read_error("__mirror_state", &timeout).to_string();
+    assert!(text.starts_with("the destination cluster is unavailable: cannot read __mirror_state"), "{text}");
+    let other = state_read_error("__mirror_state", &err("TOPIC_AUTHORIZATION_FAILED")).to_string();
+    assert!(other.contains("cannot read __mirror_state") && other.contains("TOPIC_AUTHORIZATION_FAILED"), "{other}");
+}
+
 const SOURCE: &str = "source:9092";
 const SOURCE_ID: &str = "source-cluster";
 /// How long a condition may take before the test fails (a retry after backoff takes about 1 s).
