@@ -421,7 +421,7 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
         if s.get("interleave"):
             L.append("")
             L.append(
-                "B and M ran alternately (C P B BT M per run), so each run's M/B compares neighbours in time "
+                f"B and M ran alternately ({s.get('interleave_order') or 'C P B BT M'} per run), so each run's M/B compares neighbours in time "
                 "(median (min–max) of the per-run ratios; each run's B, M in order):"
             )
             L.append("")
