@@ -171,6 +171,12 @@ def throughput(raw):
             ),
             "gib": (m or mm or c or [{"bytes": 0}])[0]["bytes"] / 2**30,
         }
+        # What each writer left in the destination's log (bench/log-batches.py, since session 23).
+        for who, pre in (("P", "pd"), ("B", "bd"), ("BT", "btd"), ("M", "md")):
+            d = runs(raw, pre, k)
+            row[f"{who}_dst_log_mib"] = stat([r["bytes"] / MIB for r in d])
+            row[f"{who}_dst_batch_kib"] = stat([r["avg_batch_bytes"] / 1024 for r in d if r.get("avg_batch_bytes")])
+            row[f"{who}_dst_control_batches"] = stat([r["control_batches"] for r in d])
         row["failed_runs"] = failed
         row["ratio_M_B"] = ratio(row["M_mib_s"], row["B_mib_s"])
         row["ratio_M_B_paired"] = stat(paired)
@@ -451,6 +457,23 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
             "Brokers' CPU-s per GiB (source + destination; destination alone) while B ran "
             "(C and P at once), while BT ran and while kmirror drained:",
             cpu_line,
+        )
+        def dlog_line(k, r):
+            cells = [
+                f"{who} {fmt(r[f'{who}_dst_log_mib'], 0)} MiB, {fmt(r[f'{who}_dst_batch_kib'], 0)} KiB, "
+                f"{fmt(r[f'{who}_dst_control_batches'], 0)}"
+                for who in ("P", "B", "BT", "M")
+                if r.get(f"{who}_dst_log_mib")
+            ]
+            return f"- {k}: " + " — ".join(cells)
+
+        per_scenario(
+            L,
+            tp,
+            "M_dst_log_mib",
+            "Destination log per run (bytes on disk, average record batch, control batches = "
+            "transaction markers; `bench/log-batches.py`):",
+            dlog_line,
         )
         per_scenario(
             L,
