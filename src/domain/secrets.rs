@@ -370,6 +370,47 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
             None => {}
         }
     }
+    check_aliases(properties)
+}
+
+/// librdkafka's aliases: two names of one property (`_RK_C_ALIAS` in its `rdkafka_conf.c`,
+/// "Alias for" in CONFIGURATION.md), among the names the lists above know. Both names of a pair
+/// are always classified alike. A test in `kafka::client` checks this table against the property
+/// table of the librdkafka kmirror links, so an upgrade that adds an alias fails the build's tests
+/// instead of letting a property reach librdkafka under two names.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("bootstrap.servers", "metadata.broker.list"),
+    ("max.in.flight", "max.in.flight.requests.per.connection"),
+    ("sasl.mechanism", "sasl.mechanisms"),
+    ("sasl.oauthbearer.client.credentials.client.id", "sasl.oauthbearer.client.id"),
+    ("sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.client.secret"),
+    ("max.partition.fetch.bytes", "fetch.message.max.bytes"),
+    ("linger.ms", "queue.buffering.max.ms"),
+    ("retries", "message.send.max.retries"),
+    ("compression.type", "compression.codec"),
+    ("acks", "request.required.acks"),
+    ("delivery.timeout.ms", "message.timeout.ms"),
+    ("enable.auto.commit", "auto.commit.enable"),
+];
+
+/// Whether `a` and `b` name the same librdkafka property.
+#[must_use]
+pub fn same_property(a: &str, b: &str) -> bool {
+    a == b || ALIASES.iter().any(|&(x, y)| (a == x && b == y) || (a == y && b == x))
+}
+
+/// A property of `properties` that another one sets under another of librdkafka's names: the
+/// error names both. librdkafka would receive both, in the order of a hash map, so which value
+/// won would be chance (e.g. `sasl.mechanism` PLAIN beside `sasl.mechanisms` SCRAM-SHA-512).
+pub fn check_aliases(properties: &BTreeMap<String, String>) -> Result<(), PropertyError> {
+    for (i, a) in properties.keys().enumerate() {
+        if let Some(b) = properties.keys().skip(i + 1).find(|b| same_property(a, b)) {
+            return Err(PropertyError::Value {
+                name: b.clone(),
+                problem: format!("names the same librdkafka property as {a:?}; set only one of them"),
+            });
+        }
+    }
     Ok(())
 }
 
@@ -470,6 +511,27 @@ mod tests {
         assert_eq!(shown["sasl.password"], REDACTED);
         assert_eq!(shown["ssl.key.password"], "${env:KEY_PW}", "a reference names no secret");
         assert!(!format!("{shown:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_property_under_two_of_librdkafkas_names_is_refused() {
+        let policy = ReferencePolicy::default();
+        let e = validate(&props(&[("linger.ms", "5"), ("queue.buffering.max.ms", "50")]), &policy).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("\"linger.ms\"") && text.contains("\"queue.buffering.max.ms\""), "{text}");
+        assert!(!text.contains("50"), "values stay out: {text}");
+        // Secrets too, and whichever name comes first.
+        let both = props(&[
+            ("sasl.oauthbearer.client.secret", "a"),
+            ("sasl.oauthbearer.client.credentials.client.secret", "b"),
+        ]);
+        assert!(validate(&both, &policy).unwrap_err().to_string().contains("set only one"));
+        validate(&props(&[("linger.ms", "5"), ("batch.size", "100")]), &policy).unwrap();
+        for (a, b) in ALIASES {
+            assert_eq!(classify(a), classify(b), "{a} and {b} are one property");
+            assert!(same_property(a, b) && same_property(b, a) && same_property(a, a));
+        }
+        assert!(!same_property("linger.ms", "batch.size"));
     }
 
     #[test]

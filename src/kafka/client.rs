@@ -61,6 +61,9 @@ pub(crate) fn client_config(
             cfg.set(*k, *v);
         }
     }
+    // One property under two names (a record stored before this check, or written by hand):
+    // librdkafka would take them in a hash map's order, so refuse rather than let chance pick.
+    secrets::check_aliases(properties).map_err(|e| KafkaError::Client(e.to_string()))?;
     for (name, value) in properties {
         // Not from the allow list: refuse rather than hand it to librdkafka.
         secrets::check_name(name).map_err(|e| KafkaError::Client(e.to_string()))?;
@@ -69,24 +72,9 @@ pub(crate) fn client_config(
     Ok(cfg)
 }
 
-/// librdkafka's aliases: two names of one property (CONFIGURATION.md, "alias for ...").
-const ALIASES: &[(&str, &str)] = &[
-    ("linger.ms", "queue.buffering.max.ms"),
-    ("max.partition.fetch.bytes", "fetch.message.max.bytes"),
-    ("retries", "message.send.max.retries"),
-    ("acks", "request.required.acks"),
-    ("max.in.flight", "max.in.flight.requests.per.connection"),
-    ("compression.type", "compression.codec"),
-];
-
 /// Whether `properties` set `name`, under any of librdkafka's names for it.
 pub(crate) fn sets_property(properties: &BTreeMap<String, String>, name: &str) -> bool {
-    properties.keys().any(|k| same_property(k, name))
-}
-
-/// Whether `a` and `b` name the same librdkafka property.
-fn same_property(a: &str, b: &str) -> bool {
-    a == b || ALIASES.iter().any(|&(x, y)| (a == x && b == y) || (a == y && b == x))
+    properties.keys().any(|k| secrets::same_property(k, name))
 }
 
 /// The value a property stands for: the value itself, or what its reference names.
@@ -197,6 +185,43 @@ mod tests {
         assert_eq!(cfg.get("fetch.message.max.bytes"), Some("1048576"));
         assert_eq!(cfg.get("max.partition.fetch.bytes"), None);
         assert_eq!(cfg.get("retry.backoff.ms"), Some("10"), "defaults the user did not touch stay");
+    }
+
+    /// Every alias in the linked librdkafka among the names kmirror classifies is in
+    /// `secrets::ALIASES`, both names classified alike, and the table has nothing librdkafka
+    /// does not: an upgrade that adds an alias fails here instead of letting a property reach
+    /// librdkafka under two names (which one won was a hash map's order).
+    #[test]
+    fn the_alias_table_matches_the_linked_librdkafka() {
+        let found = super::super::ffi::property_aliases();
+        assert!(found.len() >= 10, "the property table's alias rows were not found: {found:?}");
+        for (name, target) in &found {
+            let known = |n: &str| secrets::classify(n) != PropertyClass::Unknown;
+            if known(name) || known(target) {
+                assert!(
+                    secrets::same_property(name, target),
+                    "{name} is librdkafka's alias for {target}: add it to ALIASES"
+                );
+                assert_eq!(secrets::classify(name), secrets::classify(target), "{name} and {target} are one property");
+            }
+        }
+        for (a, b) in secrets::ALIASES {
+            let listed = |x: &str, y: &str| found.iter().any(|(n, t)| n == x && t == y);
+            assert!(listed(a, b) || listed(b, a), "{a} / {b} is not an alias in the linked librdkafka");
+        }
+    }
+
+    #[test]
+    fn a_property_under_two_names_is_refused() {
+        for (a, b) in [("sasl.mechanism", "sasl.mechanisms"), ("linger.ms", "queue.buffering.max.ms")] {
+            let both = props(&[(a, "PLAIN"), (b, "SCRAM-SHA-512")]);
+            let e = client_config("h:1", &both, &[]).unwrap_err().to_string();
+            assert!(e.contains(a) && e.contains(b) && e.contains("same librdkafka property"), "{e}");
+            assert!(!e.contains("PLAIN") && !e.contains("SCRAM"), "values stay out of the error: {e}");
+            let e = check_properties(&both).unwrap_err();
+            assert!(e.contains(a) && e.contains(b), "{e}");
+            client_config("h:1", &props(&[(a, "PLAIN")]), &[]).unwrap();
+        }
     }
 
     #[test]

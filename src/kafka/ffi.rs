@@ -364,3 +364,34 @@ pub(super) unsafe fn run_admin<R>(
         extract(ev.ptr())
     }
 }
+
+/// librdkafka's own property table (`rd_kafka_conf_properties_show`, the rows of its
+/// CONFIGURATION.md): `(name, target)` of every row that is an alias. Tests check kmirror's alias
+/// table against it (`kafka::client`).
+#[cfg(test)]
+pub(crate) fn property_aliases() -> Vec<(String, String)> {
+    use std::io::{Read, Seek};
+    use std::os::fd::FromRawFd;
+    // SAFETY: a temporary FILE that librdkafka only writes to; it is flushed, its descriptor
+    // duplicated (the File owns the duplicate) and then closed, so no pointer outlives the block.
+    let mut file = unsafe {
+        let fp = libc::tmpfile();
+        assert!(!fp.is_null(), "tmpfile");
+        rd::rd_kafka_conf_properties_show(fp.cast());
+        libc::fflush(fp);
+        let fd = libc::dup(libc::fileno(fp));
+        libc::fclose(fp);
+        assert!(fd >= 0, "dup");
+        std::fs::File::from_raw_fd(fd)
+    };
+    let mut text = String::new();
+    file.rewind().expect("rewind");
+    file.read_to_string(&mut text).expect("librdkafka's property table is text");
+    text.lines()
+        .filter_map(|line| {
+            let name = line.split(" | ").next()?.trim();
+            let target = line.split_once("Alias for `")?.1.split('`').next()?;
+            Some((name.to_string(), target.to_string()))
+        })
+        .collect()
+}
