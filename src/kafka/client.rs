@@ -77,6 +77,27 @@ pub(crate) fn sets_property(properties: &BTreeMap<String, String>, name: &str) -
     properties.keys().any(|k| secrets::same_property(k, name))
 }
 
+/// The context of consumers that ask for end-of-partition events (`enable.partition.eof`: the
+/// state reader, quarantine and scan readers, the data path's outcome reader). rdkafka 0.39 hands
+/// every consumer error event to the context's `error` as well as to `poll`, and its default
+/// context logs each at ERROR: one "Global error: PartitionEOF (Broker: No more messages)" line
+/// per partition read to its end, sixteen at every start-up, which an operator's log alerting
+/// rightly takes for a fault. The reader handles the end of a partition itself, so that event is
+/// only traced; every other error is logged as before.
+pub(crate) struct EofReaderContext;
+
+impl rdkafka::ClientContext for EofReaderContext {
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF) {
+            tracing::trace!(%reason, "end of partition");
+        } else {
+            tracing::error!("librdkafka: {error}: {reason}");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for EofReaderContext {}
+
 /// The value a property stands for: the value itself, or what its reference names.
 fn resolve(name: &str, value: &str) -> KafkaResult<String> {
     let Some(reference) = Reference::parse(value) else { return Ok(value.to_string()) };

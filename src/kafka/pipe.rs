@@ -27,7 +27,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
 use super::KafkaAdmin;
-use super::client::{client_config, create, create_with_context, sets_property};
+use super::client::{EofReaderContext, client_config, create, create_with_context, sets_property};
 use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
 use super::error::KafkaResult;
 use super::ffi::ProducerTopic;
@@ -1595,8 +1595,8 @@ impl Pipe {
     fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, String> {
         let Some(p) = in_doubt.iter().find(|p| p.records > 0) else { return Ok(false) };
         let first = p.destination_end_offset - p.records as i64;
-        let consumer: BaseConsumer = outcome_consumer_config(&self.config)
-            .and_then(|cfg| create(&cfg, "destination outcome reader"))
+        let consumer: BaseConsumer<EofReaderContext> = outcome_consumer_config(&self.config)
+            .and_then(|cfg| create_with_context(&cfg, EofReaderContext, "destination outcome reader"))
             .map_err(|e| format!("cannot create the outcome reader: {e}"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&p.topic, p.partition, Offset::Offset(first)).map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::client::{client_config, create};
+use super::client::{EofReaderContext, client_config, create_with_context};
 use super::{KafkaError, KafkaResult};
 
 /// The committed records of one partition at or after the scan's start offset.
@@ -57,7 +57,7 @@ pub(super) fn read_committed_range(
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "earliest")
         .set("fetch.queue.backoff.ms", "10");
-    let consumer: BaseConsumer = create(&cfg, op)?;
+    let consumer: BaseConsumer<EofReaderContext> = create_with_context(&cfg, EofReaderContext, op)?;
     let mut tpl = TopicPartitionList::new();
     for (p, offset) in starts.iter().filter(|(p, _)| remaining.contains_key(p)) {
         tpl.add_partition_offset(topic, *p, *offset)
