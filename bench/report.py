@@ -305,6 +305,29 @@ def takeover(raw):
     return out
 
 
+def rolling(raw):
+    """Rolling restarts (issue 17): SIGTERM and back with the same id, one instance at a time."""
+    out = {}
+    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, "rolling.*.r*.json"))}
+    for k in sorted(keys, key=int):
+        failed = []
+        rs = runs(raw, "rolling", k, failed)
+        allr = [load(p) for p in sorted(glob.glob(os.path.join(raw, f"rolling.{k}.r*.json")))]
+        vp = os.path.join(raw, f"verify-rolling.{k}.json")
+        out[k] = {
+            "failed_runs": failed,
+            "load_records_s": allr[0]["load_records_s"],
+            "restarts": len(allr),
+            "exited_s": stat([r["exited_s"] for r in rs]),
+            "same_slots_again_s": stat([r["same_slots_again_s"] for r in rs]),
+            "partitions_advancing_s": stat([r["partitions_advancing_s"] for r in rs]),
+            "restarts_moving_other_slots": sum(1 for r in allr if r.get("other_slots_moved")),
+            "verify": load(vp) if os.path.exists(vp) else None,
+            "runs": allr,
+        }
+    return out
+
+
 def failback(raw):
     """Failback B -> A after 1% new writes on B (issue 18): one key per partitions-mode."""
     out = {}
@@ -372,7 +395,7 @@ def per_scenario(L, tp, key, title, line):
     L += [line(k, r) for k, r in rows]
 
 
-def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
+def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None, rl=None):
     s = meta["settings"]
     smoke = meta["mode"] != "full"
     L = []
@@ -636,6 +659,41 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None):
                     + " |"
                 )
             L.append("")
+    if rl:
+        L.append("## Rolling restart (several instances)")
+        L.append("")
+        for k, r in rl.items():
+            v = r["verify"] or {}
+            L.append(
+                f"3 instances (default session timeout), a {int(k)}-partition topic under {r['load_records_s']:,} "
+                f"records/s; each instance in turn gets SIGTERM and is started again with the same id "
+                f"({r['restarts']} restarts). *exited*: SIGTERM until the process ended; *same slots*: until it "
+                f"owned its slots again; *advancing*: until every partition of its slots advanced beyond where the "
+                f"stopped process left it (read 0.5 s after it exited). Restarts during which another instance's slots changed: "
+                f"**{r['restarts_moving_other_slots']}**. Content afterwards: "
+                + (f"**{'ok' if v.get('ok') else 'MISMATCH'}** ({v.get('source_records')} source / "
+                   f"{v.get('destination_records')} destination records)" if v else "not checked")
+                + "."
+            )
+            L.append("")
+            L.append("| | median s | min–max s |")
+            L.append("|---|---|---|")
+            for name, key in (("exited", "exited_s"), ("same slots again", "same_slots_again_s"),
+                              ("partitions advancing", "partitions_advancing_s")):
+                x = r[key]
+                L.append(f"| {name} | – | – |" if x is None else f"| {name} | {x['median']:.2f} | {x['min']:.2f}–{x['max']:.2f} |")
+            L.append("")
+            L.append("| restart | instance | slots | partitions | exited s | same slots s | advancing s | others moved | survivors' rebalances |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for x in r["runs"]:
+                L.append(
+                    f"| {x['restart']} | {x['restarted']} | {len(x['slots'] or [])} | {x['partitions']} | "
+                    f"{fr(x['exited_s'])} | {fr(x['same_slots_again_s'])} | {fr(x['partitions_advancing_s'])} | "
+                    f"{x['other_slots_moved']} | {x['survivors_rebalances_before']} → {x['survivors_rebalances_after']}"
+                    + (f" (**{x['error']}**)" if x.get("error") else "")
+                    + " |"
+                )
+            L.append("")
     if fb:
         L.extend(failback_md(fb))
     L.append("## Settings")
@@ -686,8 +744,9 @@ def main():
     fo = failover(raw)
     tk = takeover(raw)
     fb = failback(raw)
+    rl = rolling(raw)
     summary = {"meta": meta, "throughput": tp, "latency": lat, "idle_memory": idl, "failover": fo, "takeover": tk,
-               "failback": fb,
+               "failback": fb, "rolling": rl,
                "raw_dir": os.path.basename(raw)}
     complete = os.path.exists(os.path.join(raw, "complete"))
     summary["complete"] = complete
@@ -695,7 +754,7 @@ def main():
         json.dump(summary, f, indent=2)
         f.write("\n")
     with open(out + ".md", "w") as f:
-        f.write(markdown(meta, tp, lat, idl, fo, complete, tk, fb))
+        f.write(markdown(meta, tp, lat, idl, fo, complete, tk, fb, rl))
 
 
 if __name__ == "__main__":
