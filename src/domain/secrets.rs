@@ -373,6 +373,75 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
     check_aliases(properties)
 }
 
+/// The kind of librdkafka client a property is given to. librdkafka's admin clients are
+/// producers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientKind {
+    Consumer,
+    Producer,
+}
+
+/// Properties of the lists above that librdkafka uses in consumers only (`C` in its
+/// CONFIGURATION.md). A test in `kafka::client` checks both lists against the linked librdkafka.
+const CONSUMER_ONLY: &[&str] = &[
+    "queued.min.messages",
+    "queued.max.messages.kbytes",
+    "fetch.wait.max.ms",
+    "fetch.queue.backoff.ms",
+    "fetch.message.max.bytes",
+    "max.partition.fetch.bytes",
+    "fetch.max.bytes",
+    "fetch.min.bytes",
+    "fetch.error.backoff.ms",
+    "check.crcs",
+    "group.id",
+    "group.instance.id",
+    "enable.auto.commit",
+    "auto.commit.enable",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "isolation.level",
+    "enable.partition.eof",
+];
+
+/// Properties of the lists above that librdkafka uses in producers (and admin clients) only (`P`).
+const PRODUCER_ONLY: &[&str] = &[
+    "transactional.id",
+    "transaction.timeout.ms",
+    "enable.idempotence",
+    "enable.gapless.guarantee",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "queue.buffering.max.ms",
+    "linger.ms",
+    "message.send.max.retries",
+    "retries",
+    "queue.buffering.backpressure.threshold",
+    "compression.codec",
+    "compression.type",
+    "compression.level",
+    "batch.num.messages",
+    "batch.size",
+    "sticky.partitioning.linger.ms",
+    "request.required.acks",
+    "acks",
+    "request.timeout.ms",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+];
+
+/// Whether librdkafka uses `name` in a client of `kind`. A client given the other kind's
+/// property ignores it and logs a CONFWARN warning, once per client: a destination's
+/// `compression.type` or `linger.ms` did so in every state reader and group member, a source's
+/// `fetch.max.bytes` in every source admin client.
+#[must_use]
+pub fn applies_to(name: &str, kind: ClientKind) -> bool {
+    match kind {
+        ClientKind::Consumer => !PRODUCER_ONLY.contains(&name),
+        ClientKind::Producer => !CONSUMER_ONLY.contains(&name),
+    }
+}
+
 /// librdkafka's aliases: two names of one property (`_RK_C_ALIAS` in its `rdkafka_conf.c`,
 /// "Alias for" in CONFIGURATION.md), among the names the lists above know. Both names of a pair
 /// are always classified alike. A test in `kafka::client` checks this table against the property

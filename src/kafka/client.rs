@@ -15,6 +15,7 @@ use rdkafka::ClientConfig;
 use rdkafka::config::FromClientConfig;
 
 use super::error::{KafkaError, KafkaResult};
+pub(crate) use crate::domain::secrets::ClientKind;
 use crate::domain::secrets::{self, PropertyClass, Reference, ReferencePolicy};
 
 static POLICY: RwLock<Option<ReferencePolicy>> = RwLock::new(None);
@@ -37,7 +38,12 @@ pub fn reference_policy() -> ReferencePolicy {
 /// Properties the allow list refuses (`plugin.library.paths`, ...) are never passed to librdkafka,
 /// even when they come from a stored record written before the list existed or by hand: they are
 /// an error here.
+///
+/// `kind` is the client the config is for: the user's properties that librdkafka uses only in
+/// the other kind are left out (librdkafka would ignore them with a warning per client). `None`
+/// keeps them all, for checking values.
 pub(crate) fn client_config(
+    kind: Option<ClientKind>,
     bootstrap: &str,
     properties: &BTreeMap<String, String>,
     defaults: &[(&str, &str)],
@@ -67,6 +73,9 @@ pub(crate) fn client_config(
     for (name, value) in properties {
         // Not from the allow list: refuse rather than hand it to librdkafka.
         secrets::check_name(name).map_err(|e| KafkaError::Client(e.to_string()))?;
+        if kind.is_some_and(|k| !secrets::applies_to(name, k)) {
+            continue;
+        }
         cfg.set(name, resolve(name, value)?);
     }
     Ok(cfg)
@@ -166,7 +175,7 @@ fn scrub(cfg: &ClientConfig, text: &str) -> String {
 /// accepts every value (without creating a client or connecting).
 pub fn check_properties(properties: &BTreeMap<String, String>) -> Result<(), String> {
     secrets::validate(properties, &reference_policy()).map_err(|e| e.to_string())?;
-    let cfg = client_config("localhost:9092", properties, &[]).map_err(|e| match e {
+    let cfg = client_config(None, "localhost:9092", properties, &[]).map_err(|e| match e {
         KafkaError::Client(m) => m,
         other => other.to_string(),
     })?;
@@ -185,17 +194,18 @@ mod tests {
     fn secrets_reach_the_client_config_unmasked() {
         // The bug this module exists for: config_map() masks these, the config itself must not.
         let p = props(&[("sasl.password", "hunter2-real"), ("ssl.key.password", "key-pass-real")]);
-        let cfg = client_config("h:1", &p, &[("linger.ms", "5")]).unwrap();
+        let cfg = client_config(None, "h:1", &p, &[("linger.ms", "5")]).unwrap();
         assert_eq!(cfg.get("sasl.password"), Some("hunter2-real"));
         assert_eq!(cfg.get("ssl.key.password"), Some("key-pass-real"));
         assert_eq!(cfg.get("linger.ms"), Some("5"));
-        let over = client_config("h:1", &props(&[("linger.ms", "50")]), &[("linger.ms", "5")]).unwrap();
+        let over = client_config(None, "h:1", &props(&[("linger.ms", "50")]), &[("linger.ms", "5")]).unwrap();
         assert_eq!(over.get("linger.ms"), Some("50"), "the user's property wins over a tuning default");
     }
 
     #[test]
     fn a_default_yields_to_the_user_setting_it_under_another_name() {
         let cfg = client_config(
+            None,
             "h:1",
             &props(&[("queue.buffering.max.ms", "50"), ("fetch.message.max.bytes", "1048576")]),
             &[("linger.ms", "5"), ("max.partition.fetch.bytes", "8388608"), ("retry.backoff.ms", "10")],
@@ -214,7 +224,8 @@ mod tests {
     /// librdkafka under two names (which one won was a hash map's order).
     #[test]
     fn the_alias_table_matches_the_linked_librdkafka() {
-        let found = super::super::ffi::property_aliases();
+        let found: Vec<(String, String)> =
+            super::super::ffi::property_table().into_iter().filter_map(|r| Some((r.name, r.alias_for?))).collect();
         assert!(found.len() >= 10, "the property table's alias rows were not found: {found:?}");
         for (name, target) in &found {
             let known = |n: &str| secrets::classify(n) != PropertyClass::Unknown;
@@ -232,16 +243,49 @@ mod tests {
         }
     }
 
+    /// kmirror's producer/consumer split of properties is librdkafka's (its C/P column) for
+    /// every name kmirror classifies.
+    #[test]
+    fn the_client_kind_of_every_known_property_is_librdkafkas() {
+        let table = super::super::ffi::property_table();
+        let mut checked = 0;
+        for row in table.iter().filter(|r| secrets::classify(&r.name) != PropertyClass::Unknown) {
+            let (c, p) = (
+                secrets::applies_to(&row.name, ClientKind::Consumer),
+                secrets::applies_to(&row.name, ClientKind::Producer),
+            );
+            let want = (row.clients != "P", row.clients != "C");
+            assert_eq!((c, p), want, "{} is for {:?} clients in librdkafka", row.name, row.clients);
+            checked += 1;
+        }
+        assert!(checked > 100, "only {checked} known properties found in librdkafka's table");
+    }
+
+    #[test]
+    fn each_client_gets_only_the_properties_of_its_kind() {
+        let p = props(&[("fetch.max.bytes", "1048576"), ("linger.ms", "20"), ("security.protocol", "SASL_SSL")]);
+        let consumer = client_config(Some(ClientKind::Consumer), "h:1", &p, &[]).unwrap();
+        assert_eq!(consumer.get("fetch.max.bytes"), Some("1048576"));
+        assert_eq!(consumer.get("linger.ms"), None);
+        assert_eq!(consumer.get("security.protocol"), Some("SASL_SSL"));
+        let producer = client_config(Some(ClientKind::Producer), "h:1", &p, &[]).unwrap();
+        assert_eq!(producer.get("fetch.max.bytes"), None);
+        assert_eq!(producer.get("linger.ms"), Some("20"));
+        assert_eq!(producer.get("security.protocol"), Some("SASL_SSL"));
+        let all = client_config(None, "h:1", &p, &[]).unwrap();
+        assert!(all.get("fetch.max.bytes").is_some() && all.get("linger.ms").is_some(), "checking sees every value");
+    }
+
     #[test]
     fn a_property_under_two_names_is_refused() {
         for (a, b) in [("sasl.mechanism", "sasl.mechanisms"), ("linger.ms", "queue.buffering.max.ms")] {
             let both = props(&[(a, "PLAIN"), (b, "SCRAM-SHA-512")]);
-            let e = client_config("h:1", &both, &[]).unwrap_err().to_string();
+            let e = client_config(None, "h:1", &both, &[]).unwrap_err().to_string();
             assert!(e.contains(a) && e.contains(b) && e.contains("same librdkafka property"), "{e}");
             assert!(!e.contains("PLAIN") && !e.contains("SCRAM"), "values stay out of the error: {e}");
             let e = check_properties(&both).unwrap_err();
             assert!(e.contains(a) && e.contains(b), "{e}");
-            client_config("h:1", &props(&[(a, "PLAIN")]), &[]).unwrap();
+            client_config(None, "h:1", &props(&[(a, "PLAIN")]), &[]).unwrap();
         }
     }
 
@@ -288,14 +332,16 @@ mod tests {
     fn references_resolve_at_build_time() {
         // std::env::set_var is unsafe in edition 2024 (threads): use a variable that is set.
         let path = std::env::var("PATH").unwrap();
-        let cfg = client_config("h:1", &props(&[("sasl.password", "${env:PATH}")]), &[]).unwrap();
+        let cfg = client_config(None, "h:1", &props(&[("sasl.password", "${env:PATH}")]), &[]).unwrap();
         assert_eq!(cfg.get("sasl.password"), Some(path.as_str()));
-        let e = client_config("h:1", &props(&[("sasl.password", "${env:KMIRROR_NO_SUCH_VAR_XYZ}")]), &[]).unwrap_err();
+        let e = client_config(None, "h:1", &props(&[("sasl.password", "${env:KMIRROR_NO_SUCH_VAR_XYZ}")]), &[])
+            .unwrap_err();
         assert!(e.to_string().contains("KMIRROR_"), "{e}");
-        let e = client_config("h:1", &props(&[("sasl.password", "${env:NO_SUCH_VAR_XYZ_123}")]), &[]).unwrap_err();
-        assert!(e.to_string().contains("NO_SUCH_VAR_XYZ_123 is not set"), "{e}");
         let e =
-            client_config("h:1", &props(&[("sasl.password", "${file:/run/secrets/kmirror-none}")]), &[]).unwrap_err();
+            client_config(None, "h:1", &props(&[("sasl.password", "${env:NO_SUCH_VAR_XYZ_123}")]), &[]).unwrap_err();
+        assert!(e.to_string().contains("NO_SUCH_VAR_XYZ_123 is not set"), "{e}");
+        let e = client_config(None, "h:1", &props(&[("sasl.password", "${file:/run/secrets/kmirror-none}")]), &[])
+            .unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
     }
 }

@@ -365,11 +365,21 @@ pub(super) unsafe fn run_admin<R>(
     }
 }
 
-/// librdkafka's own property table (`rd_kafka_conf_properties_show`, the rows of its
-/// CONFIGURATION.md): `(name, target)` of every row that is an alias. Tests check kmirror's alias
-/// table against it (`kafka::client`).
+/// One row of librdkafka's own property table (`rd_kafka_conf_properties_show`, the rows of its
+/// CONFIGURATION.md): the name, which clients it is for (`C` consumer, `P` producer, `*` both)
+/// and, for an alias, the property it names.
 #[cfg(test)]
-pub(crate) fn property_aliases() -> Vec<(String, String)> {
+#[derive(Debug, Clone)]
+pub(crate) struct PropertyRow {
+    pub name: String,
+    pub clients: String,
+    pub alias_for: Option<String>,
+}
+
+/// librdkafka's property table, global and topic properties alike. Tests check kmirror's alias
+/// table and its producer/consumer split against it (`kafka::client`).
+#[cfg(test)]
+pub(crate) fn property_table() -> Vec<PropertyRow> {
     use std::io::{Read, Seek};
     use std::os::fd::FromRawFd;
     // SAFETY: a temporary FILE that librdkafka only writes to; it is flushed, its descriptor
@@ -389,9 +399,14 @@ pub(crate) fn property_aliases() -> Vec<(String, String)> {
     file.read_to_string(&mut text).expect("librdkafka's property table is text");
     text.lines()
         .filter_map(|line| {
-            let name = line.split(" | ").next()?.trim();
-            let target = line.split_once("Alias for `")?.1.split('`').next()?;
-            Some((name.to_string(), target.to_string()))
+            let mut cells = line.split(" | ");
+            let name = cells.next()?.trim();
+            let clients = cells.next()?.trim();
+            if !matches!(clients, "C" | "P" | "*") {
+                return None; // a header, legend or separator line
+            }
+            let alias_for = line.split_once("Alias for `").and_then(|(_, r)| r.split('`').next()).map(str::to_string);
+            Some(PropertyRow { name: name.to_string(), clients: clients.to_string(), alias_for })
         })
         .collect()
 }

@@ -84,7 +84,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientConfig, ClientContext, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
-use super::client::{client_config, create_with_context};
+use super::client::{ClientKind, client_config, create_with_context};
 use super::error::{KafkaCode, KafkaError, KafkaResult};
 use super::ffi;
 
@@ -182,7 +182,7 @@ impl MembershipConfig {
     /// the slot group depends on (which the user cannot override).
     fn client_config(&self) -> KafkaResult<ClientConfig> {
         self.validate()?;
-        let mut cfg = client_config(&self.bootstrap, &self.properties, &[])?;
+        let mut cfg = client_config(Some(ClientKind::Consumer), &self.bootstrap, &self.properties, &[])?;
         let client_id = format!("{}-membership-{}", cfg.get("client.id").unwrap_or("kmirror"), self.instance_id);
         cfg.set("group.id", &self.group_id)
             .set("group.instance.id", &self.instance_id)

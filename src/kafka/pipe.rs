@@ -27,7 +27,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
 use super::KafkaAdmin;
-use super::client::{EofReaderContext, client_config, create, create_with_context, sets_property};
+use super::client::{ClientKind, EofReaderContext, client_config, create, create_with_context, sets_property};
 use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
 use super::error::KafkaResult;
 use super::ffi::ProducerTopic;
@@ -1866,6 +1866,7 @@ fn producer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
     let client_id = format!("kmirror-{}-{}-destination", config.mirror, config.slot);
     let transaction_timeout_ms = super::TRANSACTION_TIMEOUT.as_millis().to_string();
     let mut pcfg = client_config(
+        Some(ClientKind::Producer),
         &config.destination_bootstrap,
         &config.destination_properties,
         &[
@@ -1899,6 +1900,7 @@ fn consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
     let fetch_wait_max_ms = FETCH_WAIT_MAX_MS.to_string();
     let partition_fetch_max_bytes = PARTITION_FETCH_MAX_BYTES.to_string();
     let mut ccfg = client_config(
+        Some(ClientKind::Consumer),
         &config.source_bootstrap,
         &config.source_properties,
         &[
@@ -2092,7 +2094,8 @@ fn txn_error_action(fatal: bool, code: Option<RDKafkaErrorCode>) -> TxnErrorActi
 /// timeout (`Pipe::txn_committed`): the destination's connection settings, `read_committed`,
 /// and an end-of-partition event (aborted records are skipped up to the end).
 fn outcome_consumer_config(config: &PipeConfig) -> KafkaResult<ClientConfig> {
-    let mut cfg = client_config(&config.destination_bootstrap, &config.destination_properties, &[])?;
+    let mut cfg =
+        client_config(Some(ClientKind::Consumer), &config.destination_bootstrap, &config.destination_properties, &[])?;
     cfg.set("group.id", format!("kmirror-{}-outcome", config.mirror))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")

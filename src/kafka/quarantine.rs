@@ -21,7 +21,7 @@ use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
 use super::admin::rdkafka_error;
-use super::client::{client_config, create};
+use super::client::{ClientKind, client_config, create};
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::scan::read_committed_range;
 use super::{KafkaError, KafkaResult};
@@ -173,7 +173,7 @@ impl Copier {
         job: &QuarantineJob,
         timeout: Duration,
     ) -> KafkaResult<Copier> {
-        let mut cfg = client_config(bootstrap, properties, &[])?;
+        let mut cfg = client_config(Some(ClientKind::Producer), bootstrap, properties, &[])?;
         // One id per quarantine topic: initialising it fences and aborts a crashed attempt's
         // open transaction, so the check that follows sees only committed copies.
         cfg.set("transactional.id", format!("kmirror-quarantine-{}", job.target))

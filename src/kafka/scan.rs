@@ -9,7 +9,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::client::{EofReaderContext, client_config, create_with_context};
+use super::client::{ClientKind, EofReaderContext, client_config, create_with_context};
 use super::{KafkaError, KafkaResult};
 
 /// The committed records of one partition at or after the scan's start offset.
@@ -50,7 +50,7 @@ pub(super) fn read_committed_range(
     if remaining.is_empty() {
         return Ok(());
     }
-    let mut cfg = client_config(bootstrap, properties, &[])?;
+    let mut cfg = client_config(Some(ClientKind::Consumer), bootstrap, properties, &[])?;
     cfg.set("group.id", format!("kmirror-{}", op.replace(' ', "-")))
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")

@@ -13,7 +13,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::client::{client_config, create};
+use super::client::{ClientKind, client_config, create};
 use super::pipe::StateWrite;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec};
@@ -150,7 +150,7 @@ impl StateTail {
         batches: tokio::sync::mpsc::UnboundedSender<TailBatch>,
     ) -> KafkaResult<StateTail> {
         const OP: &str = "tail state";
-        let mut cfg = client_config(bootstrap, properties, &[])?;
+        let mut cfg = client_config(Some(ClientKind::Consumer), bootstrap, properties, &[])?;
         cfg.set("group.id", "kmirror-state-tail")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
@@ -257,7 +257,7 @@ impl StateWriter {
         topic: &str,
         timeout: Duration,
     ) -> KafkaResult<StateWriter> {
-        let mut cfg = client_config(bootstrap, properties, &[])?;
+        let mut cfg = client_config(Some(ClientKind::Producer), bootstrap, properties, &[])?;
         // Its transactions are single writes; a short timeout bounds how long one left open by a
         // crashed instance holds back the last stable offset other instances read up to (a
         // takeover waits for that).

@@ -101,7 +101,7 @@ impl KafkaAdmin {
         properties: &BTreeMap<String, String>,
         timeout: Duration,
     ) -> KafkaResult<KafkaAdmin> {
-        let cfg = super::client::client_config(bootstrap, properties, &[])?;
+        let cfg = super::client::client_config(Some(super::client::ClientKind::Producer), bootstrap, properties, &[])?;
         let client: AdminClient<DefaultClientContext> = super::client::create(&cfg, "admin client")?;
         Ok(KafkaAdmin {
             inner: Arc::new(Inner {
