@@ -823,6 +823,25 @@ pub(crate) struct FakeWorld {
     pub state: Arc<FakeState>,
     pub pipes: Arc<FakePipes>,
     pub quarantine: FakeQuarantine,
+    pub fences: FakeFences,
+}
+
+/// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
+#[derive(Debug, Default)]
+pub(crate) struct FakeFences {
+    /// How long each fence takes (zero: it is done at once).
+    pub delay: Mutex<Duration>,
+    in_flight: std::sync::atomic::AtomicUsize,
+    max_in_flight: std::sync::atomic::AtomicUsize,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl FakeFences {
+    /// The most fences that were in flight at the same time, and how many there were.
+    pub(crate) fn max_in_flight_and_calls(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.max_in_flight.load(SeqCst), self.calls.load(SeqCst))
+    }
 }
 
 /// The quarantine copies (`Ports::quarantine`): what was copied where, and faults to inject.
@@ -865,6 +884,7 @@ impl FakeWorld {
             state: FakeState::new(),
             pipes: Arc::new(FakePipes::default()),
             quarantine: FakeQuarantine::default(),
+            fences: FakeFences::default(),
         })
     }
 
@@ -1047,10 +1067,22 @@ impl Ports for FakeWorld {
         _config: &'a EngineConfig,
         transactional_id: &'a str,
     ) -> BoxFuture<'a, KafkaResult<()>> {
+        use std::sync::atomic::Ordering::SeqCst;
         let r = self.destination_check("InitProducerId").map(|()| {
             self.state.open(transactional_id);
         });
-        Box::pin(std::future::ready(r))
+        let delay = *lock(&self.fences.delay);
+        let f = &self.fences;
+        Box::pin(async move {
+            f.calls.fetch_add(1, SeqCst);
+            let now = f.in_flight.fetch_add(1, SeqCst) + 1;
+            f.max_in_flight.fetch_max(now, SeqCst);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            f.in_flight.fetch_sub(1, SeqCst);
+            r
+        })
     }
 
     fn spawn_data_path(

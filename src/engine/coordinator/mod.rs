@@ -345,9 +345,7 @@ pub(super) async fn start_with_ports(
         coord.install(&loaded);
         *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
         *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
-        for m in &loaded.mirrors {
-            coord.fence_legacy(&m.stored.spec.name).await;
-        }
+        coord.fence_legacy(loaded.mirrors.iter().map(|m| m.stored.spec.name.as_str())).await;
         let start = group::tail_start(&records, state_partitions);
         let (state, _) =
             crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
@@ -383,10 +381,10 @@ pub(super) async fn start_with_ports(
     // Start every mirror's data paths first: each one fences its slot's previous writer (and
     // aborts its open transaction), so the second read below sees final positions.
     let mut ready = Vec::new();
+    coord.fence_legacy(loaded.mirrors.iter().map(|m| m.stored.spec.name.as_str())).await;
     for m in &loaded.mirrors {
         let name = m.stored.spec.name.clone();
         coord.add_mirror(m.stored.clone());
-        coord.fence_legacy(&name).await;
         let slots: BTreeSet<i32> = m
             .topics
             .iter()
@@ -841,15 +839,26 @@ impl Coordinator {
         self.mirrors.insert(name, m);
     }
 
-    /// Fences the transactional ids of the single-pipe-per-mirror layout for `mirror` (see
-    /// `slots::legacy_transactional_ids`). Best effort: a failure only means an open transaction
-    /// of that layout, if any, ends by its own timeout.
-    async fn fence_legacy(&self, mirror: &str) {
-        for id in slots::legacy_transactional_ids(&self.config, mirror) {
-            if let Err(e) = self.ports.fence_writer(&self.config, &id).await {
+    /// Fences the transactional ids of the single-pipe-per-mirror layout for `mirrors` (see
+    /// `slots::legacy_transactional_ids`), all at once. Best effort: a failure only means an open
+    /// transaction of that layout, if any, ends by its own timeout.
+    ///
+    /// At once because it runs at every start-up before the instance joins the slot group, two
+    /// ids per mirror, each a new producer and its InitProducerId round trip: one after another,
+    /// a restart with 20 mirrors took 9.2–13.7 s from engine start to the join on the benchmark
+    /// box — past the 10 s session timeout, so a rolling restart would have moved its slots —
+    /// and 2.2–2.3 s with the fences at once (`bench/restart-mirrors.sh`, session 23).
+    async fn fence_legacy<'m>(&self, mirrors: impl IntoIterator<Item = &'m str>) {
+        let ids: Vec<(&str, String)> = mirrors
+            .into_iter()
+            .flat_map(|m| slots::legacy_transactional_ids(&self.config, m).into_iter().map(move |id| (m, id)))
+            .collect();
+        let fences = ids.iter().map(|(mirror, id)| async move {
+            if let Err(e) = self.ports.fence_writer(&self.config, id).await {
                 tracing::warn!(%mirror, transactional_id = %id, "cannot fence the earlier layout's writer: {e}");
             }
-        }
+        });
+        futures_util::future::join_all(fences).await;
     }
 
     async fn wait_ready(&self, ready: Vec<tokio::sync::oneshot::Receiver<()>>) {

@@ -739,6 +739,29 @@ async fn a_second_instance_takes_over_and_fences_the_first() {
     second.shutdown().await;
 }
 
+/// A start-up fences the earlier layout's transactional ids of every mirror at once, not one
+/// after another: in group mode it happens before the instance joins the slot group, and a
+/// restart that took longer than the session timeout would move the instance's slots.
+#[tokio::test]
+async fn a_start_up_fences_every_mirrors_earlier_layout_at_once() {
+    let rig = Rig::new().await;
+    for m in ["m1", "m2", "m3"] {
+        rig.create(m).await;
+    }
+    *lock_delay(&rig.world) = Duration::from_millis(300);
+    let (_, before) = rig.world.fences.max_in_flight_and_calls();
+    let rig = rig.restart().await;
+    let (max, after) = rig.world.fences.max_in_flight_and_calls();
+    // Two ids per mirror (by instance id and by cluster name).
+    assert_eq!(after - before, 6, "every earlier-layout id of the three mirrors is fenced");
+    assert_eq!(max, 6, "all six fences were in flight together");
+    rig.engine.shutdown().await;
+}
+
+fn lock_delay(world: &FakeWorld) -> std::sync::MutexGuard<'_, Duration> {
+    world.fences.delay.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_restores_every_state_and_resumes_from_committed_positions() {
     let rig = Rig::new().await;
