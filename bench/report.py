@@ -280,14 +280,19 @@ def failover(raw):
     return out
 
 
+def keyed_runs(raw, measure):
+    """(key, successful runs, all runs, failed ones) of `measure`, one key per topic partition count."""
+    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, f"{measure}.*.r*.json"))}
+    for k in sorted(keys, key=int):
+        failed = []
+        rs = runs(raw, measure, k, failed)
+        yield k, rs, [load(p) for p in sorted(glob.glob(os.path.join(raw, f"{measure}.{k}.r*.json")))], failed
+
+
 def takeover(raw):
     """kill -9 takeover runs (issue 17): one key per topic partition count."""
     out = {}
-    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, "takeover.*.r*.json"))}
-    for k in sorted(keys, key=int):
-        failed = []
-        rs = runs(raw, "takeover", k, failed)
-        allr = [load(p) for p in sorted(glob.glob(os.path.join(raw, f"takeover.{k}.r*.json")))]
+    for k, rs, allr, failed in keyed_runs(raw, "takeover"):
         first = (rs or allr)[0]
         out[k] = {
             "failed_runs": failed,
@@ -308,11 +313,7 @@ def takeover(raw):
 def rolling(raw):
     """Rolling restarts (issue 17): SIGTERM and back with the same id, one instance at a time."""
     out = {}
-    keys = {os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(raw, "rolling.*.r*.json"))}
-    for k in sorted(keys, key=int):
-        failed = []
-        rs = runs(raw, "rolling", k, failed)
-        allr = [load(p) for p in sorted(glob.glob(os.path.join(raw, f"rolling.{k}.r*.json")))]
+    for k, rs, allr, failed in keyed_runs(raw, "rolling"):
         vp = os.path.join(raw, f"verify-rolling.{k}.json")
         out[k] = {
             "failed_runs": failed,

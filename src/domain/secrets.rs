@@ -80,9 +80,6 @@ const PUBLIC: &[&str] = &[
     "api.version.request.timeout.ms",
     "api.version.fallback.ms",
     "broker.version.fallback",
-    "request.timeout.ms",
-    "message.timeout.ms",
-    "delivery.timeout.ms",
     "enable.metrics.push",
     "debug",
     "log.connection.close",
@@ -124,7 +121,18 @@ const PUBLIC: &[&str] = &[
     "https.ca.pem",
     "enable.ssl.certificate.verification",
     "ssl.endpoint.identification.algorithm",
-    // tuning (consumer)
+    // tuning (both kinds of client)
+    "receive.message.max.bytes",
+    "message.max.bytes",
+    "message.copy.max.bytes",
+    "max.in.flight.requests.per.connection",
+    "max.in.flight",
+];
+
+/// Public properties librdkafka uses in consumers only (`C` in its CONFIGURATION.md): left out
+/// of producers and admin clients (`applies_to`). A test in `kafka::client` checks this list and
+/// [`PUBLIC_PRODUCER`] against the linked librdkafka.
+const PUBLIC_CONSUMER: &[&str] = &[
     "fetch.wait.max.ms",
     "fetch.queue.backoff.ms",
     "fetch.message.max.bytes",
@@ -134,13 +142,15 @@ const PUBLIC: &[&str] = &[
     "fetch.error.backoff.ms",
     "queued.min.messages",
     "queued.max.messages.kbytes",
-    "receive.message.max.bytes",
     "check.crcs",
-    // tuning (producer)
-    "message.max.bytes",
-    "message.copy.max.bytes",
-    "max.in.flight.requests.per.connection",
-    "max.in.flight",
+];
+
+/// Public properties librdkafka uses in producers (and admin clients) only (`P`): left out of
+/// consumers.
+const PUBLIC_PRODUCER: &[&str] = &[
+    "request.timeout.ms",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
     "transaction.timeout.ms",
     "queue.buffering.max.messages",
     "queue.buffering.max.kbytes",
@@ -210,7 +220,7 @@ const FIXED: &[(&str, &str)] = &[
 /// How kmirror treats the client property `name` (case-sensitive, as librdkafka is).
 #[must_use]
 pub fn classify(name: &str) -> PropertyClass {
-    if PUBLIC.contains(&name) {
+    if PUBLIC.contains(&name) || PUBLIC_CONSUMER.contains(&name) || PUBLIC_PRODUCER.contains(&name) {
         PropertyClass::Public
     } else if SECRET.contains(&name) {
         PropertyClass::Secret
@@ -381,55 +391,6 @@ pub enum ClientKind {
     Producer,
 }
 
-/// Properties of the lists above that librdkafka uses in consumers only (`C` in its
-/// CONFIGURATION.md). A test in `kafka::client` checks both lists against the linked librdkafka.
-const CONSUMER_ONLY: &[&str] = &[
-    "queued.min.messages",
-    "queued.max.messages.kbytes",
-    "fetch.wait.max.ms",
-    "fetch.queue.backoff.ms",
-    "fetch.message.max.bytes",
-    "max.partition.fetch.bytes",
-    "fetch.max.bytes",
-    "fetch.min.bytes",
-    "fetch.error.backoff.ms",
-    "check.crcs",
-    "group.id",
-    "group.instance.id",
-    "enable.auto.commit",
-    "auto.commit.enable",
-    "enable.auto.offset.store",
-    "auto.offset.reset",
-    "isolation.level",
-    "enable.partition.eof",
-];
-
-/// Properties of the lists above that librdkafka uses in producers (and admin clients) only (`P`).
-const PRODUCER_ONLY: &[&str] = &[
-    "transactional.id",
-    "transaction.timeout.ms",
-    "enable.idempotence",
-    "enable.gapless.guarantee",
-    "queue.buffering.max.messages",
-    "queue.buffering.max.kbytes",
-    "queue.buffering.max.ms",
-    "linger.ms",
-    "message.send.max.retries",
-    "retries",
-    "queue.buffering.backpressure.threshold",
-    "compression.codec",
-    "compression.type",
-    "compression.level",
-    "batch.num.messages",
-    "batch.size",
-    "sticky.partitioning.linger.ms",
-    "request.required.acks",
-    "acks",
-    "request.timeout.ms",
-    "message.timeout.ms",
-    "delivery.timeout.ms",
-];
-
 /// Whether librdkafka uses `name` in a client of `kind`. A client given the other kind's
 /// property ignores it and logs a CONFWARN warning, once per client: a destination's
 /// `compression.type` or `linger.ms` did so in every state reader and group member, a source's
@@ -437,8 +398,8 @@ const PRODUCER_ONLY: &[&str] = &[
 #[must_use]
 pub fn applies_to(name: &str, kind: ClientKind) -> bool {
     match kind {
-        ClientKind::Consumer => !PRODUCER_ONLY.contains(&name),
-        ClientKind::Producer => !CONSUMER_ONLY.contains(&name),
+        ClientKind::Consumer => !PUBLIC_PRODUCER.contains(&name),
+        ClientKind::Producer => !PUBLIC_CONSUMER.contains(&name),
     }
 }
 

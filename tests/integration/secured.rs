@@ -157,6 +157,17 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
         .expect_err("a wrong SASL password must not create a mirror");
     assert!(!e.to_string().contains(wrong), "{e}");
 
+    // A mirror with these source properties, expected to be refused.
+    let refused = |mirror: &str, properties: BTreeMap<String, String>| {
+        let spec = MirrorSpec {
+            name: mirror.to_string(),
+            source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+        };
+        let handle = engine.handle.clone();
+        async move { handle.create_mirror(spec, actor()).await.expect_err("refused properties") }
+    };
     for (name, value, kind) in [
         ("plugin.library.paths", "/tmp/evil-plugin.so", ProblemKind::InvalidProperty),
         ("sasl.passwrd", "typo-secret-value", ProblemKind::InvalidProperty),
@@ -164,22 +175,7 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
         ("sasl.password", "${env:KMIRROR_ADMIN_TOKEN}", ProblemKind::InvalidProperty),
     ] {
         let mirror = unique("sec-refused");
-        let e = engine
-            .handle
-            .create_mirror(
-                MirrorSpec {
-                    name: mirror.clone(),
-                    source: SourceSpec {
-                        bootstrap_servers: Cluster::Source.bootstrap(),
-                        properties: props(&[(name, value.to_string())]),
-                    },
-                    expected_source_cluster_id: None,
-                    sync: Default::default(),
-                },
-                actor(),
-            )
-            .await
-            .expect_err("refused property");
+        let e = refused(&mirror, props(&[(name, value.to_string())])).await;
         assert_eq!(e.kind(), kind, "{name}: {e}");
         let text = e.to_string();
         assert!(text.contains(name), "{name}: {text}");
@@ -192,25 +188,8 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
     // One property under two of librdkafka's names: librdkafka would take both in a hash map's
     // order, so which mechanism authenticated was chance. Refused, naming both, values left out.
     let mirror = unique("sec-alias");
-    let e = engine
-        .handle
-        .create_mirror(
-            MirrorSpec {
-                name: mirror.clone(),
-                source: SourceSpec {
-                    bootstrap_servers: Cluster::Source.bootstrap(),
-                    properties: props(&[
-                        ("sasl.mechanism", "PLAIN".into()),
-                        ("sasl.mechanisms", "SCRAM-SHA-512".into()),
-                    ]),
-                },
-                expected_source_cluster_id: None,
-                sync: Default::default(),
-            },
-            actor(),
-        )
-        .await
-        .expect_err("a property under two names");
+    let e = refused(&mirror, props(&[("sasl.mechanism", "PLAIN".into()), ("sasl.mechanisms", "SCRAM-SHA-512".into())]))
+        .await;
     assert_eq!(e.kind(), ProblemKind::InvalidProperty, "{e}");
     let text = e.to_string();
     assert!(text.contains("\"sasl.mechanism\"") && text.contains("\"sasl.mechanisms\""), "{text}");
