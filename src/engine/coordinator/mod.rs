@@ -468,6 +468,11 @@ enum Wake {
 /// The most often background events republish the snapshot.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
+/// How many earlier-layout fences a start-up runs at once (`Coordinator::fence_legacy`): enough
+/// for 16 mirrors in one round trip, few enough producers (each with its own threads) for a
+/// deployment of a thousand mirrors.
+const LEGACY_FENCES_AT_ONCE: usize = 32;
+
 /// See [`lag_refresh_every`].
 const LAG_REFRESH_PER_PARTITION: Duration = Duration::from_millis(1);
 
@@ -843,11 +848,14 @@ impl Coordinator {
     /// `slots::legacy_transactional_ids`), all at once. Best effort: a failure only means an open
     /// transaction of that layout, if any, ends by its own timeout.
     ///
+    /// At most [`LEGACY_FENCES_AT_ONCE`] at a time: each is a librdkafka producer with its own
+    /// threads, and a thousand mirrors must not start two thousand of them together.
+    ///
     /// At once because it runs at every start-up before the instance joins the slot group, two
     /// ids per mirror, each a new producer and its InitProducerId round trip: one after another,
     /// a restart with 20 mirrors took 9.2–13.7 s from engine start to the join on the benchmark
     /// box — past the 10 s session timeout, so a rolling restart would have moved its slots —
-    /// and 2.2–2.3 s with the fences at once (`bench/restart-mirrors.sh`, session 23).
+    /// and 1.8–2.2 s with up to 32 at once (`bench/restart-mirrors.sh`, session 23).
     async fn fence_legacy<'m>(&self, mirrors: impl IntoIterator<Item = &'m str>) {
         let ids: Vec<(&str, String)> = mirrors
             .into_iter()
@@ -858,7 +866,8 @@ impl Coordinator {
                 tracing::warn!(%mirror, transactional_id = %id, "cannot fence the earlier layout's writer: {e}");
             }
         });
-        futures_util::future::join_all(fences).await;
+        use futures_util::StreamExt;
+        futures_util::stream::iter(fences).buffer_unordered(LEGACY_FENCES_AT_ONCE).collect::<Vec<()>>().await;
     }
 
     async fn wait_ready(&self, ready: Vec<tokio::sync::oneshot::Receiver<()>>) {
