@@ -24,6 +24,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::domain::offset_map::Run;
+use crate::kafka::membership::MembershipEvent;
 use crate::kafka::pipe::{
     AssignSpec, EncodeProgress, FinalPosition, PartitionFault, PartitionProgress, PipeCommand, PipeConfig, PipeError,
     PipeEvent, StateWrite,
@@ -89,6 +90,8 @@ struct FakeTopic {
 struct ClusterInner {
     cluster_id: String,
     unreachable: bool,
+    /// How long each admin call takes (zero: answered at once), like a busy cluster.
+    delay: Duration,
     fail_delete_records: bool,
     topics: BTreeMap<String, FakeTopic>,
 }
@@ -105,6 +108,7 @@ impl FakeCluster {
             inner: Mutex::new(ClusterInner {
                 cluster_id: cluster_id.to_string(),
                 unreachable: false,
+                delay: Duration::ZERO,
                 fail_delete_records: false,
                 topics: BTreeMap::new(),
             }),
@@ -163,6 +167,11 @@ impl FakeCluster {
         lock(&self.inner).unreachable = unreachable;
     }
 
+    /// Every admin call from now on takes `delay` to answer.
+    pub(crate) fn set_delay(&self, delay: Duration) {
+        lock(&self.inner).delay = delay;
+    }
+
     pub(crate) fn set_cluster_id(&self, id: &str) {
         lock(&self.inner).cluster_id = id.to_string();
     }
@@ -183,7 +192,14 @@ impl FakeCluster {
         } else {
             f(&mut c)
         };
-        Box::pin(std::future::ready(r))
+        let delay = c.delay;
+        if delay.is_zero() {
+            return Box::pin(std::future::ready(r));
+        }
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            r
+        })
     }
 }
 
@@ -795,6 +811,13 @@ impl FakePipe {
             }
             PipeCommand::Shutdown { reply } => {
                 pipes.record(mirror, Received::Shutdown);
+                // No longer running (unless a newer data path of the slot already replaced it).
+                let mut inner = lock(&pipes.inner);
+                let key = (self.config.mirror.clone(), self.config.slot);
+                if inner.running.get(&key).is_some_and(|p| std::ptr::eq(Arc::as_ptr(p), self)) {
+                    inner.running.remove(&key);
+                }
+                drop(inner);
                 let _ = reply.send(Ok(()));
                 true
             }
@@ -824,6 +847,9 @@ pub(crate) struct FakeWorld {
     pub pipes: Arc<FakePipes>,
     pub quarantine: FakeQuarantine,
     pub fences: FakeFences,
+    /// Where the slot group's events go once the engine joined it (`Ports::join_group`): a
+    /// test plays the group coordinator by sending assignments and revokes.
+    group: Mutex<Option<mpsc::UnboundedSender<MembershipEvent>>>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -885,7 +911,13 @@ impl FakeWorld {
             pipes: Arc::new(FakePipes::default()),
             quarantine: FakeQuarantine::default(),
             fences: FakeFences::default(),
+            group: Mutex::new(None),
         })
+    }
+
+    /// The slot group's event sender, once the engine joined (group ownership).
+    pub(crate) fn group_events(&self) -> Option<mpsc::UnboundedSender<MembershipEvent>> {
+        lock(&self.group).clone()
     }
 
     /// Adds a source cluster reachable at `bootstrap`.
@@ -1051,15 +1083,18 @@ impl Ports for FakeWorld {
         _start: &[(i32, Option<i64>)],
         _batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
     ) -> KafkaResult<Box<dyn super::ports::Background>> {
-        Err(KafkaError::Client("the fake clusters have no state tail: group ownership runs on real Kafka".into()))
+        // Reads nothing: what other instances write is not played here (the real tail is
+        // covered against Kafka by the integration tests).
+        Ok(Box::new(FakeTail))
     }
 
     fn join_group(
         &self,
         _config: &EngineConfig,
-        _events: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
+        events: mpsc::UnboundedSender<MembershipEvent>,
     ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
-        Err(KafkaError::Client("the fake clusters have no consumer groups: group ownership runs on real Kafka".into()))
+        *lock(&self.group) = Some(events);
+        Ok(Box::new(FakeMember))
     }
 
     fn fence_writer<'a>(
@@ -1156,6 +1191,26 @@ impl Ports for FakeWorld {
         })?;
         Ok((tx, join))
     }
+}
+
+/// The fake state tail: reads nothing.
+struct FakeTail;
+
+impl super::ports::Background for FakeTail {
+    fn close(self: Box<Self>) {}
+}
+
+/// The fake slot-group membership: the test sends its events (`FakeWorld::group_events`).
+struct FakeMember;
+
+impl super::ports::GroupMember for FakeMember {
+    fn rebalances(&self) -> u64 {
+        0
+    }
+    fn failure(&self) -> Option<String> {
+        None
+    }
+    fn close(self: Box<Self>) {}
 }
 
 /// A fake scan: every offset of a range is a record (the fake writes no transaction markers).

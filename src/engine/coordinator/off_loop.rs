@@ -1,10 +1,10 @@
-//! Keeping the coordinator free for stops and pauses.
+//! Keeping the coordinator free for stops, pauses and slot changes.
 //!
 //! The coordinator applies commands one at a time: it is the one writer, every transition is
 //! applied and persisted in order by this one task. A command that waits on Kafka therefore holds
 //! every other command for as long: a create whose source did not answer held a failover for 20 s,
-//! a start of 300 topics for 9 s. Two rules keep a stop or a pause within a second of arriving,
-//! whatever else is running:
+//! a start of 300 topics for 9 s. Three rules keep a stop, a pause or a slot change within a
+//! second of arriving, whatever else is running:
 //!
 //! 1. **Slow source calls run off the coordinator task.** A create's source check (connect,
 //!    DescribeCluster) runs in a [`create_probe`] task; a start's source reads (the listing for a
@@ -16,6 +16,14 @@
 //!    serves it first, and a call that works through many topics serves it between two topics
 //!    ([`Coordinator::serve_priority`]), where no topic is half-done, so the stop or pause sees
 //!    the same state as if it had arrived before the next topic.
+//! 3. **So do slot changes** (group ownership), served before the stops and pauses
+//!    ([`Coordinator::serve_urgent`]). A start of 100 topics of 100 partitions held the loop
+//!    for 93 s on a destination busy with the catch-up; a revoke waiting that long holds every
+//!    instance's rebalance (up to the membership's revoke bound, 30 s, after which the slots go
+//!    anyway and their data paths learn of it by being fenced), and a slot assigned meanwhile
+//!    mirrored nothing. Between two topics a takeover starts its data paths (the fence) and a
+//!    revoke ends them; the state tail is still applied between loop steps only, so a takeover
+//!    that must read the slot's records first completes after the call.
 //!
 //! A start of topics no mirror has yet also creates their mirror topics in [`start_survey`] (as
 //! `start_topic` would: the source's partition count and topic configs), and waits there until
@@ -246,6 +254,24 @@ impl Coordinator {
             self.off_loop.survey = survey;
             self.off_loop.serving_priority = false;
         })
+    }
+
+    /// What may not wait for the step in progress, served before each step of the loop and
+    /// between two topics of a long call (rule 3 of the module docs): slot changes first, a
+    /// heartbeat that is due, then stops and pauses.
+    pub(super) async fn serve_urgent(&mut self) {
+        self.serve_membership().await;
+        self.heartbeat_if_due().await;
+        self.serve_priority().await;
+    }
+
+    /// Serves the slot changes the group membership sent meanwhile. A revoke holds the whole
+    /// group's rebalance (every instance's new slots) until this instance has ended the revoked
+    /// slots' data paths; a new slot mirrors nothing until its data paths start.
+    async fn serve_membership(&mut self) {
+        while let Some(ev) = self.membership_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            self.membership(ev).await;
+        }
     }
 
     /// Serves the stops and pauses waiting on the priority lane, unless one is being served.

@@ -946,3 +946,127 @@ async fn a_resync_with_quarantine_of_a_topic_without_lineage_keeps_every_record_
     assert!(rig.world.destination.partitions("fresh.kmirror-diverged").is_empty(), "no quarantine topic");
     rig.caught_up("m", "fresh").await;
 }
+
+/// Group ownership: a revoke that arrives while a start works through many topics is answered
+/// between two of them, not when the start ends. The membership's rebalance callback waits for
+/// that answer, and so does every instance's next assignment: a start of 100 topics of 100
+/// partitions held the loop for 93 s on a busy destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_during_a_long_start_is_served_between_two_topics() {
+    use crate::kafka::membership::MembershipEvent;
+    const TOPICS: usize = 40;
+    let world = FakeWorld::new();
+    let source = world.add_source(SOURCE, SOURCE_ID);
+    let mut c = config();
+    c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+    // An empty state topic: a takeover has nothing to read first.
+    world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+    let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+    let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+    let group = world.group_events().expect("the engine joined the slot group");
+    group.send(MembershipEvent::Assigned(vec![0, 1, 2, 3])).unwrap();
+    until(&engine, "every slot owned", |s| {
+        s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]).then_some(())
+    })
+    .await;
+    engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+    let topics: Vec<String> = (0..TOPICS).map(|i| format!("t{i:02}")).collect();
+    for t in &topics {
+        source.add_topic(t, 2, 1);
+    }
+    // A busy destination: each of a topic's calls on the loop takes 30 ms.
+    world.destination.set_delay(Duration::from_millis(30));
+    let start = {
+        let engine = engine.clone();
+        let names = topics.clone();
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    // Under way once its first topic reached a data path.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while world.pipes.assigned("m").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (done, answered) = tokio::sync::oneshot::channel();
+    group.send(MembershipEvent::Revoked { slots: vec![0, 1], done }).unwrap();
+    let answer = tokio::time::timeout(DEADLINE, answered).await.expect("the revoke is answered");
+    assert!(answer.is_ok(), "answered, not dropped");
+    let assigned_topics: BTreeSet<String> = world.pipes.assigned("m").into_iter().map(|a| a.topic).collect();
+    assert!(
+        !start.is_finished() && assigned_topics.len() < TOPICS,
+        "the revoke waited for the start: {} of {TOPICS} topics were assigned when it was answered",
+        assigned_topics.len()
+    );
+    assert!(world.pipes.slots("m").iter().all(|s| *s >= 2), "the revoked slots' data paths ended");
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    // The topics started after the revoke have no data paths of slots 0 and 1 again.
+    assert!(
+        world.pipes.slots("m").iter().all(|s| *s >= 2),
+        "no data path of a revoked slot: {:?}",
+        world.pipes.slots("m")
+    );
+    engine.shutdown().await;
+    join.await.expect("the coordinator ends cleanly");
+}
+
+/// Group ownership: a long start holds the loop and its heartbeat tick; the heartbeat is written
+/// between two topics instead, so the other instances do not take this one for gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_go_on_during_a_long_start() {
+    use crate::kafka::membership::MembershipEvent;
+    let heartbeats = |world: &FakeWorld| {
+        let records = world.state.records();
+        records
+            .iter()
+            .filter(|r| {
+                matches!(
+                    crate::store::decode(r.key.as_deref(), r.value.as_deref()),
+                    Ok(crate::store::StateRecord::Instance(_))
+                )
+            })
+            .count()
+    };
+    const TOPICS: usize = 40;
+    let world = FakeWorld::new();
+    let source = world.add_source(SOURCE, SOURCE_ID);
+    let mut c = config();
+    c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+    world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+    let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+    let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+    world.group_events().expect("joined").send(MembershipEvent::Assigned(vec![0, 1, 2, 3])).unwrap();
+    until(&engine, "every slot owned", |s| {
+        s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]).then_some(())
+    })
+    .await;
+    engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+    let topics: Vec<String> = (0..TOPICS).map(|i| format!("t{i:02}")).collect();
+    for t in &topics {
+        source.add_topic(t, 1, 1);
+    }
+    // Each topic's destination calls on the loop take 2 x 60 ms: the start holds the loop for
+    // about 5 s, longer than the heartbeat interval (3 s).
+    world.destination.set_delay(Duration::from_millis(60));
+    let start = {
+        let engine = engine.clone();
+        let names = topics.clone();
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while world.pipes.assigned("m").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let before = heartbeats(&world);
+    let mut during = before;
+    while !start.is_finished() {
+        during = during.max(heartbeats(&world));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    assert!(during > before, "no heartbeat was written while the start held the loop");
+    engine.shutdown().await;
+    join.await.expect("the coordinator ends cleanly");
+}
