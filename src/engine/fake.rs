@@ -850,6 +850,9 @@ pub(crate) struct FakeWorld {
     /// Where the slot group's events go once the engine joined it (`Ports::join_group`): a
     /// test plays the group coordinator by sending assignments and revokes.
     group: Mutex<Option<mpsc::UnboundedSender<MembershipEvent>>>,
+    /// Where the state tail's batches go once the engine follows it (`Ports::tail_state`): a
+    /// test plays what the tail reads.
+    tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -912,7 +915,13 @@ impl FakeWorld {
             quarantine: FakeQuarantine::default(),
             fences: FakeFences::default(),
             group: Mutex::new(None),
+            tail: Mutex::new(None),
         })
+    }
+
+    /// The state tail's batch sender, once the engine follows the state topic.
+    pub(crate) fn tail_batches(&self) -> Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>> {
+        lock(&self.tail).clone()
     }
 
     /// The slot group's event sender, once the engine joined (group ownership).
@@ -1081,10 +1090,11 @@ impl Ports for FakeWorld {
         &self,
         _config: &EngineConfig,
         _start: &[(i32, Option<i64>)],
-        _batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+        batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
     ) -> KafkaResult<Box<dyn super::ports::Background>> {
-        // Reads nothing: what other instances write is not played here (the real tail is
+        // Reads nothing by itself: a test sends what it should have read (the real tail is
         // covered against Kafka by the integration tests).
+        *lock(&self.tail) = Some(batches);
         Ok(Box::new(FakeTail))
     }
 
@@ -1193,7 +1203,7 @@ impl Ports for FakeWorld {
     }
 }
 
-/// The fake state tail: reads nothing.
+/// The fake state tail: the test sends its batches (`FakeWorld::tail_batches`).
 struct FakeTail;
 
 impl super::ports::Background for FakeTail {

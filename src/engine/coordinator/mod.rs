@@ -274,6 +274,9 @@ pub(super) struct Coordinator {
     /// Slot changes from the group membership (group ownership): served before every loop step
     /// and between two topics of a long call, like the priority lane (`serve_urgent`).
     membership_rx: Option<mpsc::UnboundedReceiver<crate::kafka::membership::MembershipEvent>>,
+    /// What the state tail read (group ownership): applied as a loop step of its own, and
+    /// between two topics of a long call (`serve_between_topics`).
+    tail_rx: Option<mpsc::UnboundedReceiver<state_log::TailBatch>>,
     /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
     off_loop: off_loop::OffLoop,
 }
@@ -340,6 +343,7 @@ pub(super) async fn start_with_ports(
         runtime: tokio::runtime::Handle::current(),
         priority_rx,
         membership_rx: None,
+        tail_rx: None,
         off_loop: off_loop::OffLoop::default(),
     };
 
@@ -355,26 +359,19 @@ pub(super) async fn start_with_ports(
             crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
         group::check_compatible(&config, state_partitions, &state, now()).map_err(EngineError::Incompatible)?;
         let mut g = group::Group::new(state, &start);
-        let (tail_tx, mut tail_rx) = mpsc::unbounded_channel();
+        let (tail_tx, tail_rx) = mpsc::unbounded_channel();
         g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);
         let (member_tx, member_rx) = mpsc::unbounded_channel();
         g.member = Some(ports.join_group(&config, member_tx.clone()).map_err(dest_err)?);
         g.member_tx = Some(member_tx);
         coord.group = Some(g);
         coord.membership_rx = Some(member_rx);
+        coord.tail_rx = Some(tail_rx);
         match ports.open_state_writer(&config, WriterRole::Heartbeat).await {
             Ok(w) => coord.heartbeat.writer = Some(w),
             // Heartbeats then go through the engine's writer, on the loop (as before).
             Err(e) => tracing::warn!("cannot open the heartbeat writer: {e}; heartbeats use the state writer"),
         }
-        let internal = coord.internal_tx.clone();
-        tokio::spawn(async move {
-            while let Some(b) = tail_rx.recv().await {
-                if internal.send(Internal::Tail(b)).is_err() {
-                    break;
-                }
-            }
-        });
         return Ok(coord.launch(priority_tx, snapshot_rx, internal_rx));
     }
 
@@ -431,10 +428,8 @@ impl Coordinator {
     }
 }
 
-/// The next slot change, when this instance is in a slot group (never otherwise).
-async fn next_membership(
-    rx: &mut Option<mpsc::UnboundedReceiver<crate::kafka::membership::MembershipEvent>>,
-) -> Option<crate::kafka::membership::MembershipEvent> {
+/// The next message of a group-ownership channel (never, for an instance outside a group).
+async fn next_of<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
@@ -515,7 +510,8 @@ impl Coordinator {
             // (the priority lane is served between steps).
             let wake = tokio::select! {
                 Some(req) = self.priority_rx.recv() => Wake::Priority(req),
-                Some(ev) = next_membership(&mut self.membership_rx) => Wake::Internal(Internal::Membership(ev)),
+                Some(ev) = next_of(&mut self.membership_rx) => Wake::Internal(Internal::Membership(ev)),
+                Some(b) = next_of(&mut self.tail_rx) => Wake::Internal(Internal::Tail(b)),
                 req = rx.recv() => match req {
                     Some(req) => Wake::Request(req),
                     None => break,

@@ -21,9 +21,12 @@
 //!    for 93 s on a destination busy with the catch-up; a revoke waiting that long holds every
 //!    instance's rebalance (up to the membership's revoke bound, 30 s, after which the slots go
 //!    anyway and their data paths learn of it by being fenced), and a slot assigned meanwhile
-//!    mirrored nothing. Between two topics a takeover starts its data paths (the fence) and a
-//!    revoke ends them; the state tail is still applied between loop steps only, so a takeover
-//!    that must read the slot's records first completes after the call.
+//!    mirrored nothing. Between two topics a takeover starts its data paths (the fence), the
+//!    state tail is applied (the takeover completes once it has read the slot's records), a
+//!    revoke ends the slots' data paths and a heartbeat that is due is written. What the tail
+//!    brings may change the call's ground: a mirror deleted by another instance ends the call's
+//!    remaining topics with "not found", and a source changed by another one drops the start's
+//!    source facts (each topic then asks the new source).
 //!
 //! A start of topics no mirror has yet also creates their mirror topics in [`start_survey`] (as
 //! `start_topic` would: the source's partition count and topic configs), and waits there until
@@ -62,6 +65,11 @@ pub(super) struct OffLoop {
 impl OffLoop {
     pub(super) fn is_creating(&self, name: &str) -> bool {
         self.creating.contains(name)
+    }
+
+    /// A mirror's source changed: the start being applied asks the new source from now on.
+    pub(super) fn drop_survey(&mut self) {
+        self.survey = None;
     }
 }
 
@@ -256,11 +264,25 @@ impl Coordinator {
         })
     }
 
-    /// What may not wait for the step in progress, served before each step of the loop and
-    /// between two topics of a long call (rule 3 of the module docs): slot changes first, a
-    /// heartbeat that is due, then stops and pauses.
+    /// What may not wait for the step in progress, served before each step of the loop: slot
+    /// changes first, then stops and pauses.
     pub(super) async fn serve_urgent(&mut self) {
         self.serve_membership().await;
+        self.serve_priority().await;
+    }
+
+    /// Between two topics of a long call (rule 3 of the module docs), where none is half-done:
+    /// slot changes, what the state tail read (a takeover completes once it has read the slot's
+    /// records), a heartbeat that is due, then stops and pauses. Not the tail inside a stop or
+    /// pause served from the lane: that one has put the start's source facts aside, and a
+    /// source change read meanwhile could not drop them.
+    pub(super) async fn serve_between_topics(&mut self) {
+        self.serve_membership().await;
+        if !self.off_loop.serving_priority {
+            while let Some(batch) = self.tail_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+                self.tailed(batch).await;
+            }
+        }
         self.heartbeat_if_due().await;
         self.serve_priority().await;
     }

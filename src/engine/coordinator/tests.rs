@@ -1070,3 +1070,122 @@ async fn heartbeats_go_on_during_a_long_start() {
     engine.shutdown().await;
     join.await.expect("the coordinator ends cleanly");
 }
+
+/// Group ownership: a slot assigned while a start works through many topics is taken over
+/// between two of them, once the state tail has read the slot's records (sent here), not when
+/// the start ends; the heartbeat that completes the takeover names the new slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_during_a_long_start_completes_between_two_topics() {
+    use crate::kafka::membership::MembershipEvent;
+    use crate::kafka::state_log::TailBatch;
+    const TOPICS: usize = 40;
+    let world = FakeWorld::new();
+    let source = world.add_source(SOURCE, SOURCE_ID);
+    let mut c = config();
+    c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+    // Slot 0's state partition holds three records the previous owner committed.
+    world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+    world.destination.produce(&c.state_topic, 0, 3);
+    let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+    let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+    let group = world.group_events().expect("joined");
+    let tail = world.tail_batches().expect("follows the state topic");
+    group.send(MembershipEvent::Assigned(vec![1, 2, 3])).unwrap();
+    until(&engine, "three slots owned", |s| {
+        s.cluster.instances.iter().any(|i| i.this && i.slots == [1, 2, 3]).then_some(())
+    })
+    .await;
+    engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+    let topics: Vec<String> = (0..TOPICS).map(|i| format!("t{i:02}")).collect();
+    for t in &topics {
+        source.add_topic(t, 2, 1);
+    }
+    world.destination.set_delay(Duration::from_millis(30));
+    let start = {
+        let engine = engine.clone();
+        let names = topics.clone();
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while world.pipes.assigned("m").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    // The tail reads slot 0's partition to its end.
+    tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
+    let owns_all = |world: &FakeWorld| {
+        world.state.records().iter().any(|r| {
+            matches!(
+                crate::store::decode(r.key.as_deref(), r.value.as_deref()),
+                Ok(crate::store::StateRecord::Instance(e)) if e.value.as_ref().is_some_and(|v| v.slots == [0, 1, 2, 3])
+            )
+        })
+    };
+    while !owns_all(&world) && !start.is_finished() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let assigned_topics: BTreeSet<String> = world.pipes.assigned("m").into_iter().map(|a| a.topic).collect();
+    assert!(
+        owns_all(&world) && !start.is_finished(),
+        "the takeover waited for the start: {} of {TOPICS} topics were assigned when slot 0 was taken over",
+        assigned_topics.len()
+    );
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    // Every partition of the start runs on this instance, slot 0's included.
+    let held: BTreeSet<String> = world.pipes.held("m").into_iter().map(|(t, _)| t).collect();
+    assert_eq!(held.len(), TOPICS, "every topic has partitions on a data path");
+    assert_eq!(world.pipes.held("m").len(), 2 * TOPICS, "every partition, slot 0's included");
+    engine.shutdown().await;
+    join.await.expect("the coordinator ends cleanly");
+}
+
+/// Group ownership: a mirror another instance deleted (read by the state tail between two
+/// topics of a start) ends the start's remaining topics with "not found", not a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_deleted_elsewhere_during_a_long_start_ends_its_remaining_topics() {
+    use crate::kafka::membership::MembershipEvent;
+    use crate::kafka::state_log::{LogRecord, TailBatch};
+    const TOPICS: usize = 40;
+    let world = FakeWorld::new();
+    let source = world.add_source(SOURCE, SOURCE_ID);
+    let mut c = config();
+    c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+    let slots = c.state_partitions;
+    world.destination.add_topic(&c.state_topic, slots, 0);
+    let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+    let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+    world.group_events().expect("joined").send(MembershipEvent::Assigned(vec![0, 1, 2, 3])).unwrap();
+    until(&engine, "every slot owned", |s| {
+        s.cluster.instances.iter().any(|i| i.this && i.slots.len() == 4).then_some(())
+    })
+    .await;
+    engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+    let topics: Vec<String> = (0..TOPICS).map(|i| format!("t{i:02}")).collect();
+    for t in &topics {
+        source.add_topic(t, 1, 1);
+    }
+    world.destination.set_delay(Duration::from_millis(30));
+    let start = {
+        let engine = engine.clone();
+        let names = topics.clone();
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while world.pipes.assigned("m").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let w = persist::mirror_tombstone("m", slots);
+    let tombstone = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: None };
+    world.tail_batches().expect("tail").send(TailBatch { records: vec![tombstone], positions: Vec::new() }).unwrap();
+    let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
+    let ok = r.results.iter().filter(|t| t.ok).count();
+    let gone: Vec<&TopicOutcome> =
+        r.results.iter().filter(|t| t.error.as_ref().is_some_and(|e| e.kind == ProblemKind::MirrorNotFound)).collect();
+    assert!(ok >= 1 && !gone.is_empty() && ok + gone.len() == TOPICS, "{r:?}");
+    until(&engine, "the mirror gone", |s| s.mirror("m").is_none().then_some(())).await;
+    engine.shutdown().await;
+    join.await.expect("the coordinator ends cleanly");
+}
