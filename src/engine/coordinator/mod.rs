@@ -277,6 +277,8 @@ pub(super) struct Coordinator {
     /// What the state tail read (group ownership): applied as a loop step of its own, and
     /// between two topics of a long call (`serve_between_topics`).
     tail_rx: Option<mpsc::UnboundedReceiver<state_log::TailBatch>>,
+    /// When a long call last published the snapshot between two of its topics.
+    published_between: Option<Instant>,
     /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
     off_loop: off_loop::OffLoop,
 }
@@ -344,6 +346,7 @@ pub(super) async fn start_with_ports(
         priority_rx,
         membership_rx: None,
         tail_rx: None,
+        published_between: None,
         off_loop: off_loop::OffLoop::default(),
     };
 
@@ -470,7 +473,8 @@ enum Wake {
     PublishTick,
 }
 
-/// The most often background events republish the snapshot.
+/// The most often background events (and a long call, between two topics) republish the
+/// snapshot.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// How many earlier-layout fences a start-up runs at once (`Coordinator::fence_legacy`): enough

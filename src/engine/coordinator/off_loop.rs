@@ -273,7 +273,8 @@ impl Coordinator {
 
     /// Between two topics of a long call (rule 3 of the module docs), where none is half-done:
     /// slot changes, what the state tail read (a takeover completes once it has read the slot's
-    /// records), a heartbeat that is due, then stops and pauses. Not the tail inside a stop or
+    /// records), a heartbeat that is due, then stops and pauses; then the snapshot, at most
+    /// every `PUBLISH_EVERY`. Not the tail inside a stop or
     /// pause served from the lane: that one has put the start's source facts aside, and a
     /// source change read meanwhile could not drop them.
     pub(super) async fn serve_between_topics(&mut self) {
@@ -285,6 +286,12 @@ impl Coordinator {
         }
         self.heartbeat_if_due().await;
         self.serve_priority().await;
+        // Readers see the call's progress and any slot taken over meanwhile, not the state
+        // from before the call until it ends.
+        if self.published_between.is_none_or(|t| t.elapsed() >= super::PUBLISH_EVERY) {
+            self.publish();
+            self.published_between = Some(std::time::Instant::now());
+        }
     }
 
     /// Serves the slot changes the group membership sent meanwhile. A revoke holds the whole

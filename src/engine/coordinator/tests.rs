@@ -1131,6 +1131,13 @@ async fn a_takeover_during_a_long_start_completes_between_two_topics() {
         "the takeover waited for the start: {} of {TOPICS} topics were assigned when slot 0 was taken over",
         assigned_topics.len()
     );
+    // Readers see it then too: the snapshot is published between two topics.
+    let shown_topics = until(&engine, "slot 0 shown as this instance's", |s| {
+        let taken = s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]);
+        taken.then(|| s.mirror("m").map_or(0, |m| m.topics.len()))
+    })
+    .await;
+    assert!(shown_topics < TOPICS, "the snapshot showed the takeover only after the start");
     let r = start.await.expect("the start's task");
     assert_eq!(refusal(&r), None, "{r:?}");
     // Every partition of the start runs on this instance, slot 0's included.
