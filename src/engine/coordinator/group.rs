@@ -418,6 +418,9 @@ impl Coordinator {
         }
         self.owned.extend(done.iter().copied());
         tracing::info!(slots = ?done, "slots taken over");
+        // Readers see the new owner now: restoring the slots' partitions below asks Kafka per
+        // topic (seconds for hundreds of partitions on a busy cluster).
+        self.publish();
         let names: Vec<String> = self.mirrors.keys().cloned().collect();
         for mirror in names {
             let mut planned = Planned::default();
