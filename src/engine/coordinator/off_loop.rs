@@ -274,14 +274,16 @@ impl Coordinator {
     /// Between two topics of a long call (rule 3 of the module docs), where none is half-done:
     /// slot changes, what the state tail read (a takeover completes once it has read the slot's
     /// records), a heartbeat that is due, then stops and pauses; then the snapshot, at most
-    /// every `PUBLISH_EVERY`. Not the tail inside a stop or
-    /// pause served from the lane: that one has put the start's source facts aside, and a
-    /// source change read meanwhile could not drop them.
+    /// every `PUBLISH_EVERY`. Not the tail inside a stop or pause served from the lane: that one
+    /// has put the start's source facts aside, and a source change read meanwhile could not
+    /// drop them.
     pub(super) async fn serve_between_topics(&mut self) {
         self.serve_membership().await;
         if !self.off_loop.serving_priority {
             while let Some(batch) = self.tail_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+                let began = std::time::Instant::now();
                 self.tailed(batch).await;
+                super::log_slow_step("state tail (between two topics)", began);
             }
         }
         self.heartbeat_if_due().await;
@@ -299,7 +301,9 @@ impl Coordinator {
     /// slots' data paths; a new slot mirrors nothing until its data paths start.
     async fn serve_membership(&mut self) {
         while let Some(ev) = self.membership_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            let began = std::time::Instant::now();
             self.membership(ev).await;
+            super::log_slow_step("membership change (queued)", began);
         }
     }
 
