@@ -1132,3 +1132,47 @@ async fn a_mirror_deleted_elsewhere_during_a_long_start_ends_its_remaining_topic
     until(&rig.engine, "the mirror gone", |s| s.mirror("m").is_none().then_some(())).await;
     rig.shutdown().await;
 }
+
+/// Group ownership: another instance re-points the mirror to another source while a start works
+/// through its topics (the tail brings the new definition between two of them): the remaining
+/// topics are checked against the new source, not the facts the start read from the old one, so
+/// a source whose cluster ID is not the expected one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaining_topics() {
+    use crate::kafka::state_log::{LogRecord, TailBatch};
+    let rig = GroupRig::new(&[0, 1, 2, 3], 0, 1).await;
+    let other = rig.world.add_source("other:9092", "another-cluster");
+    for t in &rig.topics {
+        other.add_topic(t, 1, 1);
+    }
+    let start = rig.long_start(Duration::from_millis(30)).await;
+    // The mirror's definition as another instance would write it after a PATCH of its source.
+    let stored = rig
+        .world
+        .state
+        .records()
+        .iter()
+        .rev()
+        .find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+            Ok(crate::store::StateRecord::Mirror(e)) if e.key.mirror == "m" => {
+                e.value.map(|v| persist::stored_mirror(&v))
+            }
+            _ => None,
+        })
+        .expect("the mirror's record");
+    let mut changed = stored.clone();
+    changed.spec.source.bootstrap_servers = "other:9092".into();
+    changed.updated_at = Timestamp::from_millis(stored.updated_at.as_millis() + 1_000);
+    let w = persist::mirror(&changed, 4);
+    let record = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: w.value };
+    rig.tail.send(TailBatch { records: vec![record], positions: Vec::new() }).unwrap();
+    let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
+    let ok = r.results.iter().filter(|t| t.ok).count();
+    let refused = r
+        .results
+        .iter()
+        .filter(|t| t.error.as_ref().is_some_and(|e| e.kind == ProblemKind::SourceClusterIdMismatch))
+        .count();
+    assert!(ok >= 1 && refused >= 1 && ok + refused == LONG_START_TOPICS, "{r:?}");
+    rig.shutdown().await;
+}
