@@ -46,6 +46,11 @@ pub(super) struct Group {
 }
 
 impl Group {
+    /// Whether a slot's takeover waits for the tail to read its records.
+    pub(super) fn takeover_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     pub(super) fn new(state: MaterializedState, start: &[(i32, Option<i64>)]) -> Group {
         let positions = start.iter().filter_map(|(p, o)| o.map(|o| (*p, o))).collect();
         Group {

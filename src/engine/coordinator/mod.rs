@@ -473,8 +473,7 @@ enum Wake {
     PublishTick,
 }
 
-/// The most often background events (and a long call, between two topics) republish the
-/// snapshot.
+/// The most often background events republish the snapshot.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// How many earlier-layout fences a start-up runs at once (`Coordinator::fence_legacy`): enough
