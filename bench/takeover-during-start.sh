@@ -48,24 +48,24 @@ t0=$(date +%s.%N)
     -d "{\"topics\":$topics}" >"$D/start.json"
   date +%s.%N >"$D/start.end"
 ) &
+# Polls until the instance at port $1 lists $2 slots as its own (its time in `town`) and the
+# start has answered; `tk` is when the event (a join or a kill) happened.
+until_owned() {
+  tk=$(date +%s.%N) town=
+  for _ in $(seq 1 1500); do
+    [ -z "$town" ] && [ "$(slots "$1")" = "$2" ] && town=$(date +%s.%N)
+    [ -n "$town" ] && [ -f "$D/start.end" ] && break
+    sleep 0.1
+  done
+}
 sleep "${AFTER:-3}"
 if [ "$MODE" = join ]; then
   PB=$(node b 18702)
-  tk=$(date +%s.%N) town=
-  for _ in $(seq 1 1500); do
-    [ -z "$town" ] && [ "$(slots 18702)" = 8 ] && town=$(date +%s.%N)
-    [ -n "$town" ] && [ -f "$D/start.end" ] && break
-    sleep 0.1
-  done
+  until_owned 18702 8
   what="b owned 8 slots" event="b's start"
 else
   kill -9 "$PB"
-  tk=$(date +%s.%N) town=
-  for _ in $(seq 1 1500); do
-    [ -z "$town" ] && [ "$(slots 18701)" = 16 ] && town=$(date +%s.%N)
-    [ -n "$town" ] && [ -f "$D/start.end" ] && break
-    sleep 0.1
-  done
+  until_owned 18701 16
   what="a showed all 16 slots" event="the kill"
 fi
 wait %1 2>/dev/null
