@@ -24,7 +24,6 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::domain::offset_map::Run;
-use crate::kafka::membership::MembershipEvent;
 use crate::kafka::pipe::{
     AssignSpec, EncodeProgress, FinalPosition, PartitionFault, PartitionProgress, PipeCommand, PipeConfig, PipeError,
     PipeEvent, StateWrite,
@@ -90,8 +89,6 @@ struct FakeTopic {
 struct ClusterInner {
     cluster_id: String,
     unreachable: bool,
-    /// How long each admin call takes (zero: answered at once), like a busy cluster.
-    delay: Duration,
     fail_delete_records: bool,
     topics: BTreeMap<String, FakeTopic>,
 }
@@ -108,7 +105,6 @@ impl FakeCluster {
             inner: Mutex::new(ClusterInner {
                 cluster_id: cluster_id.to_string(),
                 unreachable: false,
-                delay: Duration::ZERO,
                 fail_delete_records: false,
                 topics: BTreeMap::new(),
             }),
@@ -167,11 +163,6 @@ impl FakeCluster {
         lock(&self.inner).unreachable = unreachable;
     }
 
-    /// Every admin call from now on takes `delay` to answer.
-    pub(crate) fn set_delay(&self, delay: Duration) {
-        lock(&self.inner).delay = delay;
-    }
-
     pub(crate) fn set_cluster_id(&self, id: &str) {
         lock(&self.inner).cluster_id = id.to_string();
     }
@@ -192,14 +183,7 @@ impl FakeCluster {
         } else {
             f(&mut c)
         };
-        let delay = c.delay;
-        if delay.is_zero() {
-            return Box::pin(std::future::ready(r));
-        }
-        Box::pin(async move {
-            tokio::time::sleep(delay).await;
-            r
-        })
+        Box::pin(std::future::ready(r))
     }
 }
 
@@ -811,13 +795,6 @@ impl FakePipe {
             }
             PipeCommand::Shutdown { reply } => {
                 pipes.record(mirror, Received::Shutdown);
-                // No longer running (unless a newer data path of the slot already replaced it).
-                let mut inner = lock(&pipes.inner);
-                let key = (self.config.mirror.clone(), self.config.slot);
-                if inner.running.get(&key).is_some_and(|p| std::ptr::eq(Arc::as_ptr(p), self)) {
-                    inner.running.remove(&key);
-                }
-                drop(inner);
                 let _ = reply.send(Ok(()));
                 true
             }
@@ -847,12 +824,6 @@ pub(crate) struct FakeWorld {
     pub pipes: Arc<FakePipes>,
     pub quarantine: FakeQuarantine,
     pub fences: FakeFences,
-    /// Where the slot group's events go once the engine joined it (`Ports::join_group`): a
-    /// test plays the group coordinator by sending assignments and revokes.
-    group: Mutex<Option<mpsc::UnboundedSender<MembershipEvent>>>,
-    /// Where the state tail's batches go once the engine follows it (`Ports::tail_state`): a
-    /// test plays what the tail reads.
-    tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -914,19 +885,7 @@ impl FakeWorld {
             pipes: Arc::new(FakePipes::default()),
             quarantine: FakeQuarantine::default(),
             fences: FakeFences::default(),
-            group: Mutex::new(None),
-            tail: Mutex::new(None),
         })
-    }
-
-    /// The state tail's batch sender, once the engine follows the state topic.
-    pub(crate) fn tail_batches(&self) -> Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>> {
-        lock(&self.tail).clone()
-    }
-
-    /// The slot group's event sender, once the engine joined (group ownership).
-    pub(crate) fn group_events(&self) -> Option<mpsc::UnboundedSender<MembershipEvent>> {
-        lock(&self.group).clone()
     }
 
     /// Adds a source cluster reachable at `bootstrap`.
@@ -1090,21 +1049,17 @@ impl Ports for FakeWorld {
         &self,
         _config: &EngineConfig,
         _start: &[(i32, Option<i64>)],
-        batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+        _batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
     ) -> KafkaResult<Box<dyn super::ports::Background>> {
-        // Reads nothing by itself: a test sends what it should have read (the real tail is
-        // covered against Kafka by the integration tests).
-        *lock(&self.tail) = Some(batches);
-        Ok(Box::new(FakeTail))
+        Err(KafkaError::Client("the fake clusters have no state tail: group ownership runs on real Kafka".into()))
     }
 
     fn join_group(
         &self,
         _config: &EngineConfig,
-        events: mpsc::UnboundedSender<MembershipEvent>,
+        _events: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
     ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
-        *lock(&self.group) = Some(events);
-        Ok(Box::new(FakeMember))
+        Err(KafkaError::Client("the fake clusters have no consumer groups: group ownership runs on real Kafka".into()))
     }
 
     fn fence_writer<'a>(
@@ -1201,26 +1156,6 @@ impl Ports for FakeWorld {
         })?;
         Ok((tx, join))
     }
-}
-
-/// The fake state tail: the test sends its batches (`FakeWorld::tail_batches`).
-struct FakeTail;
-
-impl super::ports::Background for FakeTail {
-    fn close(self: Box<Self>) {}
-}
-
-/// The fake slot-group membership: the test sends its events (`FakeWorld::group_events`).
-struct FakeMember;
-
-impl super::ports::GroupMember for FakeMember {
-    fn rebalances(&self) -> u64 {
-        0
-    }
-    fn failure(&self) -> Option<String> {
-        None
-    }
-    fn close(self: Box<Self>) {}
 }
 
 /// A fake scan: every offset of a range is a record (the fake writes no transaction markers).
