@@ -24,6 +24,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::domain::offset_map::Run;
+use crate::kafka::membership::MembershipEvent;
 use crate::kafka::pipe::{
     AssignSpec, EncodeProgress, FinalPosition, PartitionFault, PartitionProgress, PipeCommand, PipeConfig, PipeError,
     PipeEvent, StateWrite,
@@ -795,6 +796,13 @@ impl FakePipe {
             }
             PipeCommand::Shutdown { reply } => {
                 pipes.record(mirror, Received::Shutdown);
+                // No longer running (unless a newer data path of the slot already replaced it).
+                let mut inner = lock(&pipes.inner);
+                let key = (self.config.mirror.clone(), self.config.slot);
+                if inner.running.get(&key).is_some_and(|p| std::ptr::eq(Arc::as_ptr(p), self)) {
+                    inner.running.remove(&key);
+                }
+                drop(inner);
                 let _ = reply.send(Ok(()));
                 true
             }
@@ -824,6 +832,12 @@ pub(crate) struct FakeWorld {
     pub pipes: Arc<FakePipes>,
     pub quarantine: FakeQuarantine,
     pub fences: FakeFences,
+    /// Where the slot group's events go once the engine joined it (`Ports::join_group`): a
+    /// test plays the group coordinator by sending assignments and revokes.
+    group: Mutex<Option<mpsc::UnboundedSender<MembershipEvent>>>,
+    /// Where the state tail's batches go once the engine follows it (`Ports::tail_state`): a
+    /// test plays what the tail reads.
+    tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -885,7 +899,19 @@ impl FakeWorld {
             pipes: Arc::new(FakePipes::default()),
             quarantine: FakeQuarantine::default(),
             fences: FakeFences::default(),
+            group: Mutex::new(None),
+            tail: Mutex::new(None),
         })
+    }
+
+    /// The state tail's batch sender, once the engine follows the state topic.
+    pub(crate) fn tail_batches(&self) -> Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>> {
+        lock(&self.tail).clone()
+    }
+
+    /// The slot group's event sender, once the engine joined (group ownership).
+    pub(crate) fn group_events(&self) -> Option<mpsc::UnboundedSender<MembershipEvent>> {
+        lock(&self.group).clone()
     }
 
     /// Adds a source cluster reachable at `bootstrap`.
@@ -1049,17 +1075,21 @@ impl Ports for FakeWorld {
         &self,
         _config: &EngineConfig,
         _start: &[(i32, Option<i64>)],
-        _batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+        batches: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
     ) -> KafkaResult<Box<dyn super::ports::Background>> {
-        Err(KafkaError::Client("the fake clusters have no state tail: group ownership runs on real Kafka".into()))
+        // Reads nothing by itself: a test sends what it should have read (the real tail is
+        // covered against Kafka by the integration tests).
+        *lock(&self.tail) = Some(batches);
+        Ok(Box::new(FakeTail))
     }
 
     fn join_group(
         &self,
         _config: &EngineConfig,
-        _events: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
+        events: mpsc::UnboundedSender<MembershipEvent>,
     ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
-        Err(KafkaError::Client("the fake clusters have no consumer groups: group ownership runs on real Kafka".into()))
+        *lock(&self.group) = Some(events);
+        Ok(Box::new(FakeMember))
     }
 
     fn fence_writer<'a>(
@@ -1156,6 +1186,26 @@ impl Ports for FakeWorld {
         })?;
         Ok((tx, join))
     }
+}
+
+/// The fake state tail: the test sends its batches (`FakeWorld::tail_batches`).
+struct FakeTail;
+
+impl super::ports::Background for FakeTail {
+    fn close(self: Box<Self>) {}
+}
+
+/// The fake slot-group membership: the test sends its events (`FakeWorld::group_events`).
+struct FakeMember;
+
+impl super::ports::GroupMember for FakeMember {
+    fn rebalances(&self) -> u64 {
+        0
+    }
+    fn failure(&self) -> Option<String> {
+        None
+    }
+    fn close(self: Box<Self>) {}
 }
 
 /// A fake scan: every offset of a range is a record (the fake writes no transaction markers).

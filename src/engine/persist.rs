@@ -12,7 +12,8 @@ use std::sync::{Arc, RwLock};
 
 use crate::domain::offset_map::OffsetMap;
 use crate::domain::{
-    ErrorCode, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp, Truncation,
+    ErrorCode, Event, EventKind, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp,
+    Truncation,
 };
 use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
@@ -248,6 +249,16 @@ pub(crate) fn topic_tombstone(mirror: &str, topic: &str, n: i32) -> StateWrite {
     write(StateRecord::MirrorTopic(Entry::tombstone(key)), n)
 }
 
+/// Who writes a partition's record in a slot group (DESIGN.md section 10); `None` standalone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    /// This instance.
+    pub instance: &'a str,
+    /// The command recorded for the partition's owner to run, when this instance does not own
+    /// it (`PartitionStateValue::command`).
+    pub command: Option<EventKind>,
+}
+
 pub(crate) fn partition_state(
     mirror: &str,
     topic: &str,
@@ -255,7 +266,7 @@ pub(crate) fn partition_state(
     partition: i32,
     r: &PartitionRecord,
     n: i32,
-    written_by: Option<&str>,
+    writer: Option<Writer<'_>>,
 ) -> StateWrite {
     let value = PartitionStateValue {
         mirror: mirror.to_string(),
@@ -282,7 +293,8 @@ pub(crate) fn partition_state(
             destination_stop_offset: s.destination_stop_offset,
         }),
         truncation: truncation_value(r.truncation),
-        written_by: written_by.map(str::to_string),
+        written_by: writer.map(|w| w.instance.to_string()),
+        command: writer.and_then(|w| w.command).map(|k| k.as_str().to_string()),
     };
     write(StateRecord::PartitionState(Entry::put(value.key(), value)), n)
 }
@@ -455,6 +467,20 @@ pub(crate) fn offset_map_batches(
             Some(write(StateRecord::OffsetRuns(Entry::put(key, value)), n))
         })
         .collect()
+}
+
+/// The command a record carries for its partition's owner (`PartitionStateValue::command`), as
+/// the event the owner applies to its own record; `None` for a record without one (or with a
+/// command this version does not know).
+pub(crate) fn command_event(v: &PartitionStateValue) -> Option<Event> {
+    let kind = EventKind::ALL.into_iter().find(|k| v.command.as_deref() == Some(k.as_str()))?;
+    match kind {
+        EventKind::Start => Some(Event::Start { truncation: truncation_from(v.truncation) }),
+        EventKind::Pause => Some(Event::Pause),
+        EventKind::Resume => Some(Event::Resume),
+        EventKind::Stop => Some(Event::Stop),
+        _ => None,
+    }
 }
 
 fn partition_record(v: &PartitionStateValue) -> Result<PartitionRecord, String> {

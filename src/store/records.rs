@@ -538,6 +538,13 @@ pub struct PartitionStateValue {
     /// instance recorded. Absent from records of a single instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_by: Option<String>,
+    /// The lifecycle command (`start`, `pause`, `resume`, `stop`) an instance that does not own
+    /// the partition recorded for its owner to run. Such a record is computed from the writer's
+    /// view, which can be behind the owner's (a takeover's `loaded` record not read yet): it then
+    /// loses to the stored epoch like any stale write, and the owner runs the command against its
+    /// own record instead of never hearing of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 impl PartitionStateValue {
@@ -1226,6 +1233,7 @@ mod tests {
             stop: Some(StopValue { last_mirrored_source_offset: Some(99), lme: 4, destination_stop_offset: 41 }),
             truncation: TruncationValue::None,
             written_by: None,
+            command: None,
         }
     }
 

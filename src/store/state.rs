@@ -465,6 +465,7 @@ mod tests {
             stop: None,
             truncation: TruncationValue::None,
             written_by: None,
+            command: None,
         }
     }
 

@@ -13,6 +13,11 @@
 //!   partition's slot: it sees a record another instance wrote for a partition it owns and, when
 //!   the state differs from its own, adopts it and runs it the way a restart would (`Loaded`).
 //!   A command for a slot whose owner is gone waits in the state topic for the takeover.
+//!   The caller computes the command from its own view, which can be behind the owner's (the
+//!   new owner's takeover record not read yet): the command's record then loses to the stored
+//!   epoch like any stale write. Optimistic concurrency: the caller reads its own record back,
+//!   sees it lost (the record says it is a command, `PartitionStateValue::command`), and applies
+//!   the command again to the record that won ([`Coordinator::command_lost`]).
 //! - **Takeover.** A slot assigned to this instance is taken over in three steps: its data paths
 //!   start (their `init_transactions` fences the previous owner and aborts its open
 //!   transaction), the tail reads the slot's partition up to its last stable offset (everything
@@ -24,7 +29,7 @@
 use crate::engine::ports::{Background, GroupMember};
 use crate::kafka::membership::MembershipEvent;
 use crate::kafka::state_log::TailBatch;
-use crate::store::{MaterializedState, StateRecord};
+use crate::store::{MaterializedState, PartitionStateValue, StateRecord};
 
 use super::*;
 
@@ -438,9 +443,25 @@ impl Coordinator {
             g.positions.insert(*p, *o);
         }
         let mut decoded = Vec::new();
+        let mut lost_commands = Vec::new();
         for r in &batch.records {
             if let Err(e) = g.state.apply_encoded(r.key.as_deref(), r.value.as_deref()) {
-                tracing::warn!(partition = r.partition, offset = r.offset, "tail: skipped state record: {e}");
+                // This instance's command that lost to the stored epoch: recorded again below.
+                if let Ok(StateRecord::PartitionState(entry)) =
+                    crate::store::decode(r.key.as_deref(), r.value.as_deref())
+                    && let Some(v) = entry.value
+                    && v.command.is_some()
+                    && v.written_by.as_deref() == Some(self.config.instance_id.as_str())
+                {
+                    tracing::info!(
+                        partition = r.partition,
+                        offset = r.offset,
+                        "tail: this instance's command lost: {e}"
+                    );
+                    lost_commands.push(v);
+                } else {
+                    tracing::warn!(partition = r.partition, offset = r.offset, "tail: skipped state record: {e}");
+                }
                 continue;
             }
             if let Ok(rec) = crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
@@ -537,7 +558,49 @@ impl Coordinator {
                 tracing::warn!(%mirror, %topic, "command from another instance: {}", p.detail);
             }
         }
+        for command in lost_commands {
+            self.command_lost(command).await;
+        }
         self.finish_takeovers().await;
+    }
+
+    /// A command this instance recorded for a partition another one owns lost to the stored
+    /// epoch: it was computed from a view behind the record that won (the three-instance test
+    /// lost a pause sent right after a takeover that way: the caller wrote epoch 8 where the new
+    /// owner's `loaded` record already stood at 9, and no instance ever paused the partition).
+    /// The command is applied again to the record that won and recorded with the next epoch, for
+    /// the owner to run; a command that no longer applies (a pause of a partition stopped
+    /// meanwhile) is dropped with a note. Each try loses only to a record that was written in
+    /// between, so this ends as soon as the partition's owner stops writing transitions.
+    async fn command_lost(&mut self, v: PartitionStateValue) {
+        let Some(event) = persist::command_event(&v) else { return };
+        let Some(topic) = self.topic_name(&v.mirror, &v.topic_id) else { return };
+        let (mirror, partition) = (v.mirror.as_str(), v.partition);
+        let owned = self.owns_partition(mirror, &topic, partition);
+        if !owned {
+            // The record that won, not this instance's copy of its own command.
+            let Some(g) = self.group.as_ref() else { return };
+            let Some(t) = self.mirrors.get_mut(mirror).and_then(|m| m.topics.get_mut(&topic)) else { return };
+            let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
+            let mut warnings = Vec::new();
+            let Some(rec) = persist::partition_in(&g.state, &key, t.created_at, &mut warnings) else { return };
+            let Some(rt) = t.partitions.get_mut(&partition) else { return };
+            rt.record = rec;
+        }
+        match self.apply(mirror, &topic, partition, event) {
+            Ok(actions) => {
+                tracing::info!(%mirror, %topic, partition, command = ?v.command, "recording the command again on top of the record that won");
+                let mut planned = Planned::default();
+                planned.push(&topic, partition, actions);
+                // Records it (and, should this instance own the partition by now, runs it).
+                for (topic, p) in self.run_actions(mirror, planned).await {
+                    tracing::warn!(%mirror, %topic, "command recorded again: {}", p.detail);
+                }
+            }
+            Err(e) => {
+                tracing::info!(%mirror, %topic, partition, command = ?v.command, "a command of this instance lost to a newer record and no longer applies: {e}")
+            }
+        }
     }
 
     fn topic_name(&self, mirror: &str, topic_id: &str) -> Option<String> {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 use crate::domain::{
-    ErrorCode, Event, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp, TransitionError,
-    Truncation, roll_up, transition,
+    ErrorCode, Event, EventKind, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp,
+    TransitionError, Truncation, roll_up, transition,
 };
 use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent};
 use crate::kafka::state_log;
@@ -656,13 +656,13 @@ impl Coordinator {
 
     // ----- persistence -------------------------------------------------------------------
 
-    fn queue_partition(&mut self, mirror: &str, topic: &str, partition: i32) {
+    fn queue_partition(&mut self, mirror: &str, topic: &str, partition: i32, command: Option<EventKind>) {
         let Some(m) = self.mirrors.get(mirror) else { return };
         let Some(t) = m.topics.get(topic) else { return };
         let Some(p) = t.partitions.get(&partition) else { return };
         // In a group, the record names its writer: the slot's owner runs what another instance
         // recorded (`group`).
-        let writer = self.in_group().then_some(self.config.instance_id.as_str());
+        let writer = self.in_group().then_some(persist::Writer { instance: self.config.instance_id.as_str(), command });
         let w = persist::partition_state(
             mirror,
             topic,
@@ -754,12 +754,17 @@ impl Coordinator {
             .and_then(|m| m.topics.get_mut(topic))
             .and_then(|t| t.partitions.get_mut(&partition))
             .expect("apply on a known partition");
-        let is_progress = matches!(event, Event::Progress { .. });
+        let kind = event.kind();
         let step = transition(&p.record, event, t)?;
         p.record = step.next;
-        if !is_progress {
+        if kind != EventKind::Progress {
             // Progress is persisted by the data path itself, in the transaction it describes.
-            self.queue_partition(mirror, topic, partition);
+            // A command for a partition another instance owns says so: its owner runs it even
+            // when this instance's view was behind (`PartitionStateValue::command`).
+            let for_owner = matches!(kind, EventKind::Start | EventKind::Pause | EventKind::Resume | EventKind::Stop)
+                && self.in_group()
+                && !self.owns_partition(mirror, topic, partition);
+            self.queue_partition(mirror, topic, partition, for_owner.then_some(kind));
         }
         Ok(step.actions)
     }

@@ -946,3 +946,190 @@ async fn a_resync_with_quarantine_of_a_topic_without_lineage_keeps_every_record_
     assert!(rig.world.destination.partitions("fresh.kmirror-diverged").is_empty(), "no quarantine topic");
     rig.caught_up("m", "fresh").await;
 }
+
+/// An engine in a slot group on fake clusters: the test plays the group coordinator (`group`)
+/// and the state tail (`tail`), with a mirror "m" on [`SOURCE`].
+struct GroupRig {
+    rig: Rig,
+    group: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
+    tail: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+    /// How many of the engine's own state writes the tail has brought back so far.
+    echoed: std::sync::atomic::AtomicUsize,
+}
+
+/// Another instance of the [`GroupRig`]'s cluster.
+const OTHER_INSTANCE: &str = "kmirror-other";
+
+impl GroupRig {
+    /// Owning every slot (of 4).
+    async fn new() -> GroupRig {
+        use crate::kafka::membership::MembershipEvent;
+        let world = FakeWorld::new();
+        let source = world.add_source(SOURCE, SOURCE_ID);
+        let mut c = config();
+        c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+        world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+        let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+        let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+        let group = world.group_events().expect("the engine joined the slot group");
+        let tail = world.tail_batches().expect("the engine follows the state topic");
+        let rig = Rig { world, source, engine, join: Some(join) };
+        group.send(MembershipEvent::Assigned(vec![0, 1, 2, 3])).unwrap();
+        rig.until("every slot owned", |s| {
+            s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]).then_some(())
+        })
+        .await;
+        rig.create("m").await;
+        GroupRig { rig, group, tail, echoed: std::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    /// The tail brings back what the engine wrote since the last call (the real one reads every
+    /// instance's writes, its own included), after `first` (other instances' records).
+    fn echo_own_writes_after(&self, first: Vec<crate::kafka::state_log::LogRecord>) {
+        use crate::kafka::state_log::TailBatch;
+        let records = self.rig.world.state.records();
+        let from = self.echoed.swap(records.len(), std::sync::atomic::Ordering::SeqCst);
+        let records = first.into_iter().chain(records.into_iter().skip(from)).collect();
+        self.tail.send(TailBatch { records, positions: Vec::new() }).unwrap();
+    }
+
+    fn echo_own_writes(&self) {
+        self.echo_own_writes_after(Vec::new());
+    }
+
+    /// The latest state record this engine wrote for `topic`'s `partition`.
+    fn own_record(&self, topic: &str, partition: i32) -> crate::store::PartitionStateValue {
+        self.rig
+            .world
+            .state
+            .records()
+            .iter()
+            .rev()
+            .find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+                Ok(crate::store::StateRecord::PartitionState(e)) if e.key.partition == partition => {
+                    e.value.filter(|v| v.topic == topic)
+                }
+                _ => None,
+            })
+            .expect("the partition's record")
+    }
+
+    /// A record another instance wrote for `v`'s partition: `v` with `epoch`, written by
+    /// [`OTHER_INSTANCE`].
+    fn other_record(&self, mut v: crate::store::PartitionStateValue, epoch: u64) -> crate::kafka::state_log::LogRecord {
+        use crate::kafka::state_log::LogRecord;
+        v.state_epoch = epoch;
+        v.updated_at += 1;
+        v.written_by = Some(OTHER_INSTANCE.into());
+        v.command = None;
+        let record = crate::store::StateRecord::PartitionState(crate::store::Entry::put(v.key(), v));
+        let e = record.encode(std::num::NonZeroU32::new(4).unwrap());
+        LogRecord { partition: e.partition, offset: 1_000_000, key: Some(e.key), value: e.value }
+    }
+
+    /// Revokes `slot`, as a rebalance moving it to another instance does.
+    async fn revoke(&self, slot: i32) {
+        use crate::kafka::membership::MembershipEvent;
+        let (done, answered) = tokio::sync::oneshot::channel();
+        self.group.send(MembershipEvent::Revoked { slots: vec![slot], done }).unwrap();
+        tokio::time::timeout(DEADLINE, answered).await.expect("the revoke is answered").unwrap();
+    }
+
+    fn slot_of(&self, topic: &str, partition: i32) -> i32 {
+        self.rig.partition("m", topic, partition).slot
+    }
+
+    async fn shutdown(mut self) {
+        self.rig.engine.shutdown().await;
+        if let Some(j) = self.rig.join.take() {
+            j.await.expect("the coordinator ends cleanly");
+        }
+    }
+}
+
+/// Group ownership: a pause sent to this instance for a partition another one owns, computed
+/// from a view one record behind (the new owner's takeover record had not reached this
+/// instance's tail): its record loses to the stored epoch, and this instance records the pause
+/// again on top of the record that won, for the owner to run. Without that, the pause was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
+    let g = GroupRig::new().await;
+    g.rig.source.add_topic("orders", 4, 3);
+    g.rig.op_ok("m", &["orders"], START).await;
+    g.rig.caught_up("m", "orders").await;
+    let slot = g.slot_of("orders", 0);
+    g.revoke(slot).await;
+    g.echo_own_writes();
+    let before = g.own_record("orders", 0);
+    // The pause is recorded with the next epoch after this instance's view...
+    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    let pause = g.own_record("orders", 0);
+    assert_eq!((pause.state.as_str(), pause.command.as_deref()), ("PAUSING", Some("pause")));
+    // ...which the new owner's takeover record took first in the log.
+    g.echo_own_writes_after(vec![g.other_record(before.clone(), pause.state_epoch)]);
+    let epoch = pause.state_epoch + 1;
+    g.rig
+        .until("the pause recorded again", |s| {
+            let t = s.mirror("m")?.topic("orders")?;
+            let p = t.partitions.iter().find(|x| x.partition == 0)?;
+            (p.state == S::Pausing && p.state_epoch == epoch).then_some(())
+        })
+        .await;
+    let again = g.own_record("orders", 0);
+    assert_eq!((again.state.as_str(), again.state_epoch, again.command.as_deref()), ("PAUSING", epoch, Some("pause")));
+    assert_eq!(again.previous_state.as_deref(), Some("MIRRORING"), "on top of the record that won");
+    g.shutdown().await;
+}
+
+/// Group ownership: a lost command that no longer applies to the record that won (the owner
+/// failed the partition over meanwhile) is dropped, not forced through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_command_that_no_longer_applies_is_dropped() {
+    let g = GroupRig::new().await;
+    g.rig.source.add_topic("orders", 4, 3);
+    g.rig.op_ok("m", &["orders"], START).await;
+    g.rig.caught_up("m", "orders").await;
+    let slot = g.slot_of("orders", 0);
+    g.revoke(slot).await;
+    g.echo_own_writes();
+    let mut before = g.own_record("orders", 0);
+    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    let writes = g.rig.world.state.records().len();
+    let pause = g.own_record("orders", 0);
+    // The owner had stopped the partition.
+    before.previous_state = Some(before.state.clone());
+    before.state = "STOPPED".into();
+    before.stop =
+        Some(crate::store::StopValue { last_mirrored_source_offset: Some(2), lme: 0, destination_stop_offset: 3 });
+    g.echo_own_writes_after(vec![g.other_record(before.clone(), pause.state_epoch)]);
+    g.rig
+        .until("the owner's STOPPED shown", |s| {
+            let t = s.mirror("m")?.topic("orders")?;
+            t.partitions.iter().any(|x| x.partition == 0 && x.state == S::Stopped).then_some(())
+        })
+        .await;
+    // The snapshot is published after the whole tail batch, the lost command's handling included.
+    let again: Vec<_> = g.rig.world.state.records().into_iter().skip(writes).collect();
+    assert!(again.is_empty(), "nothing recorded again: {again:?}");
+    g.shutdown().await;
+}
+
+/// Group ownership: a lifecycle call records a partition this instance does not own as a command
+/// for its owner; the partitions it owns it carries out itself, as plain transitions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() {
+    let g = GroupRig::new().await;
+    g.rig.source.add_topic("orders", 4, 3);
+    g.rig.op_ok("m", &["orders"], START).await;
+    g.rig.caught_up("m", "orders").await;
+    let slot = g.slot_of("orders", 0);
+    g.revoke(slot).await;
+    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    let v = g.own_record("orders", 0);
+    assert_eq!((v.state.as_str(), v.command.as_deref()), ("PAUSING", Some("pause")), "{v:?}");
+    for p in (1..4).filter(|p| g.slot_of("orders", *p) != slot) {
+        let v = g.own_record("orders", p);
+        assert_eq!((v.state.as_str(), v.command.as_deref()), ("PAUSED", None), "partition {p}: {v:?}");
+    }
+    g.shutdown().await;
+}
