@@ -90,6 +90,8 @@ struct FakeTopic {
 struct ClusterInner {
     cluster_id: String,
     unreachable: bool,
+    /// How long each admin call takes (zero: answered at once), like a busy cluster.
+    delay: Duration,
     fail_delete_records: bool,
     topics: BTreeMap<String, FakeTopic>,
 }
@@ -106,6 +108,7 @@ impl FakeCluster {
             inner: Mutex::new(ClusterInner {
                 cluster_id: cluster_id.to_string(),
                 unreachable: false,
+                delay: Duration::ZERO,
                 fail_delete_records: false,
                 topics: BTreeMap::new(),
             }),
@@ -164,6 +167,11 @@ impl FakeCluster {
         lock(&self.inner).unreachable = unreachable;
     }
 
+    /// Every admin call from now on takes `delay` to answer.
+    pub(crate) fn set_delay(&self, delay: Duration) {
+        lock(&self.inner).delay = delay;
+    }
+
     pub(crate) fn set_cluster_id(&self, id: &str) {
         lock(&self.inner).cluster_id = id.to_string();
     }
@@ -184,7 +192,14 @@ impl FakeCluster {
         } else {
             f(&mut c)
         };
-        Box::pin(std::future::ready(r))
+        let delay = c.delay;
+        if delay.is_zero() {
+            return Box::pin(std::future::ready(r));
+        }
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            r
+        })
     }
 }
 

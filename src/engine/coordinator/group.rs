@@ -51,6 +51,11 @@ pub(super) struct Group {
 }
 
 impl Group {
+    /// Whether a slot's takeover waits for the tail to read its records.
+    pub(super) fn takeover_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     pub(super) fn new(state: MaterializedState, start: &[(i32, Option<i64>)]) -> Group {
         let positions = start.iter().filter_map(|(p, o)| o.map(|o| (*p, o))).collect();
         Group {
@@ -110,7 +115,11 @@ fn is_live(i: &crate::store::InstanceValue, t: Timestamp) -> bool {
 pub(super) struct Heartbeat {
     /// `None`: not opened, or it failed; heartbeats then use the engine's writer.
     pub(super) writer: Option<Arc<dyn StateStore>>,
-    in_flight: bool,
+    /// Cleared by the write itself, not by the loop: a long step serves heartbeats between its
+    /// topics (`heartbeat_if_due`) while the loop reads no message.
+    in_flight: Arc<std::sync::atomic::AtomicBool>,
+    /// When the last periodic heartbeat was sent.
+    last: Option<tokio::time::Instant>,
 }
 
 impl Coordinator {
@@ -122,16 +131,29 @@ impl Coordinator {
         let Some(writer) = self.heartbeat.writer.clone() else {
             return self.heartbeat().await;
         };
-        if self.heartbeat.in_flight {
+        self.heartbeat.last = Some(tokio::time::Instant::now());
+        if self.heartbeat.in_flight.swap(true, std::sync::atomic::Ordering::SeqCst) {
             tracing::debug!("the previous heartbeat is still being written; this one is skipped");
             return;
         }
         let record = self.heartbeat_record();
         let done = self.internal_tx.clone();
-        self.heartbeat.in_flight = true;
+        let in_flight = Arc::clone(&self.heartbeat.in_flight);
         tokio::task::spawn_blocking(move || {
-            let _ = done.send(Internal::HeartbeatWritten(writer.write(&[record])));
+            let written = writer.write(&[record]);
+            in_flight.store(false, std::sync::atomic::Ordering::SeqCst);
+            let _ = done.send(Internal::HeartbeatWritten(written));
         });
+    }
+
+    /// The periodic heartbeat, if one is due: served between two topics of a long call, which
+    /// holds the loop and its heartbeat tick. Without it a start of 100 topics (93 s on a busy
+    /// destination) left the other instances without a heartbeat for longer than
+    /// [`HEARTBEAT_STALE`], and their instances view dropped this one.
+    pub(super) async fn heartbeat_if_due(&mut self) {
+        if self.heartbeat.last.is_some_and(|t| t.elapsed() >= HEARTBEAT_EVERY) {
+            self.periodic_heartbeat().await;
+        }
     }
 
     /// This instance's heartbeat as of now, whichever writer takes it.
@@ -145,7 +167,6 @@ impl Coordinator {
     /// heartbeats back to the engine's writer, which reports a fenced instance as such.
     pub(super) fn heartbeat_written(&mut self, result: Result<(), crate::kafka::state_log::StateWriteError>) {
         use crate::kafka::state_log::StateWriteError;
-        self.heartbeat.in_flight = false;
         match result {
             Ok(()) => {}
             Err(StateWriteError::Unavailable(e)) => tracing::debug!("heartbeat not written: {e}"),
@@ -407,6 +428,9 @@ impl Coordinator {
         }
         self.owned.extend(done.iter().copied());
         tracing::info!(slots = ?done, "slots taken over");
+        // Readers see the new owner now: restoring the slots' partitions below asks Kafka per
+        // topic (seconds for hundreds of partitions on a busy cluster).
+        self.publish();
         let names: Vec<String> = self.mirrors.keys().cloned().collect();
         for mirror in names {
             let mut planned = Planned::default();

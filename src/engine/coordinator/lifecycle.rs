@@ -46,9 +46,20 @@ impl Coordinator {
             LifecycleOp::Start { .. } => None,
         };
         for topic in topics {
-            // A stop or pause that arrived meanwhile goes first. Between two topics none is
-            // half-done, so it sees consistent state (as if it had come before the next topic).
-            self.serve_priority().await;
+            // A slot change, stop or pause that arrived meanwhile goes first. Between two topics
+            // none is half-done, so it sees consistent state (as if it had come before the next
+            // topic).
+            self.serve_between_topics().await;
+            if !self.mirrors.contains_key(mirror) {
+                // Deleted by another instance meanwhile (read by the state tail).
+                let e = not_found(mirror);
+                results.push(TopicOutcome {
+                    topic,
+                    ok: false,
+                    error: Some(Problem { kind: e.kind(), detail: e.to_string() }),
+                });
+                continue;
+            }
             let outcome = if let Some(done) = batched.as_mut().and_then(Iterator::next) {
                 done.map(|()| Vec::new())
             } else {

@@ -271,6 +271,14 @@ pub(super) struct Coordinator {
     runtime: tokio::runtime::Handle,
     /// Stops and pauses ([`EngineHandle::lifecycle`] sends them here): served first.
     priority_rx: mpsc::Receiver<Request>,
+    /// Slot changes from the group membership (group ownership): served before every loop step
+    /// and between two topics of a long call, like the priority lane (`serve_urgent`).
+    membership_rx: Option<mpsc::UnboundedReceiver<crate::kafka::membership::MembershipEvent>>,
+    /// What the state tail read (group ownership): applied as a loop step of its own, and
+    /// between two topics of a long call (`serve_between_topics`).
+    tail_rx: Option<mpsc::UnboundedReceiver<state_log::TailBatch>>,
+    /// When a long call last published the snapshot between two of its topics.
+    published_between: Option<Instant>,
     /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
     off_loop: off_loop::OffLoop,
 }
@@ -336,6 +344,9 @@ pub(super) async fn start_with_ports(
         operations: Arc::new(RwLock::new(std::collections::VecDeque::new())),
         runtime: tokio::runtime::Handle::current(),
         priority_rx,
+        membership_rx: None,
+        tail_rx: None,
+        published_between: None,
         off_loop: off_loop::OffLoop::default(),
     };
 
@@ -351,30 +362,19 @@ pub(super) async fn start_with_ports(
             crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
         group::check_compatible(&config, state_partitions, &state, now()).map_err(EngineError::Incompatible)?;
         let mut g = group::Group::new(state, &start);
-        let (tail_tx, mut tail_rx) = mpsc::unbounded_channel();
+        let (tail_tx, tail_rx) = mpsc::unbounded_channel();
         g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);
-        let (member_tx, mut member_rx) = mpsc::unbounded_channel();
+        let (member_tx, member_rx) = mpsc::unbounded_channel();
         g.member = Some(ports.join_group(&config, member_tx.clone()).map_err(dest_err)?);
         g.member_tx = Some(member_tx);
         coord.group = Some(g);
+        coord.membership_rx = Some(member_rx);
+        coord.tail_rx = Some(tail_rx);
         match ports.open_state_writer(&config, WriterRole::Heartbeat).await {
             Ok(w) => coord.heartbeat.writer = Some(w),
             // Heartbeats then go through the engine's writer, on the loop (as before).
             Err(e) => tracing::warn!("cannot open the heartbeat writer: {e}; heartbeats use the state writer"),
         }
-        let internal = coord.internal_tx.clone();
-        tokio::spawn(async move {
-            loop {
-                let msg = tokio::select! {
-                    Some(b) = tail_rx.recv() => Internal::Tail(b),
-                    Some(e) = member_rx.recv() => Internal::Membership(e),
-                    else => break,
-                };
-                if internal.send(msg).is_err() {
-                    break;
-                }
-            }
-        });
         return Ok(coord.launch(priority_tx, snapshot_rx, internal_rx));
     }
 
@@ -428,6 +428,14 @@ impl Coordinator {
             operations: Arc::clone(&self.operations),
         };
         (handle, tokio::spawn(self.run(rx, internal_rx)))
+    }
+}
+
+/// The next message of a group-ownership channel (never, for an instance outside a group).
+async fn next_of<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -497,13 +505,16 @@ impl Coordinator {
         let mut dirty = false;
         let mut last_publish = std::time::Instant::now();
         loop {
-            // Stops and pauses that queued while the last step ran go before anything else.
-            self.serve_priority().await;
+            // Slot changes, then stops and pauses that queued while the last step ran, go before
+            // anything else.
+            self.serve_urgent().await;
             // The select only says what woke the loop; the step runs below, timed once: a step
             // that held the loop for long is logged, since a stop waits for the step in progress
             // (the priority lane is served between steps).
             let wake = tokio::select! {
                 Some(req) = self.priority_rx.recv() => Wake::Priority(req),
+                Some(ev) = next_of(&mut self.membership_rx) => Wake::Internal(Internal::Membership(ev)),
+                Some(b) = next_of(&mut self.tail_rx) => Wake::Internal(Internal::Tail(b)),
                 req = rx.recv() => match req {
                     Some(req) => Wake::Request(req),
                     None => break,

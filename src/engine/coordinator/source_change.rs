@@ -29,6 +29,10 @@ impl Coordinator {
     /// `mirror`'s stored source connection changed (here or, with several instances, on another
     /// one): a new admin client, and new data paths (see the module's documentation).
     pub(super) async fn source_changed(&mut self, mirror: &str) {
+        // A start in progress (its source changed by another instance, read between two of its
+        // topics) asks the new source for its remaining topics instead of using the old one's
+        // facts.
+        self.off_loop.drop_survey();
         let timeout = self.config.request_timeout.min(std::time::Duration::from_secs(10));
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         match self.ports.connect_source(

@@ -1133,3 +1133,245 @@ async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() 
     }
     g.shutdown().await;
 }
+
+/// An engine in a slot group on fake clusters for long starts (the test plays the group coordinator and the state
+/// tail), with a mirror "m" and source topics t00, t01, ... to start.
+struct StartRig {
+    world: Arc<FakeWorld>,
+    engine: EngineHandle,
+    join: tokio::task::JoinHandle<()>,
+    group: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
+    tail: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+    topics: Vec<String>,
+}
+
+/// Topics of a [`StartRig`] start: enough that it outlasts what a test does meanwhile.
+const LONG_START_TOPICS: usize = 40;
+
+impl StartRig {
+    /// `owned`: the slots (of 4) assigned at once; `slot0_records`: records the previous owner of
+    /// slot 0 committed to its state partition; `partitions`: per topic.
+    async fn new(owned: &[i32], slot0_records: i64, partitions: i32) -> StartRig {
+        use crate::kafka::membership::MembershipEvent;
+        let world = FakeWorld::new();
+        let source = world.add_source(SOURCE, SOURCE_ID);
+        let mut c = config();
+        c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+        world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+        world.destination.produce(&c.state_topic, 0, slot0_records);
+        let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+        let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
+        let group = world.group_events().expect("the engine joined the slot group");
+        let tail = world.tail_batches().expect("the engine follows the state topic");
+        group.send(MembershipEvent::Assigned(owned.to_vec())).unwrap();
+        until(&engine, "the first slots owned", |s| {
+            s.cluster.instances.iter().any(|i| i.this && i.slots == owned).then_some(())
+        })
+        .await;
+        engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+        let topics: Vec<String> = (0..LONG_START_TOPICS).map(|i| format!("t{i:02}")).collect();
+        for t in &topics {
+            source.add_topic(t, partitions, 1);
+        }
+        StartRig { world, engine, join, group, tail, topics }
+    }
+
+    /// Starts every topic on a busy destination (each admin call takes `delay`); returns once
+    /// the start is under way (its first topic reached a data path).
+    async fn long_start(&self, delay: Duration) -> tokio::task::JoinHandle<Result<OpResult, EngineError>> {
+        self.world.destination.set_delay(delay);
+        let start = {
+            let engine = self.engine.clone();
+            let names = self.topics.clone();
+            tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+        };
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while self.world.pipes.assigned("m").is_empty() {
+            assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        start
+    }
+
+    /// Assigns slot 0, whose state partition holds records the tail (played by the test) never
+    /// reaches: its takeover waits for the tail from then on, and the tail is applied between
+    /// two topics only while a takeover waits. Sent before a start, it is served before the
+    /// start's topics are: they come after the start's source survey, off the loop.
+    fn assign_slot0_for_good(&self) {
+        use crate::kafka::membership::MembershipEvent;
+        self.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    }
+
+    /// Topics the data paths were assigned partitions of so far.
+    fn assigned_topics(&self) -> usize {
+        self.world.pipes.assigned("m").into_iter().map(|a| a.topic).collect::<BTreeSet<_>>().len()
+    }
+
+    /// The slots of every heartbeat written so far, in order.
+    fn heartbeats(&self) -> Vec<Vec<i32>> {
+        self.world
+            .state
+            .records()
+            .iter()
+            .filter_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+                Ok(crate::store::StateRecord::Instance(e)) => e.value.map(|v| v.slots),
+                _ => None,
+            })
+            .collect()
+    }
+
+    async fn shutdown(self) {
+        self.engine.shutdown().await;
+        self.join.await.expect("the coordinator ends cleanly");
+    }
+}
+
+/// Group ownership: a revoke that arrives while a start works through many topics is answered
+/// between two of them, not when the start ends. The membership's rebalance callback waits for
+/// that answer, and so does every instance's next assignment: a start of 100 topics of 100
+/// partitions held the loop for 93 s on a busy destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_during_a_long_start_is_served_between_two_topics() {
+    use crate::kafka::membership::MembershipEvent;
+    let rig = StartRig::new(&[0, 1, 2, 3], 0, 2).await;
+    let start = rig.long_start(Duration::from_millis(30)).await;
+    let (done, answered) = tokio::sync::oneshot::channel();
+    rig.group.send(MembershipEvent::Revoked { slots: vec![0, 1], done }).unwrap();
+    let answer = tokio::time::timeout(DEADLINE, answered).await.expect("the revoke is answered");
+    assert!(answer.is_ok(), "answered, not dropped");
+    let assigned = rig.assigned_topics();
+    assert!(
+        !start.is_finished() && assigned < LONG_START_TOPICS,
+        "the revoke waited for the start: {assigned} of {LONG_START_TOPICS} topics were assigned when it was answered"
+    );
+    assert!(rig.world.pipes.slots("m").iter().all(|s| *s >= 2), "the revoked slots' data paths ended");
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    // The topics started after the revoke have no data paths of slots 0 and 1 again.
+    let slots = rig.world.pipes.slots("m");
+    assert!(slots.iter().all(|s| *s >= 2), "no data path of a revoked slot: {slots:?}");
+    rig.shutdown().await;
+}
+
+/// Group ownership: a long start holds the loop and its heartbeat tick; the heartbeat is written
+/// between two topics instead, so the other instances do not take this one for gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_go_on_during_a_long_start() {
+    let rig = StartRig::new(&[0, 1, 2, 3], 0, 1).await;
+    // Each topic's destination calls on the loop take 2 x 60 ms: the start holds the loop for
+    // about 5 s, longer than the heartbeat interval (3 s).
+    let start = rig.long_start(Duration::from_millis(60)).await;
+    let before = rig.heartbeats().len();
+    let mut during = before;
+    while !start.is_finished() {
+        during = during.max(rig.heartbeats().len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    assert!(during > before, "no heartbeat was written while the start held the loop");
+    rig.shutdown().await;
+}
+
+/// Group ownership: a slot assigned while a start works through many topics is taken over
+/// between two of them, once the state tail has read the slot's records (sent here), not when
+/// the start ends; the heartbeat that completes the takeover names the new slot, and the
+/// snapshot shows it while the start goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_during_a_long_start_completes_between_two_topics() {
+    use crate::kafka::membership::MembershipEvent;
+    use crate::kafka::state_log::TailBatch;
+    // Slot 0's state partition holds three records its previous owner committed.
+    let rig = StartRig::new(&[1, 2, 3], 3, 2).await;
+    let start = rig.long_start(Duration::from_millis(30)).await;
+    rig.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    // The tail reads slot 0's partition to its end.
+    rig.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
+    let owns_all = || rig.heartbeats().iter().any(|slots| slots == &[0, 1, 2, 3]);
+    while !owns_all() && !start.is_finished() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let assigned = rig.assigned_topics();
+    assert!(
+        owns_all() && !start.is_finished(),
+        "the takeover waited for the start: {assigned} of {LONG_START_TOPICS} topics were assigned when slot 0 was taken over"
+    );
+    // Readers see it then too: the snapshot is published between two topics.
+    let shown_topics = until(&rig.engine, "slot 0 shown as this instance's", |s| {
+        let taken = s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]);
+        taken.then(|| s.mirror("m").map_or(0, |m| m.topics.len()))
+    })
+    .await;
+    assert!(shown_topics < LONG_START_TOPICS, "the snapshot showed the takeover only after the start");
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    // Every partition of the start runs on this instance, slot 0's included.
+    assert_eq!(rig.world.pipes.held("m").len(), 2 * LONG_START_TOPICS, "every partition, slot 0's included");
+    rig.shutdown().await;
+}
+
+/// Group ownership: a mirror another instance deleted (read by the state tail between two
+/// topics of a start, while a takeover waits for the tail) ends the start's remaining topics
+/// with "not found", not a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_deleted_elsewhere_during_a_long_start_ends_its_remaining_topics() {
+    use crate::kafka::state_log::{LogRecord, TailBatch};
+    let rig = StartRig::new(&[1, 2, 3], 3, 1).await;
+    rig.assign_slot0_for_good();
+    let start = rig.long_start(Duration::from_millis(30)).await;
+    let w = persist::mirror_tombstone("m", 4);
+    let tombstone = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: None };
+    rig.tail.send(TailBatch { records: vec![tombstone], positions: Vec::new() }).unwrap();
+    let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
+    let ok = r.results.iter().filter(|t| t.ok).count();
+    let gone =
+        r.results.iter().filter(|t| t.error.as_ref().is_some_and(|e| e.kind == ProblemKind::MirrorNotFound)).count();
+    assert!(ok >= 1 && gone >= 1 && ok + gone == LONG_START_TOPICS, "{r:?}");
+    until(&rig.engine, "the mirror gone", |s| s.mirror("m").is_none().then_some(())).await;
+    rig.shutdown().await;
+}
+
+/// Group ownership: another instance re-points the mirror to another source while a start works
+/// through its topics (the tail brings the new definition between two of them): the remaining
+/// topics are checked against the new source, not the facts the start read from the old one, so
+/// a source whose cluster ID is not the expected one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaining_topics() {
+    use crate::kafka::state_log::{LogRecord, TailBatch};
+    let rig = StartRig::new(&[1, 2, 3], 3, 1).await;
+    let other = rig.world.add_source("other:9092", "another-cluster");
+    for t in &rig.topics {
+        other.add_topic(t, 1, 1);
+    }
+    rig.assign_slot0_for_good();
+    let start = rig.long_start(Duration::from_millis(30)).await;
+    // The mirror's definition as another instance would write it after a PATCH of its source.
+    let stored = rig
+        .world
+        .state
+        .records()
+        .iter()
+        .rev()
+        .find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+            Ok(crate::store::StateRecord::Mirror(e)) if e.key.mirror == "m" => {
+                e.value.map(|v| persist::stored_mirror(&v))
+            }
+            _ => None,
+        })
+        .expect("the mirror's record");
+    let mut changed = stored.clone();
+    changed.spec.source.bootstrap_servers = "other:9092".into();
+    changed.updated_at = Timestamp::from_millis(stored.updated_at.as_millis() + 1_000);
+    let w = persist::mirror(&changed, 4);
+    let record = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: w.value };
+    rig.tail.send(TailBatch { records: vec![record], positions: Vec::new() }).unwrap();
+    let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
+    let ok = r.results.iter().filter(|t| t.ok).count();
+    let refused = r
+        .results
+        .iter()
+        .filter(|t| t.error.as_ref().is_some_and(|e| e.kind == ProblemKind::SourceClusterIdMismatch))
+        .count();
+    assert!(ok >= 1 && refused >= 1 && ok + refused == LONG_START_TOPICS, "{r:?}");
+    rig.shutdown().await;
+}
