@@ -285,9 +285,10 @@ impl Coordinator {
     pub(super) async fn serve_between_topics(&mut self) {
         self.serve_membership().await;
         // Only while a takeover waits for it: otherwise the tail brings mostly this instance's
-        // own writes (the data paths' progress of thousands of partitions every commit), and
-        // applying them between topics made a start of 10,000 partitions 30-40 % slower
-        // (bench `…-s24-failover10k-lanes*`); the loop applies them after the call as before.
+        // own writes (the data paths' progress of thousands of partitions every commit), work
+        // the call need not wait for; the loop applies them after the call as before. (Session
+        // 24 blamed them for a 30-40 % slower start of 10,000 partitions; side by side in one
+        // window, session 25, the lanes as they are cost it 3-9 %: `bench/README.md`.)
         let takeover_waits = self.group.as_ref().is_some_and(|g| g.takeover_pending());
         if !self.off_loop.serving_priority && takeover_waits {
             while let Some(batch) = self.tail_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
