@@ -957,6 +957,16 @@ struct GroupRig {
     echoed: std::sync::atomic::AtomicUsize,
 }
 
+/// The latest record written to the fake state topic that `f` picks.
+fn latest_record<T>(world: &FakeWorld, f: impl Fn(crate::store::StateRecord) -> Option<T>) -> Option<T> {
+    world
+        .state
+        .records()
+        .iter()
+        .rev()
+        .find_map(|r| crate::store::decode(r.key.as_deref(), r.value.as_deref()).ok().and_then(&f))
+}
+
 /// Another instance of the [`GroupRig`]'s cluster.
 const OTHER_INSTANCE: &str = "kmirror-other";
 
@@ -999,19 +1009,13 @@ impl GroupRig {
 
     /// The latest state record this engine wrote for `topic`'s `partition`.
     fn own_record(&self, topic: &str, partition: i32) -> crate::store::PartitionStateValue {
-        self.rig
-            .world
-            .state
-            .records()
-            .iter()
-            .rev()
-            .find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
-                Ok(crate::store::StateRecord::PartitionState(e)) if e.key.partition == partition => {
-                    e.value.filter(|v| v.topic == topic)
-                }
-                _ => None,
-            })
-            .expect("the partition's record")
+        latest_record(&self.rig.world, |r| match r {
+            crate::store::StateRecord::PartitionState(e) if e.key.partition == partition => {
+                e.value.filter(|v| v.topic == topic)
+            }
+            _ => None,
+        })
+        .expect("the partition's record")
     }
 
     /// A record another instance wrote for `v`'s partition: `v` with `epoch`, written by
@@ -1035,6 +1039,18 @@ impl GroupRig {
         tokio::time::timeout(DEADLINE, answered).await.expect("the revoke is answered").unwrap();
     }
 
+    /// Topic "orders" (4 partitions) mirroring, then the slot of its partition 0 revoked (moved
+    /// to another instance); returns that slot.
+    async fn partition_0_elsewhere() -> (GroupRig, i32) {
+        let g = GroupRig::new().await;
+        g.rig.source.add_topic("orders", 4, 3);
+        g.rig.op_ok("m", &["orders"], START).await;
+        g.rig.caught_up("m", "orders").await;
+        let slot = g.slot_of("orders", 0);
+        g.revoke(slot).await;
+        (g, slot)
+    }
+
     fn slot_of(&self, topic: &str, partition: i32) -> i32 {
         self.rig.partition("m", topic, partition).slot
     }
@@ -1053,12 +1069,7 @@ impl GroupRig {
 /// again on top of the record that won, for the owner to run. Without that, the pause was lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
-    let g = GroupRig::new().await;
-    g.rig.source.add_topic("orders", 4, 3);
-    g.rig.op_ok("m", &["orders"], START).await;
-    g.rig.caught_up("m", "orders").await;
-    let slot = g.slot_of("orders", 0);
-    g.revoke(slot).await;
+    let (g, _) = GroupRig::partition_0_elsewhere().await;
     g.echo_own_writes();
     let before = g.own_record("orders", 0);
     // The pause is recorded with the next epoch after this instance's view...
@@ -1085,12 +1096,7 @@ async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
 /// failed the partition over meanwhile) is dropped, not forced through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_command_that_no_longer_applies_is_dropped() {
-    let g = GroupRig::new().await;
-    g.rig.source.add_topic("orders", 4, 3);
-    g.rig.op_ok("m", &["orders"], START).await;
-    g.rig.caught_up("m", "orders").await;
-    let slot = g.slot_of("orders", 0);
-    g.revoke(slot).await;
+    let (g, _) = GroupRig::partition_0_elsewhere().await;
     g.echo_own_writes();
     let mut before = g.own_record("orders", 0);
     g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
@@ -1118,12 +1124,7 @@ async fn a_lost_command_that_no_longer_applies_is_dropped() {
 /// for its owner; the partitions it owns it carries out itself, as plain transitions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() {
-    let g = GroupRig::new().await;
-    g.rig.source.add_topic("orders", 4, 3);
-    g.rig.op_ok("m", &["orders"], START).await;
-    g.rig.caught_up("m", "orders").await;
-    let slot = g.slot_of("orders", 0);
-    g.revoke(slot).await;
+    let (g, slot) = GroupRig::partition_0_elsewhere().await;
     g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
     let v = g.own_record("orders", 0);
     assert_eq!((v.state.as_str(), v.command.as_deref()), ("PAUSING", Some("pause")), "{v:?}");
@@ -1346,19 +1347,11 @@ async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaini
     rig.assign_slot0_for_good();
     let start = rig.long_start(Duration::from_millis(30)).await;
     // The mirror's definition as another instance would write it after a PATCH of its source.
-    let stored = rig
-        .world
-        .state
-        .records()
-        .iter()
-        .rev()
-        .find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
-            Ok(crate::store::StateRecord::Mirror(e)) if e.key.mirror == "m" => {
-                e.value.map(|v| persist::stored_mirror(&v))
-            }
-            _ => None,
-        })
-        .expect("the mirror's record");
+    let stored = latest_record(&rig.world, |r| match r {
+        crate::store::StateRecord::Mirror(e) if e.key.mirror == "m" => e.value.map(|v| persist::stored_mirror(&v)),
+        _ => None,
+    })
+    .expect("the mirror's record");
     let mut changed = stored.clone();
     changed.spec.source.bootstrap_servers = "other:9092".into();
     changed.updated_at = Timestamp::from_millis(stored.updated_at.as_millis() + 1_000);
