@@ -470,8 +470,8 @@ pub(crate) fn offset_map_batches(
 }
 
 /// The command a record carries for its partition's owner (`PartitionStateValue::command`), as
-/// the event the owner applies to its own record; `None` for a record without one (or with a
-/// command this version does not know).
+/// the event its writer applies again when the record lost to a newer one; `None` for a record
+/// without one (or with a command this version does not know).
 pub(crate) fn command_event(v: &PartitionStateValue) -> Option<Event> {
     let kind = EventKind::ALL.into_iter().find(|k| v.command.as_deref() == Some(k.as_str()))?;
     match kind {
