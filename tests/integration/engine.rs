@@ -1968,9 +1968,10 @@ async fn an_unconfirmed_pause_fails_and_retries_to_paused() {
         drop(frozen);
         tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap()
     };
-    // The partitions' retries back off from 1 s, doubling (`Backoff::DEFAULT`): on a loaded CI box
-    // the thawed destination took long enough to answer that the retry that succeeded came after
-    // 120 s (one clean-clone run, session 25). The content check below is what matters.
+    // The partitions' retries back off from 1 s, doubling (`Backoff::DEFAULT`): a thawed
+    // destination that answers only after ~40 s on a loaded box pushes the retry that succeeds
+    // past 120 s, the most likely reason one clean-clone run (session 25) timed out here. The
+    // content check below is what matters.
     eventually("PAUSED after the retry", Duration::from_secs(300), || async {
         let s = eng.states(&mirror, &topic.name);
         (!s.is_empty() && s.iter().all(|x| *x == PartitionState::Paused)).then_some(())
