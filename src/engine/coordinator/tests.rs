@@ -971,22 +971,25 @@ fn latest_record<T>(world: &FakeWorld, f: impl Fn(crate::store::StateRecord) -> 
 const OTHER_INSTANCE: &str = "kmirror-other";
 
 impl GroupRig {
-    /// Owning every slot (of 4).
-    async fn new() -> GroupRig {
+    /// `owned`: the slots (of 4) assigned at once; `slot0_records`: records the previous owner of
+    /// slot 0 committed to its state partition (a takeover of slot 0 waits for the tail to read
+    /// them).
+    async fn new(owned: &[i32], slot0_records: i64) -> GroupRig {
         use crate::kafka::membership::MembershipEvent;
         let world = FakeWorld::new();
         let source = world.add_source(SOURCE, SOURCE_ID);
         let mut c = config();
         c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
         world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+        world.destination.produce(&c.state_topic, 0, slot0_records);
         let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
         let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
         let group = world.group_events().expect("the engine joined the slot group");
         let tail = world.tail_batches().expect("the engine follows the state topic");
         let rig = Rig { world, source, engine, join: Some(join) };
-        group.send(MembershipEvent::Assigned(vec![0, 1, 2, 3])).unwrap();
-        rig.until("every slot owned", |s| {
-            s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]).then_some(())
+        group.send(MembershipEvent::Assigned(owned.to_vec())).unwrap();
+        rig.until("the first slots owned", |s| {
+            s.cluster.instances.iter().any(|i| i.this && i.slots == owned).then_some(())
         })
         .await;
         rig.create("m").await;
@@ -1042,7 +1045,7 @@ impl GroupRig {
     /// Topic "orders" (4 partitions) mirroring, then the slot of its partition 0 revoked (moved
     /// to another instance); returns that slot.
     async fn partition_0_elsewhere() -> (GroupRig, i32) {
-        let g = GroupRig::new().await;
+        let g = GroupRig::new(&[0, 1, 2, 3], 0).await;
         g.rig.source.add_topic("orders", 4, 3);
         g.rig.op_ok("m", &["orders"], START).await;
         g.rig.caught_up("m", "orders").await;
@@ -1138,11 +1141,7 @@ async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() 
 /// An engine in a slot group on fake clusters for long starts (the test plays the group coordinator and the state
 /// tail), with a mirror "m" and source topics t00, t01, ... to start.
 struct StartRig {
-    world: Arc<FakeWorld>,
-    engine: EngineHandle,
-    join: tokio::task::JoinHandle<()>,
-    group: mpsc::UnboundedSender<crate::kafka::membership::MembershipEvent>,
-    tail: mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>,
+    g: GroupRig,
     topics: Vec<String>,
 }
 
@@ -1153,41 +1152,25 @@ impl StartRig {
     /// `owned`: the slots (of 4) assigned at once; `slot0_records`: records the previous owner of
     /// slot 0 committed to its state partition; `partitions`: per topic.
     async fn new(owned: &[i32], slot0_records: i64, partitions: i32) -> StartRig {
-        use crate::kafka::membership::MembershipEvent;
-        let world = FakeWorld::new();
-        let source = world.add_source(SOURCE, SOURCE_ID);
-        let mut c = config();
-        c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
-        world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
-        world.destination.produce(&c.state_topic, 0, slot0_records);
-        let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
-        let (engine, join) = start_with_ports(c, ports).await.expect("the engine starts in a slot group");
-        let group = world.group_events().expect("the engine joined the slot group");
-        let tail = world.tail_batches().expect("the engine follows the state topic");
-        group.send(MembershipEvent::Assigned(owned.to_vec())).unwrap();
-        until(&engine, "the first slots owned", |s| {
-            s.cluster.instances.iter().any(|i| i.this && i.slots == owned).then_some(())
-        })
-        .await;
-        engine.create_mirror(spec("m", SOURCE), actor()).await.expect("create mirror");
+        let g = GroupRig::new(owned, slot0_records).await;
         let topics: Vec<String> = (0..LONG_START_TOPICS).map(|i| format!("t{i:02}")).collect();
         for t in &topics {
-            source.add_topic(t, partitions, 1);
+            g.rig.source.add_topic(t, partitions, 1);
         }
-        StartRig { world, engine, join, group, tail, topics }
+        StartRig { g, topics }
     }
 
     /// Starts every topic on a busy destination (each admin call takes `delay`); returns once
     /// the start is under way (its first topic reached a data path).
     async fn long_start(&self, delay: Duration) -> tokio::task::JoinHandle<Result<OpResult, EngineError>> {
-        self.world.destination.set_delay(delay);
+        self.g.rig.world.destination.set_delay(delay);
         let start = {
-            let engine = self.engine.clone();
+            let engine = self.g.rig.engine.clone();
             let names = self.topics.clone();
             tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
         };
         let deadline = tokio::time::Instant::now() + DEADLINE;
-        while self.world.pipes.assigned("m").is_empty() {
+        while self.g.rig.world.pipes.assigned("m").is_empty() {
             assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -1200,17 +1183,19 @@ impl StartRig {
     /// start's topics are: they come after the start's source survey, off the loop.
     fn assign_slot0_for_good(&self) {
         use crate::kafka::membership::MembershipEvent;
-        self.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+        self.g.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
     }
 
     /// Topics the data paths were assigned partitions of so far.
     fn assigned_topics(&self) -> usize {
-        self.world.pipes.assigned("m").into_iter().map(|a| a.topic).collect::<BTreeSet<_>>().len()
+        self.g.rig.world.pipes.assigned("m").into_iter().map(|a| a.topic).collect::<BTreeSet<_>>().len()
     }
 
     /// The slots of every heartbeat written so far, in order.
     fn heartbeats(&self) -> Vec<Vec<i32>> {
-        self.world
+        self.g
+            .rig
+            .world
             .state
             .records()
             .iter()
@@ -1222,8 +1207,7 @@ impl StartRig {
     }
 
     async fn shutdown(self) {
-        self.engine.shutdown().await;
-        self.join.await.expect("the coordinator ends cleanly");
+        self.g.shutdown().await;
     }
 }
 
@@ -1237,7 +1221,7 @@ async fn a_revoke_during_a_long_start_is_served_between_two_topics() {
     let rig = StartRig::new(&[0, 1, 2, 3], 0, 2).await;
     let start = rig.long_start(Duration::from_millis(30)).await;
     let (done, answered) = tokio::sync::oneshot::channel();
-    rig.group.send(MembershipEvent::Revoked { slots: vec![0, 1], done }).unwrap();
+    rig.g.group.send(MembershipEvent::Revoked { slots: vec![0, 1], done }).unwrap();
     let answer = tokio::time::timeout(DEADLINE, answered).await.expect("the revoke is answered");
     assert!(answer.is_ok(), "answered, not dropped");
     let assigned = rig.assigned_topics();
@@ -1245,11 +1229,11 @@ async fn a_revoke_during_a_long_start_is_served_between_two_topics() {
         !start.is_finished() && assigned < LONG_START_TOPICS,
         "the revoke waited for the start: {assigned} of {LONG_START_TOPICS} topics were assigned when it was answered"
     );
-    assert!(rig.world.pipes.slots("m").iter().all(|s| *s >= 2), "the revoked slots' data paths ended");
+    assert!(rig.g.rig.world.pipes.slots("m").iter().all(|s| *s >= 2), "the revoked slots' data paths ended");
     let r = start.await.expect("the start's task");
     assert_eq!(refusal(&r), None, "{r:?}");
     // The topics started after the revoke have no data paths of slots 0 and 1 again.
-    let slots = rig.world.pipes.slots("m");
+    let slots = rig.g.rig.world.pipes.slots("m");
     assert!(slots.iter().all(|s| *s >= 2), "no data path of a revoked slot: {slots:?}");
     rig.shutdown().await;
 }
@@ -1285,9 +1269,9 @@ async fn a_takeover_during_a_long_start_completes_between_two_topics() {
     // Slot 0's state partition holds three records its previous owner committed.
     let rig = StartRig::new(&[1, 2, 3], 3, 2).await;
     let start = rig.long_start(Duration::from_millis(30)).await;
-    rig.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    rig.g.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
     // The tail reads slot 0's partition to its end.
-    rig.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
+    rig.g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
     let owns_all = || rig.heartbeats().iter().any(|slots| slots == &[0, 1, 2, 3]);
     while !owns_all() && !start.is_finished() {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -1298,7 +1282,7 @@ async fn a_takeover_during_a_long_start_completes_between_two_topics() {
         "the takeover waited for the start: {assigned} of {LONG_START_TOPICS} topics were assigned when slot 0 was taken over"
     );
     // Readers see it then too: the snapshot is published between two topics.
-    let shown_topics = until(&rig.engine, "slot 0 shown as this instance's", |s| {
+    let shown_topics = until(&rig.g.rig.engine, "slot 0 shown as this instance's", |s| {
         let taken = s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]);
         taken.then(|| s.mirror("m").map_or(0, |m| m.topics.len()))
     })
@@ -1307,7 +1291,7 @@ async fn a_takeover_during_a_long_start_completes_between_two_topics() {
     let r = start.await.expect("the start's task");
     assert_eq!(refusal(&r), None, "{r:?}");
     // Every partition of the start runs on this instance, slot 0's included.
-    assert_eq!(rig.world.pipes.held("m").len(), 2 * LONG_START_TOPICS, "every partition, slot 0's included");
+    assert_eq!(rig.g.rig.world.pipes.held("m").len(), 2 * LONG_START_TOPICS, "every partition, slot 0's included");
     rig.shutdown().await;
 }
 
@@ -1322,13 +1306,13 @@ async fn a_mirror_deleted_elsewhere_during_a_long_start_ends_its_remaining_topic
     let start = rig.long_start(Duration::from_millis(30)).await;
     let w = persist::mirror_tombstone("m", 4);
     let tombstone = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: None };
-    rig.tail.send(TailBatch { records: vec![tombstone], positions: Vec::new() }).unwrap();
+    rig.g.tail.send(TailBatch { records: vec![tombstone], positions: Vec::new() }).unwrap();
     let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
     let ok = r.results.iter().filter(|t| t.ok).count();
     let gone =
         r.results.iter().filter(|t| t.error.as_ref().is_some_and(|e| e.kind == ProblemKind::MirrorNotFound)).count();
     assert!(ok >= 1 && gone >= 1 && ok + gone == LONG_START_TOPICS, "{r:?}");
-    until(&rig.engine, "the mirror gone", |s| s.mirror("m").is_none().then_some(())).await;
+    until(&rig.g.rig.engine, "the mirror gone", |s| s.mirror("m").is_none().then_some(())).await;
     rig.shutdown().await;
 }
 
@@ -1340,14 +1324,14 @@ async fn a_mirror_deleted_elsewhere_during_a_long_start_ends_its_remaining_topic
 async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaining_topics() {
     use crate::kafka::state_log::{LogRecord, TailBatch};
     let rig = StartRig::new(&[1, 2, 3], 3, 1).await;
-    let other = rig.world.add_source("other:9092", "another-cluster");
+    let other = rig.g.rig.world.add_source("other:9092", "another-cluster");
     for t in &rig.topics {
         other.add_topic(t, 1, 1);
     }
     rig.assign_slot0_for_good();
     let start = rig.long_start(Duration::from_millis(30)).await;
     // The mirror's definition as another instance would write it after a PATCH of its source.
-    let stored = latest_record(&rig.world, |r| match r {
+    let stored = latest_record(&rig.g.rig.world, |r| match r {
         crate::store::StateRecord::Mirror(e) if e.key.mirror == "m" => e.value.map(|v| persist::stored_mirror(&v)),
         _ => None,
     })
@@ -1357,7 +1341,7 @@ async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaini
     changed.updated_at = Timestamp::from_millis(stored.updated_at.as_millis() + 1_000);
     let w = persist::mirror(&changed, 4);
     let record = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: w.value };
-    rig.tail.send(TailBatch { records: vec![record], positions: Vec::new() }).unwrap();
+    rig.g.tail.send(TailBatch { records: vec![record], positions: Vec::new() }).unwrap();
     let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
     let ok = r.results.iter().filter(|t| t.ok).count();
     let refused = r
