@@ -469,10 +469,17 @@ impl Coordinator {
         let mut decoded = Vec::new();
         let mut lost_commands = Vec::new();
         for r in &batch.records {
-            if let Err(e) = g.state.apply_encoded(r.key.as_deref(), r.value.as_deref()) {
+            // Decoded once: applied to the materialized state, then to the model below.
+            let rec = match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    tracing::warn!(partition = r.partition, offset = r.offset, "tail: skipped state record: {e}");
+                    continue;
+                }
+            };
+            if let Err(e) = g.state.apply(rec.clone()) {
                 // This instance's command that lost to the stored epoch: recorded again below.
-                if let Ok(StateRecord::PartitionState(entry)) =
-                    crate::store::decode(r.key.as_deref(), r.value.as_deref())
+                if let StateRecord::PartitionState(entry) = rec
                     && let Some(v) = entry.value
                     && v.command.is_some()
                     && v.written_by.as_deref() == Some(self.config.instance_id.as_str())
@@ -488,9 +495,7 @@ impl Coordinator {
                 }
                 continue;
             }
-            if let Ok(rec) = crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
-                decoded.push(rec);
-            }
+            decoded.push(rec);
         }
         // Mirror-level records first: a partition's record may arrive before its topic's (they
         // live in different state partitions).
