@@ -469,11 +469,15 @@ pub(crate) fn offset_map_batches(
         .collect()
 }
 
+/// The transitions an instance records for a partition another one owns as commands
+/// (`PartitionStateValue::command`): the lifecycle calls.
+pub(crate) const COMMANDS: [EventKind; 4] = [EventKind::Start, EventKind::Pause, EventKind::Resume, EventKind::Stop];
+
 /// The command a record carries for its partition's owner (`PartitionStateValue::command`), as
 /// the event its writer applies again when the record lost to a newer one; `None` for a record
 /// without one (or with a command this version does not know).
 pub(crate) fn command_event(v: &PartitionStateValue) -> Option<Event> {
-    let kind = EventKind::ALL.into_iter().find(|k| v.command.as_deref() == Some(k.as_str()))?;
+    let kind = COMMANDS.into_iter().find(|k| v.command.as_deref() == Some(k.as_str()))?;
     match kind {
         EventKind::Start => Some(Event::Start { truncation: truncation_from(v.truncation) }),
         EventKind::Pause => Some(Event::Pause),

@@ -772,9 +772,8 @@ impl Coordinator {
             // Progress is persisted by the data path itself, in the transaction it describes.
             // A command for a partition another instance owns says so: its owner runs it even
             // when this instance's view was behind (`PartitionStateValue::command`).
-            let for_owner = matches!(kind, EventKind::Start | EventKind::Pause | EventKind::Resume | EventKind::Stop)
-                && self.in_group()
-                && !self.owns_partition(mirror, topic, partition);
+            let for_owner =
+                persist::COMMANDS.contains(&kind) && self.in_group() && !self.owns_partition(mirror, topic, partition);
             self.queue_partition(mirror, topic, partition, for_owner.then_some(kind));
         }
         Ok(step.actions)
