@@ -94,7 +94,12 @@ struct ClusterInner {
     delay: Duration,
     fail_delete_records: bool,
     topics: BTreeMap<String, FakeTopic>,
+    /// Every ListOffsets request so far, as asked.
+    list_offsets: Vec<ListOffsetsCall>,
 }
+
+/// One ListOffsets request a [`FakeCluster`] answered (or failed).
+pub(crate) type ListOffsetsCall = (IsolationLevel, Vec<(String, i32, OffsetSpec)>);
 
 /// An in-memory Kafka cluster, as the admin calls see it.
 #[derive(Debug)]
@@ -111,6 +116,7 @@ impl FakeCluster {
                 delay: Duration::ZERO,
                 fail_delete_records: false,
                 topics: BTreeMap::new(),
+                list_offsets: Vec::new(),
             }),
         })
     }
@@ -174,6 +180,11 @@ impl FakeCluster {
 
     pub(crate) fn set_cluster_id(&self, id: &str) {
         lock(&self.inner).cluster_id = id.to_string();
+    }
+
+    /// Every ListOffsets request so far.
+    pub(crate) fn list_offsets_calls(&self) -> Vec<ListOffsetsCall> {
+        lock(&self.inner).list_offsets.clone()
     }
 
     pub(crate) fn set_fail_delete_records(&self, fail: bool) {
@@ -255,9 +266,10 @@ impl ClusterAdmin for FakeCluster {
     fn list_offsets<'a>(
         &'a self,
         requests: &'a [(String, i32, OffsetSpec)],
-        _isolation: IsolationLevel,
+        isolation: IsolationLevel,
     ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
         self.call("ListOffsets", |c| {
+            c.list_offsets.push((isolation, requests.to_vec()));
             requests
                 .iter()
                 .map(|(topic, partition, spec)| {

@@ -8,7 +8,7 @@
 //!
 //! | Action | Carried out by |
 //! |---|---|
-//! | `CheckSourceClusterId`, `CheckTopicIds`, `EnsureDestinationTopic`, `DeleteDestinationRecords`, `ComputeStartPosition` | [`Coordinator::prepare`], once per topic; it reports `Prepared` (whose `Assign` it runs) or `Error` |
+//! | `CheckSourceClusterId`, `CheckTopicIds`, `EnsureDestinationTopic`, `DeleteDestinationRecords`, `ComputeStartPosition` | [`Coordinator::prepare_topics`], the offsets of all topics read together; it reports `Prepared` (whose `Assign` it runs) or `Error` |
 //! | `Unassign` + `CommitOpenTransaction` | one `Unassign { finish: Commit }`; PAUSING partitions then report `Paused` |
 //! | `Unassign` + `AbortOpenTransaction` (+ `FenceProducer`) | one `Unassign { finish: Abort, fence }` |
 //! | `PersistLastMirrorEpochs` | destination end offsets in one request → stop points and the LME record → `Stopped` |
@@ -257,10 +257,8 @@ impl Coordinator {
             }
         }
 
-        for (topic, parts) in prepares {
-            if let Err(p) = self.prepare(mirror, &topic, &parts, None).await {
-                failed.entry(topic).or_insert(p);
-            }
+        for (topic, p) in self.prepare_topics(mirror, prepares).await {
+            failed.entry(topic).or_insert(p);
         }
 
         timing.step("assign and prepare");

@@ -1138,6 +1138,78 @@ async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() 
     g.shutdown().await;
 }
 
+/// Group ownership: `topics` (4 partitions of 1 record each) started while slot 0 is another
+/// instance's, so their slot-0 partitions wait PREPARING for the owner; returns those partitions.
+async fn started_without_slot_0(topics: &[&str]) -> (GroupRig, BTreeSet<(String, i32)>) {
+    let g = GroupRig::new(&[1, 2, 3], 0).await;
+    for t in topics {
+        g.rig.source.add_topic(t, 4, 1);
+    }
+    g.rig.op_ok("m", topics, START).await;
+    let snap = g.rig.engine.snapshot();
+    let mut slot0 = BTreeSet::new();
+    for t in &snap.mirror("m").expect("mirror").topics {
+        for p in t.partitions.iter().filter(|p| p.slot == 0) {
+            assert_eq!(p.state, S::Preparing, "{}/{} waits for slot 0's owner", t.name, p.partition);
+            slot0.insert((t.name.clone(), p.partition));
+        }
+    }
+    let topics_in_slot0: BTreeSet<&String> = slot0.iter().map(|(t, _)| t).collect();
+    assert!(topics_in_slot0.len() >= 3, "the test needs slot-0 partitions in several topics: {slot0:?}");
+    (g, slot0)
+}
+
+/// Group ownership: a takeover restores the PREPARING partitions of many topics (a start the
+/// previous owner had not finished) with the offsets of all of them read together: one source
+/// request for their log starts, not one per topic. A takeover in the middle of a 100-topic
+/// start spent most of its time in per-topic requests on a busy destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_prepares_the_partitions_of_many_topics_together() {
+    use crate::kafka::membership::MembershipEvent;
+    let topics = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let (g, slot0) = started_without_slot_0(&topics).await;
+    let before = g.rig.source.list_offsets_calls().len();
+    g.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    for t in topics {
+        g.rig.caught_up("m", t).await;
+    }
+    // The requests that read slot 0's partitions and nothing else (the lag refresh reads every
+    // partition this instance owns): one, for all of them.
+    let reads: Vec<BTreeSet<(String, i32)>> = g.rig.source.list_offsets_calls()[before..]
+        .iter()
+        .map(|(_, req)| req.iter().map(|(t, p, _)| (t.clone(), *p)).collect::<BTreeSet<_>>())
+        .filter(|keys| keys.iter().all(|k| slot0.contains(k)))
+        .collect();
+    assert_eq!(reads, vec![slot0], "one source request for every topic's slot-0 partitions");
+    g.shutdown().await;
+}
+
+/// Group ownership: when the offsets of a takeover's topics cannot be read together (one source
+/// topic deleted fails the whole request), they are read topic by topic: only that topic's
+/// partitions fail, the others mirror.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_whose_joint_read_fails_prepares_topic_by_topic() {
+    use crate::kafka::membership::MembershipEvent;
+    let topics = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let (g, slot0) = started_without_slot_0(&topics).await;
+    let gone = slot0.iter().next().expect("a slot-0 partition").0.clone();
+    g.rig.source.delete_topic(&gone);
+    g.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    for t in topics.iter().filter(|t| **t != gone) {
+        g.rig.caught_up("m", t).await;
+    }
+    let failed: Vec<i32> = g
+        .rig
+        .until("the deleted topic's slot-0 partitions FAILED", |s| {
+            let t = s.mirror("m")?.topic(&gone)?;
+            let slot0_parts: Vec<_> = t.partitions.iter().filter(|p| p.slot == 0).collect();
+            slot0_parts.iter().all(|p| p.state == S::Failed).then(|| slot0_parts.iter().map(|p| p.partition).collect())
+        })
+        .await;
+    assert!(!failed.is_empty());
+    g.shutdown().await;
+}
+
 /// An engine in a slot group on fake clusters for long starts (the test plays the group coordinator and the state
 /// tail), with a mirror "m" and source topics t00, t01, ... to start.
 struct StartRig {
