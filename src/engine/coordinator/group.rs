@@ -461,7 +461,14 @@ impl Coordinator {
 
     /// What the tail read: applied to the model (see the module docs), then any takeover it
     /// completes.
-    pub(super) async fn tailed(&mut self, batch: TailBatch) {
+    pub(super) async fn tailed(&mut self, mut batch: TailBatch) {
+        // With the batches read meanwhile: one pass over the model, and the slots whose records
+        // they complete are restored in one step (each restore asks Kafka; on a busy
+        // destination a takeover spent 3-5 s per batch, one after another).
+        while let Some(more) = self.tail_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            batch.records.extend(more.records);
+            batch.positions.extend(more.positions);
+        }
         let Some(g) = self.group.as_mut() else { return };
         for (p, o) in &batch.positions {
             g.positions.insert(*p, *o);
@@ -608,12 +615,12 @@ impl Coordinator {
         let owned = self.owns_partition(mirror, &topic, partition);
         if !owned {
             // The record that won, not this instance's copy of its own command.
-            let Some(g) = self.group.as_ref() else { return };
-            let Some(t) = self.mirrors.get_mut(mirror).and_then(|m| m.topics.get_mut(&topic)) else { return };
-            let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
-            let mut warnings = Vec::new();
-            let Some(rec) = persist::partition_in(&g.state, &key, t.created_at, &mut warnings) else { return };
-            let Some(rt) = t.partitions.get_mut(&partition) else { return };
+            let Some((_, rec)) = self.stored_partition(mirror, &topic, partition) else { return };
+            let m = self.mirrors.get_mut(mirror);
+            let Some(rt) = m.and_then(|m| m.topics.get_mut(&topic)).and_then(|t| t.partitions.get_mut(&partition))
+            else {
+                return;
+            };
             rt.record = rec;
         }
         match self.apply(mirror, &topic, partition, event) {
@@ -687,6 +694,22 @@ impl Coordinator {
         }
     }
 
+    /// A partition's record as the state topic holds it: the one that won in the materialized
+    /// state (with its key), whichever instance wrote it.
+    fn stored_partition(
+        &self,
+        mirror: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(crate::store::PartitionKey, PartitionRecord)> {
+        let g = self.group.as_ref()?;
+        let t = self.mirrors.get(mirror)?.topics.get(topic)?;
+        let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
+        let mut warnings = Vec::new();
+        let rec = persist::partition_in(&g.state, &key, t.created_at, &mut warnings)?;
+        Some((key, rec))
+    }
+
     /// A partition's records changed in the state topic (`lifecycle`: its lifecycle record, not
     /// only its position). A partition of another instance takes them as they are; one this
     /// instance owns adopts a lifecycle record another instance wrote when its state differs
@@ -696,13 +719,16 @@ impl Coordinator {
         if owned && !lifecycle {
             return false; // this instance's own progress
         }
+        let Some((key, rec)) = self.stored_partition(mirror, topic, partition) else { return false };
         let Some(g) = self.group.as_ref() else { return false };
-        let Some(m) = self.mirrors.get_mut(mirror) else { return false };
-        let Some(t) = m.topics.get_mut(topic) else { return false };
-        let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
-        let mut warnings = Vec::new();
-        let Some(rec) = persist::partition_in(&g.state, &key, t.created_at, &mut warnings) else { return false };
-        let Some(rt) = t.partitions.get_mut(&partition) else { return false };
+        let Some(rt) = self
+            .mirrors
+            .get_mut(mirror)
+            .and_then(|m| m.topics.get_mut(topic))
+            .and_then(|t| t.partitions.get_mut(&partition))
+        else {
+            return false;
+        };
         if !owned {
             rt.record = rec;
             if let Some(map) = g.state.offset_map(&key) {

@@ -1058,6 +1058,20 @@ impl GroupRig {
         self.rig.partition("m", topic, partition).slot
     }
 
+    /// The slots of every heartbeat written so far, in order.
+    fn heartbeats(&self) -> Vec<Vec<i32>> {
+        self.rig
+            .world
+            .state
+            .records()
+            .iter()
+            .filter_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+                Ok(crate::store::StateRecord::Instance(e)) => e.value.map(|v| v.slots),
+                _ => None,
+            })
+            .collect()
+    }
+
     async fn shutdown(mut self) {
         self.rig.engine.shutdown().await;
         if let Some(j) = self.rig.join.take() {
@@ -1210,6 +1224,48 @@ async fn a_takeover_whose_joint_read_fails_prepares_topic_by_topic() {
     g.shutdown().await;
 }
 
+/// Group ownership: state-tail batches that queued up while the engine was busy are applied
+/// together, so the slots they complete are taken over (and restored, which asks Kafka) in one
+/// step, not one step per batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_batches_that_queued_up_complete_their_takeovers_together() {
+    use crate::kafka::membership::MembershipEvent;
+    use crate::kafka::state_log::TailBatch;
+    // Slots 0 and 1: their previous owners committed three state records each.
+    let g = GroupRig::new(&[2, 3], 3).await;
+    let state_topic = config().state_topic;
+    g.rig.world.destination.produce(&state_topic, 1, 3);
+    // The takeover's read of the state topic's end takes a while: the engine is busy in it when
+    // the tail's batches arrive.
+    g.rig.world.destination.set_delay(Duration::from_millis(300));
+    g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !g
+        .rig
+        .world
+        .destination
+        .list_offsets_calls()
+        .iter()
+        .any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the takeover never read the state topic's end");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(1, 3)] }).unwrap();
+    g.rig
+        .until("slots 0 and 1 taken over", |s| {
+            s.cluster.instances.iter().any(|i| i.this && i.slots == [0, 1, 2, 3]).then_some(())
+        })
+        .await;
+    let heartbeats = g.heartbeats();
+    assert!(
+        !heartbeats.iter().any(|slots| slots == &[0, 2, 3] || slots == &[1, 2, 3]),
+        "one slot was taken over before the other: {heartbeats:?}"
+    );
+    g.shutdown().await;
+}
+
 /// An engine in a slot group on fake clusters for long starts (the test plays the group coordinator and the state
 /// tail), with a mirror "m" and source topics t00, t01, ... to start.
 struct StartRig {
@@ -1263,19 +1319,8 @@ impl StartRig {
         self.g.rig.world.pipes.assigned("m").into_iter().map(|a| a.topic).collect::<BTreeSet<_>>().len()
     }
 
-    /// The slots of every heartbeat written so far, in order.
     fn heartbeats(&self) -> Vec<Vec<i32>> {
-        self.g
-            .rig
-            .world
-            .state
-            .records()
-            .iter()
-            .filter_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
-                Ok(crate::store::StateRecord::Instance(e)) => e.value.map(|v| v.slots),
-                _ => None,
-            })
-            .collect()
+        self.g.heartbeats()
     }
 
     async fn shutdown(self) {
