@@ -144,12 +144,11 @@ impl Coordinator {
         // none is left in a transient state with nothing to move it on; the retry runs the
         // sequence again.
         if let Err(e) = self.flush().await {
-            for (topic, p, _) in &planned.steps {
-                let message = format!("the transition could not be recorded: {e}");
-                self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message);
-                failed.entry(topic.clone()).or_insert_with(|| Problem { kind: e.kind(), detail: e.to_string() });
+            let parts: Vec<(String, i32)> = planned.steps.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+            let problem = self.unrecorded(mirror, &parts, &e).await;
+            for (topic, _) in parts {
+                failed.entry(topic).or_insert_with(|| problem.clone());
             }
-            let _ = self.flush().await;
             return failed;
         }
         // The persisted record is the command; the actions are its owner's to run (`slots`): a

@@ -477,7 +477,10 @@ impl Coordinator {
                 Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
             }
         }
-        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        if let Err(e) = self.flush().await {
+            let parts: Vec<(String, i32)> = preparing.iter().map(|p| (topic.to_string(), *p)).collect();
+            return Err(self.unrecorded(mirror, &parts, &e).await);
+        }
         self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await.map(|()| quarantined)
     }
 
@@ -666,7 +669,10 @@ impl Coordinator {
         if specs.is_empty() {
             return Err(problem.unwrap_or_else(nothing_to_prepare));
         }
-        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        if let Err(e) = self.flush().await {
+            let parts: Vec<(String, i32)> = specs.iter().map(|s| (s.topic.clone(), s.partition)).collect();
+            return Err(self.unrecorded(mirror, &parts, &e).await);
+        }
         self.assign(mirror, specs);
         problem.map_or(Ok(()), Err)
     }
@@ -718,8 +724,10 @@ impl Coordinator {
             return failed;
         }
         if let Err(e) = self.flush().await {
+            let parts: Vec<(String, i32)> = all_specs.iter().map(|s| (s.topic.clone(), s.partition)).collect();
+            let problem = self.unrecorded(mirror, &parts, &e).await;
             for topic in topics.keys() {
-                failed.entry(topic.clone()).or_insert_with(|| Problem { kind: e.kind(), detail: e.to_string() });
+                failed.entry(topic.clone()).or_insert_with(|| problem.clone());
             }
             return failed;
         }
@@ -894,6 +902,21 @@ impl Coordinator {
             }
         }
         (specs, problem)
+    }
+
+    /// Transitions of `parts` that could not be recorded (the state topic did not take them):
+    /// the partitions go FAILED, retried with backoff like any failed action, instead of staying
+    /// in what was applied in memory only, a state nothing moves them out of (MIRRORING with no
+    /// data path holding them, PREPARING with nobody to prepare them; a second start finds them
+    /// PREPARING already and does nothing). The FAILED records are written if the state topic
+    /// takes them; the retry records its transitions anew either way.
+    pub(super) async fn unrecorded(&mut self, mirror: &str, parts: &[(String, i32)], e: &EngineError) -> Problem {
+        let message = format!("the transition could not be recorded: {e}");
+        for (topic, p) in parts {
+            self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message.clone());
+        }
+        let _ = self.flush().await;
+        Problem { kind: e.kind(), detail: e.to_string() }
     }
 
     /// Fails `partitions` of `topic` because a cluster did not answer (retryable) and says so.

@@ -650,6 +650,45 @@ async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     assert!(rig.world.pipes.held("m").is_empty());
 }
 
+/// A start whose partitions were recorded PREPARING but whose MIRRORING record the state topic
+/// did not take (it stopped answering while the start positions were read): the partitions go
+/// FAILED and are retried to MIRRORING once it answers, instead of showing MIRRORING with no data
+/// path holding them (the stored record still PREPARING, nothing to move them on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_whose_last_step_cannot_be_recorded_fails_then_is_retried_to_mirroring() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.source.add_topic("orders", 2, 3);
+    // The source answers slowly: the start is still reading its log starts (the last read before
+    // the MIRRORING record) when the state topic stops taking writes.
+    rig.source.set_delay(Duration::from_millis(500));
+    let start = {
+        let engine = rig.engine.clone();
+        let names = vec!["orders".to_string()];
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    let preparing = |r: crate::store::StateRecord| match r {
+        crate::store::StateRecord::PartitionState(e) => {
+            e.value.filter(|v| v.topic == "orders" && v.state == "PREPARING")
+        }
+        _ => None,
+    };
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while latest_record(&rig.world, preparing).is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "the start recorded nothing PREPARING");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    rig.world.state.set_mode(WriteMode::Unavailable);
+    let r = start.await.expect("the start's task");
+    assert!(refusal(&r).is_some(), "{r:?}");
+    rig.all_in("m", "orders", S::Failed).await;
+    let e = rig.partition("m", "orders", 0).error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("STATE_STORE_UNAVAILABLE", true));
+
+    rig.world.state.set_mode(WriteMode::Accept);
+    rig.caught_up("m", "orders").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_path_reporting_retries_shows_it() {
     let rig = Rig::new().await;
