@@ -414,7 +414,11 @@ impl Coordinator {
         for &p in &new {
             let _ = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None });
         }
-        self.flush().await.map_err(|e| Problem { kind: e.kind(), detail: e.to_string() })?;
+        if let Err(e) = self.flush().await {
+            // Known now (the next refresh does not add them again): FAILED and retried.
+            let parts: Vec<(String, i32)> = new.iter().map(|p| (topic.to_string(), *p)).collect();
+            return Err(self.unrecorded(mirror, &parts, &e).await);
+        }
         self.prepare(mirror, topic, &new, None).await
     }
 }

@@ -882,6 +882,30 @@ async fn source_topic_changes_found_by_a_refresh() {
     assert_eq!((e.code.as_str(), e.retryable), ("SOURCE_TOPIC_RECREATED", false));
 }
 
+/// New source partitions found while the state topic takes no writes: they go FAILED and are
+/// retried to MIRRORING once it does. (Left PREPARING in memory only, nothing prepared them: the
+/// next refresh finds no new partitions.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_partitions_found_while_the_state_topic_is_unavailable_are_retried() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "grows", 1, 2).await;
+    rig.source.grow("grows", 2);
+    rig.source.produce("grows", 1, 3);
+    rig.world.state.set_mode(WriteMode::Unavailable);
+    let _ = rig.engine.refresh_now("m").await;
+    let failed = rig
+        .until("the new partition FAILED", |s| {
+            let p = s.mirror("m")?.topic("grows")?.partitions.iter().find(|p| p.partition == 1)?.clone();
+            (p.state == S::Failed).then_some(p)
+        })
+        .await;
+    let e = failed.error.expect("an error");
+    assert_eq!((e.code.as_str(), e.retryable), ("STATE_STORE_UNAVAILABLE", true));
+    rig.world.state.set_mode(WriteMode::Accept);
+    rig.caught_up("m", "grows").await;
+    assert_eq!(rig.destination_end("grows", 1), 3);
+}
+
 // ----- resync with quarantine (issue 18 item 3) ----------------------------------------------
 
 const QUARANTINE: LifecycleOp = LifecycleOp::Start { truncation: Truncation::Resync { quarantine: true } };
