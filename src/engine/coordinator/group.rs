@@ -696,7 +696,7 @@ impl Coordinator {
 
     /// A partition's record as the state topic holds it: the one that won in the materialized
     /// state (with its key), whichever instance wrote it.
-    fn stored_partition(
+    pub(super) fn stored_partition(
         &self,
         mirror: &str,
         topic: &str,

@@ -909,11 +909,26 @@ impl Coordinator {
     /// in what was applied in memory only, a state nothing moves them out of (MIRRORING with no
     /// data path holding them, PREPARING with nobody to prepare them; a second start finds them
     /// PREPARING already and does nothing). The FAILED records are written if the state topic
-    /// takes them; the retry records its transitions anew either way.
+    /// takes them; the retry records its transitions anew either way. A partition another
+    /// instance owns is not this instance's to fail or retry (its retries run on the owner, who
+    /// never heard of the command): it shows the record the state topic holds again, as if the
+    /// command had not been sent (the call's error says it was not).
     pub(super) async fn unrecorded(&mut self, mirror: &str, parts: &[(String, i32)], e: &EngineError) -> Problem {
         let message = format!("the transition could not be recorded: {e}");
         for (topic, p) in parts {
-            self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message.clone());
+            if self.owns_partition(mirror, topic, *p) {
+                self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message.clone());
+            } else if let Some((_, stored)) = self.stored_partition(mirror, topic, *p) {
+                // UNKNOWN if the state topic has nothing of it (a new partition of this start).
+                if let Some(rt) = self
+                    .mirrors
+                    .get_mut(mirror)
+                    .and_then(|m| m.topics.get_mut(topic))
+                    .and_then(|t| t.partitions.get_mut(p))
+                {
+                    rt.record = stored;
+                }
+            }
         }
         let _ = self.flush().await;
         Problem { kind: e.kind(), detail: e.to_string() }

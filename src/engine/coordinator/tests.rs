@@ -1329,6 +1329,45 @@ async fn tail_batches_that_queued_up_complete_their_takeovers_together() {
     g.shutdown().await;
 }
 
+/// Group ownership: a pause the state topic did not take fails the partitions this instance owns
+/// (retried here); one another instance owns shows its stored record again, not a FAILED that
+/// nobody records or retries (its retries run on its owner, who never heard of the pause).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_cannot_be_recorded_leaves_partitions_owned_elsewhere_as_stored() {
+    let (g, slot) = GroupRig::partition_0_elsewhere().await;
+    // The state tail has read the slot's records, the new owner's record included (an epoch
+    // this instance never wrote, so the snapshot tells when it was read).
+    let taken = g.own_record("orders", 0);
+    let epoch = taken.state_epoch + 10;
+    g.echo_own_writes_after(vec![g.other_record(taken, epoch)]);
+    g.rig
+        .until("the new owner's record read", |s| {
+            let p = s.mirror("m")?.topic("orders")?.partitions.iter().find(|p| p.partition == 0)?.state_epoch;
+            (p == epoch).then_some(())
+        })
+        .await;
+    g.rig.world.state.set_mode(WriteMode::Unavailable);
+    let r = g.rig.op("m", &["orders"], LifecycleOp::Pause).await;
+    assert!(refusal(&r).is_some(), "{r:?}");
+    let states = |s: &Snapshot| -> Option<Vec<(i32, PartitionState)>> {
+        Some(s.mirror("m")?.topic("orders")?.partitions.iter().map(|p| (p.partition, p.state)).collect())
+    };
+    let shown = states(&g.rig.engine.snapshot()).expect("orders");
+    for (p, state) in &shown {
+        let expected = if g.slot_of("orders", *p) == slot { S::Mirroring } else { S::Failed };
+        assert_eq!(*state, expected, "partition {p}: {shown:?}");
+    }
+    g.rig.world.state.set_mode(WriteMode::Accept);
+    let owned_paused = |s: &Snapshot| {
+        let all = states(s)?;
+        all.iter()
+            .all(|(p, state)| *state == if g.slot_of("orders", *p) == slot { S::Mirroring } else { S::Paused })
+            .then_some(())
+    };
+    g.rig.until("this instance's partitions PAUSED by the retry", owned_paused).await;
+    g.shutdown().await;
+}
+
 /// An engine in a slot group on fake clusters for long starts (the test plays the group coordinator and the state
 /// tail), with a mirror "m" and source topics t00, t01, ... to start.
 struct StartRig {
