@@ -427,6 +427,8 @@ pub(crate) enum WriteMode {
     Accept,
     /// The destination does not take them (`StateWriteError::Unavailable`).
     Unavailable,
+    /// The next `n` writes are taken, then none (as `Unavailable`).
+    AcceptThenUnavailable(u32),
 }
 
 #[derive(Debug)]
@@ -492,8 +494,12 @@ impl FakeState {
                 "fake: producer {transactional_id} was fenced by a newer instance"
             )));
         }
-        if s.mode == WriteMode::Unavailable {
-            return Err(StateWriteError::Unavailable("fake: the state topic does not answer".into()));
+        match s.mode {
+            WriteMode::Accept => {}
+            WriteMode::AcceptThenUnavailable(n) if n > 0 => s.mode = WriteMode::AcceptThenUnavailable(n - 1),
+            WriteMode::Unavailable | WriteMode::AcceptThenUnavailable(_) => {
+                return Err(StateWriteError::Unavailable("fake: the state topic does not answer".into()));
+            }
         }
         for w in records {
             let next = s.next_offset.entry(w.partition).or_insert(0);

@@ -262,6 +262,9 @@ pub(super) struct Coordinator {
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
     pending_writes: Vec<pipe::StateWrite>,
+    /// Partitions whose latest record a failed write did not store, and no later write stored
+    /// either: written again (as this instance has them now) on the retry tick.
+    unstored: BTreeSet<(String, String, i32)>,
     op_seq: u64,
     rng: u64,
     /// The engine-level writer was fenced by another instance: read-only from now on.
@@ -337,6 +340,7 @@ pub(super) async fn start_with_ports(
         snapshot_tx,
         internal_tx,
         pending_writes: Vec::new(),
+        unstored: BTreeSet::new(),
         op_seq: 0,
         rng: (now().as_millis() as u64) | 1,
         fenced: None,
@@ -686,6 +690,25 @@ impl Coordinator {
         self.pending_writes.push(w);
     }
 
+    /// The retry tick's part: writes again the records of partitions a failed write did not
+    /// store, as this instance has them now, if it still owns them. A partition another instance
+    /// owns is left alone: its record here was a command, and a command whose write failed was
+    /// answered with an error (`unrecorded`), so sending it later would run what the caller was
+    /// told did not happen.
+    pub(super) async fn store_again(&mut self) {
+        if self.unstored.is_empty() {
+            return;
+        }
+        for (mirror, topic, p) in std::mem::take(&mut self.unstored) {
+            if self.owns_partition(&mirror, &topic, p) {
+                self.queue_partition(&mirror, &topic, p, None);
+            }
+        }
+        if let Err(e) = self.flush().await {
+            tracing::debug!("records not stored yet: {e}");
+        }
+    }
+
     fn queue_topic(&mut self, mirror: &str, topic: &str) {
         let Some(m) = self.mirrors.get(mirror) else { return };
         let Some(t) = m.topics.get(topic) else { return };
@@ -718,9 +741,21 @@ impl Coordinator {
             match self.ports.open_state_writer(&self.config, WriterRole::Engine).await {
                 Ok(w) => {
                     self.writer = w;
-                    r = self.write_state(writes).await?;
+                    r = self.write_state(Arc::clone(&writes)).await?;
                 }
                 Err(e) => tracing::warn!("cannot open a new state writer: {e}"),
+            }
+        }
+        if r.is_err() || !self.unstored.is_empty() {
+            // Partition records the state topic did not take (or now took): so what is stored
+            // does not lag what this instance did (other instances show the stored record)
+            // until the partition's next transition.
+            for key in partition_keys(&writes) {
+                if r.is_err() {
+                    self.unstored.insert(key);
+                } else {
+                    self.unstored.remove(&key);
+                }
             }
         }
         if let Err(e) = r {
@@ -1329,3 +1364,14 @@ fn not_in_mirror(mirror: &str, topic: &str) -> Problem {
 // Every edge the coordinator drives, against the fake clusters of `engine::fake`.
 #[cfg(test)]
 mod tests;
+
+/// The partitions whose lifecycle records are among `writes`.
+fn partition_keys(writes: &[pipe::StateWrite]) -> Vec<(String, String, i32)> {
+    writes
+        .iter()
+        .filter_map(|w| match crate::store::decode(Some(&w.key), w.value.as_deref()) {
+            Ok(crate::store::StateRecord::PartitionState(e)) => e.value.map(|v| (v.mirror, v.topic, v.partition)),
+            _ => None,
+        })
+        .collect()
+}

@@ -256,6 +256,7 @@ impl Coordinator {
         }
         self.rejoin_if_failed().await;
         self.retry_takeovers().await;
+        self.store_again().await;
         let now_i = tokio::time::Instant::now();
         let mut due: Vec<(String, i32, String)> = Vec::new();
         for (n, m) in self.mirrors.iter_mut() {

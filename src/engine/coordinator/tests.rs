@@ -689,6 +689,33 @@ async fn a_start_whose_last_step_cannot_be_recorded_fails_then_is_retried_to_mir
     rig.caught_up("m", "orders").await;
 }
 
+/// A pause whose last record (PAUSED) the state topic did not take: the partition is paused, and
+/// the stored record, PAUSING until then, catches up once the state topic takes writes again,
+/// with no further call (other instances and a restart read the stored one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_the_state_topic_did_not_take_is_stored_once_it_does() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 3).await;
+    // The PAUSING record is taken, the PAUSED one after the release is not.
+    rig.world.state.set_mode(WriteMode::AcceptThenUnavailable(1));
+    let _ = rig.op("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    let stored = || {
+        latest_record(&rig.world, |r| match r {
+            crate::store::StateRecord::PartitionState(e) => e.value.filter(|v| v.topic == "orders"),
+            _ => None,
+        })
+        .map(|v| v.state)
+    };
+    assert_eq!(stored().as_deref(), Some("PAUSING"), "the PAUSED record was not taken");
+    rig.world.state.set_mode(WriteMode::Accept);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while stored().as_deref() != Some("PAUSED") {
+        assert!(tokio::time::Instant::now() < deadline, "the stored record stayed {:?}", stored());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_path_reporting_retries_shows_it() {
     let rig = Rig::new().await;
@@ -1357,6 +1384,7 @@ async fn a_command_that_cannot_be_recorded_leaves_partitions_owned_elsewhere_as_
         let expected = if g.slot_of("orders", *p) == slot { S::Mirroring } else { S::Failed };
         assert_eq!(*state, expected, "partition {p}: {shown:?}");
     }
+    let written = g.rig.world.state.records().len();
     g.rig.world.state.set_mode(WriteMode::Accept);
     let owned_paused = |s: &Snapshot| {
         let all = states(s)?;
@@ -1365,6 +1393,18 @@ async fn a_command_that_cannot_be_recorded_leaves_partitions_owned_elsewhere_as_
             .then_some(())
     };
     g.rig.until("this instance's partitions PAUSED by the retry", owned_paused).await;
+    // Nothing of the partitions owned elsewhere is written later (the pause was answered with an
+    // error).
+    let sent_later: Vec<_> = g.rig.world.state.records()[written..]
+        .iter()
+        .filter_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+            Ok(crate::store::StateRecord::PartitionState(e)) => {
+                e.value.filter(|v| g.slot_of(&v.topic, v.partition) == slot)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(sent_later.is_empty(), "{sent_later:?}");
     g.shutdown().await;
 }
 
