@@ -265,6 +265,10 @@ pub(super) struct Coordinator {
     /// Partitions whose latest record a failed write did not store, and no later write stored
     /// either: written again (as this instance has them now) on the retry tick.
     unstored: BTreeSet<(String, String, i32)>,
+    /// When `store_again` may try next, and its failed tries so far: a write to a destination
+    /// that does not answer can hold the loop for a request timeout or two, so it backs off
+    /// instead of trying every tick.
+    store_again_at: (tokio::time::Instant, u32),
     op_seq: u64,
     rng: u64,
     /// The engine-level writer was fenced by another instance: read-only from now on.
@@ -341,6 +345,7 @@ pub(super) async fn start_with_ports(
         internal_tx,
         pending_writes: Vec::new(),
         unstored: BTreeSet::new(),
+        store_again_at: (tokio::time::Instant::now(), 0),
         op_seq: 0,
         rng: (now().as_millis() as u64) | 1,
         fenced: None,
@@ -696,7 +701,8 @@ impl Coordinator {
     /// answered with an error (`unrecorded`), so sending it later would run what the caller was
     /// told did not happen.
     pub(super) async fn store_again(&mut self) {
-        if self.unstored.is_empty() {
+        let (at, tries) = self.store_again_at;
+        if self.unstored.is_empty() || tokio::time::Instant::now() < at {
             return;
         }
         for (mirror, topic, p) in std::mem::take(&mut self.unstored) {
@@ -704,9 +710,14 @@ impl Coordinator {
                 self.queue_partition(&mirror, &topic, p, None);
             }
         }
-        if let Err(e) = self.flush().await {
-            tracing::debug!("records not stored yet: {e}");
-        }
+        self.store_again_at = match self.flush().await {
+            Ok(()) => (tokio::time::Instant::now(), 0),
+            Err(e) => {
+                let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(tries);
+                tracing::debug!("records not stored yet ({e}); next try in {delay:?}");
+                (tokio::time::Instant::now() + delay, tries + 1)
+            }
+        };
     }
 
     fn queue_topic(&mut self, mirror: &str, topic: &str) {
