@@ -265,9 +265,8 @@ pub(super) struct Coordinator {
     /// Partitions whose latest record a failed write did not store, and no later write stored
     /// either: written again (as this instance has them now) on the retry tick.
     unstored: BTreeSet<(String, String, i32)>,
-    /// When `store_again` may try next, and its failed tries so far: a write to a destination
-    /// that does not answer can hold the loop for a request timeout or two, so it backs off
-    /// instead of trying every tick.
+    /// When `store_again` may try next, and its failed tries so far: it backs off instead of
+    /// trying every tick.
     store_again_at: (tokio::time::Instant, u32),
     op_seq: u64,
     rng: u64,
@@ -703,6 +702,14 @@ impl Coordinator {
     pub(super) async fn store_again(&mut self) {
         let (at, tries) = self.store_again_at;
         if self.unstored.is_empty() || tokio::time::Instant::now() < at {
+            return;
+        }
+        // A quick question first: while the destination does not answer, a write would hold
+        // the loop for up to two request timeouts.
+        let probe = tokio::time::timeout(STORE_AGAIN_PROBE, self.destination_admin.describe_cluster()).await;
+        if !matches!(probe, Ok(Ok(_))) {
+            let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(tries);
+            self.store_again_at = (tokio::time::Instant::now() + delay, tries + 1);
             return;
         }
         for (mirror, topic, p) in std::mem::take(&mut self.unstored) {
@@ -1375,6 +1382,9 @@ fn not_in_mirror(mirror: &str, topic: &str) -> Problem {
 // Every edge the coordinator drives, against the fake clusters of `engine::fake`.
 #[cfg(test)]
 mod tests;
+
+/// How long `store_again` waits for the destination to answer before it writes.
+const STORE_AGAIN_PROBE: Duration = Duration::from_secs(2);
 
 /// The partitions whose lifecycle records are among `writes`.
 fn partition_keys(writes: &[pipe::StateWrite]) -> Vec<(String, String, i32)> {
