@@ -182,7 +182,7 @@ impl FakeCluster {
         lock(&self.inner).cluster_id = id.to_string();
     }
 
-    /// Every ListOffsets request so far.
+    /// Every ListOffsets request so far (answered or not).
     pub(crate) fn list_offsets_calls(&self) -> Vec<ListOffsetsCall> {
         lock(&self.inner).list_offsets.clone()
     }
@@ -268,8 +268,9 @@ impl ClusterAdmin for FakeCluster {
         requests: &'a [(String, i32, OffsetSpec)],
         isolation: IsolationLevel,
     ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
+        // Asked, whether or not the cluster answers.
+        lock(&self.inner).list_offsets.push((isolation, requests.to_vec()));
         self.call("ListOffsets", |c| {
-            c.list_offsets.push((isolation, requests.to_vec()));
             requests
                 .iter()
                 .map(|(topic, partition, spec)| {

@@ -90,6 +90,26 @@ impl KafkaError {
         }
     }
 
+    /// True when the cluster did not answer at all (no connection, no reply in time), as opposed
+    /// to answering with an error about the request: the same request for another topic would
+    /// not be answered either.
+    pub fn is_no_answer(&self) -> bool {
+        match self {
+            KafkaError::Timeout { .. } => true,
+            KafkaError::Kafka { code, .. } => matches!(
+                code.name.as_str(),
+                "_TRANSPORT"
+                    | "_ALL_BROKERS_DOWN"
+                    | "_TIMED_OUT"
+                    | "_TIMED_OUT_QUEUE"
+                    | "_RESOLVE"
+                    | "REQUEST_TIMED_OUT"
+                    | "NETWORK_EXCEPTION"
+            ),
+            _ => false,
+        }
+    }
+
     /// True for the code name given (e.g. `"TOPIC_ALREADY_EXISTS"`).
     pub fn is(&self, name: &str) -> bool {
         self.code().is_some_and(|c| c.name == name)
@@ -97,3 +117,31 @@ impl KafkaError {
 }
 
 pub type KafkaResult<T> = Result<T, KafkaError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kafka(name: &str) -> KafkaError {
+        KafkaError::Kafka {
+            operation: "ListOffsets",
+            resource: "t-0".into(),
+            code: KafkaCode { code: -1, name: name.into() },
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn no_answer_is_told_from_an_answer_about_the_request() {
+        let timeout = KafkaError::Timeout { operation: "ListOffsets", resource: "t-0".into(), after: Duration::ZERO };
+        assert!(timeout.is_no_answer());
+        for name in ["_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "REQUEST_TIMED_OUT"] {
+            assert!(kafka(name).is_no_answer(), "{name}");
+        }
+        // Answers about one topic or partition: another topic's request may well succeed.
+        for name in ["UNKNOWN_TOPIC_OR_PART", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED"] {
+            assert!(!kafka(name).is_no_answer(), "{name}");
+        }
+        assert!(!KafkaError::Client("bad config".into()).is_no_answer());
+    }
+}

@@ -698,14 +698,26 @@ impl Coordinator {
             })
             .filter(|(_, ps)| !ps.is_empty())
             .collect();
-        let batched = if topics.len() > 1 { self.start_reads_of(mirror, &topics).await } else { None };
-        let Some(mut reads) = batched else {
-            for (topic, parts) in topics {
-                if let Err(p) = self.prepare(mirror, &topic, &parts, None).await {
-                    failed.insert(topic, p);
+        let joint = if topics.len() > 1 { self.start_reads_of(mirror, &topics).await } else { Err(None) };
+        let mut reads = match joint {
+            Ok(reads) => reads,
+            // A cluster that did not answer at all would not answer for each topic either: one
+            // wait, not one per topic (a takeover while the source is down held the engine for
+            // a request timeout per topic).
+            Err(Some((kind, e))) => {
+                for (topic, parts) in &topics {
+                    failed.insert(topic.clone(), self.fail_all(mirror, topic, parts, kind, &e));
                 }
+                return failed;
             }
-            return failed;
+            Err(None) => {
+                for (topic, parts) in topics {
+                    if let Err(p) = self.prepare(mirror, &topic, &parts, None).await {
+                        failed.insert(topic, p);
+                    }
+                }
+                return failed;
+            }
         };
         let mut all_specs = Vec::new();
         for (topic, parts) in &topics {
@@ -764,13 +776,14 @@ impl Coordinator {
         Ok(StartReads { dest_ends, dest_starts, source_starts })
     }
 
-    /// [`Self::start_reads`] for many topics, one request per kind; `None` if any failed (the
-    /// caller then reads topic by topic, so a failure is pinned on its topic).
+    /// [`Self::start_reads`] for many topics, one request per kind. On failure: the cluster that
+    /// did not answer within the request timeout, if one did not; otherwise `None` (a partition
+    /// error of some topic: the caller reads topic by topic, so it is pinned on its topic).
     async fn start_reads_of(
         &self,
         mirror: &str,
         topics: &BTreeMap<String, Vec<i32>>,
-    ) -> Option<BTreeMap<String, StartReads>> {
+    ) -> Result<BTreeMap<String, StartReads>, Option<(ProblemKind, KafkaError)>> {
         let source = self.mirrors[mirror].source_admin.clone();
         let dest = &self.destination_admin;
         let request = |spec: OffsetSpec| -> Vec<(String, i32, OffsetSpec)> {
@@ -786,9 +799,17 @@ impl Coordinator {
         let (ends, dest_starts, source_starts) = match (ends, dest_starts, source_starts) {
             (Ok(a), Ok(b), Ok(c)) => (a, b, c),
             (a, b, c) => {
-                let e = [a.err(), b.err(), c.err()].into_iter().flatten().next();
+                let dest = [a.err(), b.err()].into_iter().flatten().next();
+                let source = c.err();
+                if let Some(e) = dest.as_ref().filter(|e| e.is_no_answer()) {
+                    return Err(Some((ProblemKind::DestinationUnavailable, e.clone())));
+                }
+                if let Some(e) = source.as_ref().filter(|e| e.is_no_answer()) {
+                    return Err(Some((ProblemKind::SourceUnreachable, e.clone())));
+                }
+                let e = dest.or(source);
                 tracing::info!(%mirror, topics = topics.len(), "start offsets in one request: {e:?}; reading them topic by topic");
-                return None;
+                return Err(None);
             }
         };
         let mut out: BTreeMap<String, StartReads> = BTreeMap::new();
@@ -801,7 +822,7 @@ impl Coordinator {
         for o in source_starts {
             out.entry(o.topic).or_default().source_starts.insert(o.partition, o.offset);
         }
-        Some(out)
+        Ok(out)
     }
 
     /// ComputeStartPosition for `partitions` of `topic` from `reads`: the lineage decides

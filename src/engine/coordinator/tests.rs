@@ -1314,6 +1314,44 @@ async fn a_takeover_whose_joint_read_fails_prepares_topic_by_topic() {
     g.shutdown().await;
 }
 
+/// Group ownership: a takeover while the source does not answer at all fails the PREPARING
+/// partitions of all its topics after one joint read (SOURCE_UNREACHABLE, retried), instead of
+/// falling back to one read per topic, each waiting for its own timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_while_the_source_does_not_answer_fails_its_topics_after_one_read() {
+    use crate::kafka::membership::MembershipEvent;
+    let topics = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let (g, slot0) = started_without_slot_0(&topics).await;
+    let topics_in_slot0 = slot0.iter().map(|(t, _)| t).collect::<BTreeSet<_>>().len();
+    g.rig.source.set_unreachable(true);
+    let before = g.rig.source.list_offsets_calls().len();
+    g.group.send(MembershipEvent::Assigned(vec![0])).unwrap();
+    let codes: Vec<String> = g
+        .rig
+        .until("slot 0's partitions FAILED", |s| {
+            let m = s.mirror("m")?;
+            let parts: Vec<_> = m.topics.iter().flat_map(|t| t.partitions.iter().filter(|p| p.slot == 0)).collect();
+            parts
+                .iter()
+                .all(|p| p.state == S::Failed)
+                .then(|| parts.iter().filter_map(|p| p.error.as_ref().map(|e| e.code.clone())).collect())
+        })
+        .await;
+    assert!(codes.iter().all(|c| c == "SOURCE_UNREACHABLE"), "{codes:?}");
+    // The reads of slot 0's partitions only (the lag refresh reads every owned partition): the
+    // joint one (and at most a retry that came since), not one per topic.
+    let reads = g.rig.source.list_offsets_calls()[before..]
+        .iter()
+        .filter(|(_, req)| req.iter().all(|(t, p, _)| slot0.contains(&(t.clone(), *p))))
+        .count();
+    assert!(reads < topics_in_slot0, "{reads} source reads for slot 0's partitions of {topics_in_slot0} topics");
+    g.rig.source.set_unreachable(false);
+    for t in topics {
+        g.rig.caught_up("m", t).await;
+    }
+    g.shutdown().await;
+}
+
 /// Group ownership: state-tail batches that queued up while the engine was busy are applied
 /// together, so the slots they complete are taken over (and restored, which asks Kafka) in one
 /// step, not one step per batch.
