@@ -22,32 +22,41 @@ impl KafkaCode {
     /// Errors a caller may retry as they are: the cluster or a broker was briefly unreachable,
     /// a leader moved, or a request timed out. Everything else needs a change before a retry helps.
     pub fn is_retryable(&self) -> bool {
+        self.is_no_answer()
+            || matches!(
+                self.name.as_str(),
+                "_WAIT_COORD"
+                    | "_DESTROY"
+                    | "NOT_LEADER_OR_FOLLOWER"
+                    | "NOT_LEADER_FOR_PARTITION"
+                    | "LEADER_NOT_AVAILABLE"
+                    | "NOT_CONTROLLER"
+                    | "COORDINATOR_NOT_AVAILABLE"
+                    | "NOT_COORDINATOR"
+                    | "COORDINATOR_LOAD_IN_PROGRESS"
+                    | "NOT_ENOUGH_REPLICAS"
+                    | "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+                    | "KAFKA_STORAGE_ERROR"
+                    | "FENCED_LEADER_EPOCH"
+                    | "UNKNOWN_LEADER_EPOCH"
+                    | "OFFSET_NOT_AVAILABLE"
+                    | "REBALANCE_IN_PROGRESS"
+                    | "THROTTLING_QUOTA_EXCEEDED"
+            )
+    }
+
+    /// The cluster did not answer at all (no connection, no reply in time), as opposed to an
+    /// answer about the request.
+    pub fn is_no_answer(&self) -> bool {
         matches!(
             self.name.as_str(),
             "_TRANSPORT"
                 | "_ALL_BROKERS_DOWN"
                 | "_TIMED_OUT"
                 | "_TIMED_OUT_QUEUE"
-                | "_WAIT_COORD"
                 | "_RESOLVE"
-                | "_DESTROY"
                 | "REQUEST_TIMED_OUT"
-                | "NOT_LEADER_OR_FOLLOWER"
-                | "NOT_LEADER_FOR_PARTITION"
-                | "LEADER_NOT_AVAILABLE"
-                | "NOT_CONTROLLER"
-                | "COORDINATOR_NOT_AVAILABLE"
-                | "NOT_COORDINATOR"
-                | "COORDINATOR_LOAD_IN_PROGRESS"
                 | "NETWORK_EXCEPTION"
-                | "NOT_ENOUGH_REPLICAS"
-                | "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-                | "KAFKA_STORAGE_ERROR"
-                | "FENCED_LEADER_EPOCH"
-                | "UNKNOWN_LEADER_EPOCH"
-                | "OFFSET_NOT_AVAILABLE"
-                | "REBALANCE_IN_PROGRESS"
-                | "THROTTLING_QUOTA_EXCEEDED"
         )
     }
 }
@@ -96,16 +105,7 @@ impl KafkaError {
     pub fn is_no_answer(&self) -> bool {
         match self {
             KafkaError::Timeout { .. } => true,
-            KafkaError::Kafka { code, .. } => matches!(
-                code.name.as_str(),
-                "_TRANSPORT"
-                    | "_ALL_BROKERS_DOWN"
-                    | "_TIMED_OUT"
-                    | "_TIMED_OUT_QUEUE"
-                    | "_RESOLVE"
-                    | "REQUEST_TIMED_OUT"
-                    | "NETWORK_EXCEPTION"
-            ),
+            KafkaError::Kafka { code, .. } => code.is_no_answer(),
             _ => false,
         }
     }

@@ -613,15 +613,9 @@ impl Coordinator {
         let Some(topic) = self.topic_name(&v.mirror, &v.topic_id) else { return };
         let (mirror, partition) = (v.mirror.as_str(), v.partition);
         let owned = self.owns_partition(mirror, &topic, partition);
-        if !owned {
-            // The record that won, not this instance's copy of its own command.
-            let Some((_, rec)) = self.stored_partition(mirror, &topic, partition) else { return };
-            let m = self.mirrors.get_mut(mirror);
-            let Some(rt) = m.and_then(|m| m.topics.get_mut(&topic)).and_then(|t| t.partitions.get_mut(&partition))
-            else {
-                return;
-            };
-            rt.record = rec;
+        // The record that won, not this instance's copy of its own command.
+        if !owned && !self.show_stored(mirror, &topic, partition) {
+            return;
         }
         match self.apply(mirror, &topic, partition, event) {
             Ok(actions) => {
@@ -708,6 +702,18 @@ impl Coordinator {
         let mut warnings = Vec::new();
         let rec = persist::partition_in(&g.state, &key, t.created_at, &mut warnings)?;
         Some((key, rec))
+    }
+
+    /// Takes the partition's record as the state topic holds it (`stored_partition`) for this
+    /// instance's; false if there is no such partition or no slot group.
+    pub(super) fn show_stored(&mut self, mirror: &str, topic: &str, partition: i32) -> bool {
+        let Some((_, stored)) = self.stored_partition(mirror, topic, partition) else { return false };
+        let m = self.mirrors.get_mut(mirror);
+        let Some(rt) = m.and_then(|m| m.topics.get_mut(topic)).and_then(|t| t.partitions.get_mut(&partition)) else {
+            return false;
+        };
+        rt.record = stored;
+        true
     }
 
     /// A partition's records changed in the state topic (`lifecycle`: its lifecycle record, not

@@ -939,16 +939,9 @@ impl Coordinator {
         for (topic, p) in parts {
             if self.owns_partition(mirror, topic, *p) {
                 self.fail(mirror, topic, *p, ErrorCode::StateStoreUnavailable, message.clone());
-            } else if let Some((_, stored)) = self.stored_partition(mirror, topic, *p) {
+            } else {
                 // UNKNOWN if the state topic has nothing of it (a new partition of this start).
-                if let Some(rt) = self
-                    .mirrors
-                    .get_mut(mirror)
-                    .and_then(|m| m.topics.get_mut(topic))
-                    .and_then(|t| t.partitions.get_mut(p))
-                {
-                    rt.record = stored;
-                }
+                self.show_stored(mirror, topic, *p);
             }
         }
         let _ = self.flush().await;
