@@ -122,6 +122,12 @@ pub struct EngineFile {
     pub lag_refresh_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
+    /// KIP-1279's `mirror.failed.retry.initial.backoff.ms`.
+    pub failed_retry_initial_backoff_ms: Option<u64>,
+    /// KIP-1279's `mirror.failed.retry.max.backoff.ms`.
+    pub failed_retry_max_backoff_ms: Option<u64>,
+    /// KIP-1279's `mirror.failed.retry.max.attempts` (0: no automatic retries).
+    pub failed_retry_max_attempts: Option<u32>,
 }
 
 /// Values from the environment and the command line (clap merges both; flags win over env).
@@ -279,6 +285,8 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     crate::domain::secrets::validate(&engine.destination_properties, &secret_references)
         .map_err(|e| err("destination.properties", e.to_string()))?;
     let ef = file.engine.unwrap_or_default();
+    // Read first: the rest of `ef` is taken apart below.
+    let retry = retry_policy(&ef)?;
     if let Some(t) = o.state_topic.clone().or(ef.state_topic) {
         crate::engine::validate_topic_name(&t).map_err(|e| err("engine.state_topic", e.to_string()))?;
         engine.state_topic = t;
@@ -376,6 +384,7 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     if let Some(v) = ef.request_timeout_ms {
         engine.request_timeout = positive_ms("engine.request_timeout_ms", v)?;
     }
+    engine.retry_policy = retry;
     let auth = file.auth.unwrap_or_default();
     let mut tokens = Vec::new();
     for (i, t) in auth.tokens.iter().enumerate() {
@@ -416,6 +425,32 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine, secret_references })
 }
 
+/// The FAILED partitions' retry policy from `[engine]` (KIP-1279's `mirror.failed.retry.*`, with
+/// its ranges: attempts 0–32767, 0 = no automatic retries).
+fn retry_policy(ef: &EngineFile) -> Result<crate::domain::RetryPolicy, ConfigError> {
+    use crate::domain::{Backoff, RetryPolicy};
+    let default = RetryPolicy::DEFAULT;
+    let initial = match ef.failed_retry_initial_backoff_ms {
+        Some(v) => positive_ms("engine.failed_retry_initial_backoff_ms", v).map(|_| v)?,
+        None => default.backoff.initial_ms(),
+    };
+    let max = match ef.failed_retry_max_backoff_ms {
+        Some(v) => positive_ms("engine.failed_retry_max_backoff_ms", v).map(|_| v)?,
+        None => default.backoff.max_ms().max(initial),
+    };
+    if max < initial {
+        return Err(err(
+            "engine.failed_retry_max_backoff_ms",
+            format!("{max} ms is shorter than engine.failed_retry_initial_backoff_ms ({initial} ms)"),
+        ));
+    }
+    let max_attempts = ef.failed_retry_max_attempts.unwrap_or(default.max_attempts);
+    if max_attempts > 32_767 {
+        return Err(err("engine.failed_retry_max_attempts", format!("{max_attempts} is above 32767")));
+    }
+    Ok(RetryPolicy { backoff: Backoff::new(initial, max), max_attempts })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +487,34 @@ metadata_refresh_interval_ms = 10000
         assert_eq!(c.tokens[0].role, Role::Operator);
         let shown = format!("{c:?}");
         assert!(!shown.contains("hunter2") && !shown.contains("0123456789abcdef"), "{shown}");
+    }
+
+    #[test]
+    fn the_failed_retry_policy_comes_from_the_engine_section_and_is_checked() {
+        use crate::domain::{Backoff, RetryPolicy};
+        let base = "[destination]\nbootstrap_servers = \"a:1\"\n[engine]\n";
+        let policy = |extra: &str| {
+            resolve(Some(parse_file(&format!("{base}{extra}")).unwrap()), &Overrides::default())
+                .map(|c| c.engine.retry_policy)
+        };
+        assert_eq!(policy("").unwrap(), RetryPolicy::DEFAULT);
+        assert_eq!(
+            policy("failed_retry_initial_backoff_ms = 100\nfailed_retry_max_backoff_ms = 5000\nfailed_retry_max_attempts = 0\n")
+                .unwrap(),
+            RetryPolicy { backoff: Backoff::new(100, 5_000), max_attempts: 0 }
+        );
+        // An initial backoff above the default cap raises the cap with it.
+        assert_eq!(policy("failed_retry_initial_backoff_ms = 600000\n").unwrap().backoff.max_ms(), 600_000);
+        for (extra, field) in [
+            ("failed_retry_initial_backoff_ms = 0\n", "engine.failed_retry_initial_backoff_ms"),
+            (
+                "failed_retry_max_backoff_ms = 10\nfailed_retry_initial_backoff_ms = 20\n",
+                "engine.failed_retry_max_backoff_ms",
+            ),
+            ("failed_retry_max_attempts = 40000\n", "engine.failed_retry_max_attempts"),
+        ] {
+            assert_eq!(policy(extra).unwrap_err().field, field, "{extra}");
+        }
     }
 
     #[test]

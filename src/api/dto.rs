@@ -838,7 +838,8 @@ pub struct StartRequest {
     pub quarantine: bool,
 }
 
-/// `topics:pause`, `topics:resume`, `topics:stop`: exactly one of `topics` and `pattern`.
+/// `topics:pause`, `topics:resume`, `topics:stop`, `topics:recover`: exactly one of `topics` and
+/// `pattern`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LifecycleRequest {
@@ -882,7 +883,8 @@ pub enum Outcome {
 pub struct Operation {
     pub id: String,
     pub mirror: String,
-    /// `start`, `pause`, `resume`, `stop`, `create_mirror`, `update_mirror`, `delete_mirror`.
+    /// `start`, `pause`, `resume`, `stop`, `recover`, `create_mirror`, `update_mirror`,
+    /// `delete_mirror`.
     pub kind: String,
     pub topics: Vec<String>,
     /// The identity's name (never its token).
@@ -948,7 +950,10 @@ pub struct PartitionProgress {
 /// snapshot (topics whose call failed are left out).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OperationProgress {
-    pub target_state: PartitionStateDto,
+    /// Absent for `recover`, whose partitions each go back to what they were doing: a partition
+    /// is done once MIRRORING, PAUSED or STOPPED again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_state: Option<PartitionStateDto>,
     /// Every partition reached the target state.
     pub done: bool,
     pub partitions: Vec<PartitionProgress>,
@@ -959,7 +964,8 @@ pub struct OperationProgress {
 pub struct OperationResponse {
     #[serde(flatten)]
     pub operation: Operation,
-    /// Only for lifecycle operations (`start`, `pause`, `resume`, `stop`) whose mirror still exists.
+    /// Only for lifecycle operations (`start`, `pause`, `resume`, `stop`, `recover`) whose mirror
+    /// still exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub progress: Option<OperationProgress>,
     pub taken_at: String,

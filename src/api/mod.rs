@@ -111,6 +111,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(topics::topics_pause))
         .routes(routes!(topics::topics_resume))
         .routes(routes!(topics::topics_stop))
+        .routes(routes!(topics::topics_recover))
         .routes(routes!(topics::partition_list))
         .routes(routes!(operations::operation_get))
         .routes(routes!(operations::audit_list))

@@ -7,7 +7,6 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::app::AppState;
-use crate::domain::PartitionState;
 use crate::engine::{OperationView, Snapshot, validate_mirror_name};
 
 use super::auth::ViewerAuth;
@@ -16,14 +15,12 @@ use super::pagination;
 use super::problem::{ApiError, ProblemDetails, ProblemType};
 use super::{ApiPath, ApiQuery, age_ms, now};
 
-/// Where a lifecycle operation's partitions are now, relative to its target state.
+/// Where a lifecycle operation's partitions are now, relative to its target state (for a
+/// recover: whether each settled again).
 fn progress(snap: &Snapshot, op: &OperationView) -> Option<OperationProgress> {
-    let target = match op.kind.as_str() {
-        "start" | "resume" => PartitionState::Mirroring,
-        "pause" => PartitionState::Paused,
-        "stop" => PartitionState::Stopped,
-        _ => return None,
-    };
+    if !op.kind.is_lifecycle() {
+        return None;
+    }
     let m = snap.mirror(&op.mirror)?;
     let mut partitions = Vec::new();
     for r in op.results.iter().filter(|r| r.ok) {
@@ -32,7 +29,7 @@ fn progress(snap: &Snapshot, op: &OperationView) -> Option<OperationProgress> {
             topic: p.topic.clone(),
             partition: p.partition,
             state: p.state.into(),
-            done: p.state == target,
+            done: op.kind.reached(p.state),
             error: p.error.as_ref().map(|e| PartitionError {
                 code: e.code.clone(),
                 message: e.message.clone(),
@@ -40,7 +37,11 @@ fn progress(snap: &Snapshot, op: &OperationView) -> Option<OperationProgress> {
             }),
         }));
     }
-    Some(OperationProgress { target_state: target.into(), done: partitions.iter().all(|p| p.done), partitions })
+    Some(OperationProgress {
+        target_state: op.kind.target_state().map(Into::into),
+        done: partitions.iter().all(|p| p.done),
+        partitions,
+    })
 }
 
 /// An operation: who asked, the per-topic result, and per-partition progress toward its target.

@@ -1,4 +1,4 @@
-//! Topics of a mirror: listing, one topic, the lifecycle calls (`topics:start|pause|resume|stop`)
+//! Topics of a mirror: listing, one topic, the lifecycle calls (`topics:start|pause|resume|stop|recover`)
 //! and the paginated partition listing.
 
 use std::cmp::Ordering;
@@ -292,6 +292,19 @@ lifecycle_handler!(
     LifecycleOp::Stop,
     "Stop mirroring topics: failover (operator).",
     "The topics become ordinary writable topics on the destination; the stop point is recorded. \
+     Per-topic outcomes; idempotent."
+);
+
+lifecycle_handler!(
+    topics_recover,
+    "/api/v1/mirrors/{mirror}/topics:recover",
+    LifecycleOp::Recover,
+    "Retry the topics' FAILED partitions now (operator).",
+    "KIP-1279's RecoverMirrorTopics: every FAILED partition of the topics goes back to what it was \
+     doing (mirroring, a pause or a stop) with its retry count reset, whatever its error, also when \
+     its automatic retries are used up or the next one is minutes away. Its checks run again, so a \
+     cause that was not fixed fails it again. Partitions in other states are left alone. While the \
+     mirror's source has another cluster ID, each topic is refused (`source-cluster-id-mismatch`). \
      Per-topic outcomes; idempotent."
 );
 

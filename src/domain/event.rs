@@ -8,7 +8,7 @@ use super::record::{MirrorPosition, StopPoint, Truncation};
 
 /// An input to [`transition`](super::transition()).
 ///
-/// Operator requests: `Start`, `Pause`, `Resume`, `Stop`, `Remove`. Engine reports (the outcome
+/// Operator requests: `Start`, `Pause`, `Resume`, `Stop`, `Recover`, `Remove`. Engine reports (the outcome
 /// of the actions of an earlier step, or engine life-cycle): `Prepared`, `Paused`, `Progress`,
 /// `Stopped`, `Error`, `Retry`, `Loaded`.
 ///
@@ -57,6 +57,11 @@ pub enum Event {
     },
     /// The retry timer of a FAILED partition fired.
     Retry,
+    /// An operator retries a FAILED partition now (KIP-1279's `RecoverMirrorTopics`): whatever
+    /// its error, however many automatic retries it used and whenever the next was due, it goes
+    /// back to what it was doing with its retry count reset. Its checks run again, so a cause
+    /// that was not fixed fails it again.
+    Recover,
     /// Remove the topic from the mirror (from STOPPED or FAILED).
     Remove,
     /// The engine loaded this record (at startup or when it took over the partition's state
@@ -87,6 +92,7 @@ impl Event {
             Self::Stopped { .. } => EventKind::Stopped,
             Self::Error { .. } => EventKind::Error,
             Self::Retry => EventKind::Retry,
+            Self::Recover => EventKind::Recover,
             Self::Remove => EventKind::Remove,
             Self::Loaded => EventKind::Loaded,
         }
@@ -116,6 +122,8 @@ pub enum EventKind {
     Error,
     /// [`Event::Retry`]
     Retry,
+    /// [`Event::Recover`]
+    Recover,
     /// [`Event::Remove`]
     Remove,
     /// [`Event::Loaded`]
@@ -124,7 +132,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Start,
         Self::Prepared,
         Self::Pause,
@@ -135,6 +143,7 @@ impl EventKind {
         Self::Stopped,
         Self::Error,
         Self::Retry,
+        Self::Recover,
         Self::Remove,
         Self::Loaded,
     ];
@@ -153,6 +162,7 @@ impl EventKind {
             Self::Stopped => "stopped",
             Self::Error => "error",
             Self::Retry => "retry",
+            Self::Recover => "recover",
             Self::Remove => "remove",
             Self::Loaded => "loaded",
         }
@@ -172,6 +182,7 @@ impl EventKind {
             Self::Stopped => "complete the stop of",
             Self::Error => "record an error for",
             Self::Retry => "retry",
+            Self::Recover => "recover",
             Self::Remove => "remove",
             Self::Loaded => "take over",
         }
@@ -180,7 +191,7 @@ impl EventKind {
     /// Whether an operator asks for this (as opposed to the engine reporting it).
     #[must_use]
     pub const fn is_request(self) -> bool {
-        matches!(self, Self::Start | Self::Pause | Self::Resume | Self::Stop | Self::Remove)
+        matches!(self, Self::Start | Self::Pause | Self::Resume | Self::Stop | Self::Recover | Self::Remove)
     }
 }
 

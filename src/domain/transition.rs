@@ -33,6 +33,9 @@
 //!     FAILED --> PREPARING: retry (failed in UNKNOWN, PREPARING or MIRRORING)
 //!     FAILED --> PAUSING: retry (failed in PAUSING or PAUSED)
 //!     FAILED --> STOPPING: retry (failed in STOPPING)
+//!     FAILED --> PREPARING: recover (as retry)
+//!     FAILED --> PAUSING: recover (as retry)
+//!     FAILED --> STOPPING: recover (as retry)
 //!     STOPPED --> UNKNOWN: remove
 //!     FAILED --> UNKNOWN: remove
 //! ```
@@ -65,6 +68,11 @@
 //!   UNKNOWN, PREPARING or MIRRORING → PREPARING (identities re-checked, start position recomputed
 //!   from durable state); in PAUSING or PAUSED → PAUSING (the pause sequence runs again); in
 //!   STOPPING → STOPPING. Retries need a retryable code, attempts left and the due time reached.
+//! - **Recover** (KIP-1279's `RecoverMirrorTopics`) is an operator's retry: same targets, none of
+//!   the retry's conditions (any code, exhausted or not, due or not), and the retry count starts
+//!   again from 0. It needs nothing else: the target's checks run again, so a cause that was not
+//!   fixed fails the partition again. On any state but FAILED it is [`Rule::AlreadyInState`]
+//!   (nothing to recover), so a recover of a whole topic touches only its FAILED partitions.
 //! - **Resume while PAUSING → PREPARING**: the pause's commit is still in flight, so the start
 //!   position is recomputed after it resolves rather than taken from the record.
 //! - **Remove → UNKNOWN** keeps the committed position and stop point, so a topic removed and
@@ -133,7 +141,7 @@ pub const fn rule(state: PartitionState, event: EventKind) -> Rule {
         | (E::Stop, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Failed)
         | (E::Stopped, S::Stopping)
         | (E::Error, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Failed)
-        | (E::Retry, S::Failed)
+        | (E::Retry | E::Recover, S::Failed)
         | (E::Remove, S::Stopped | S::Failed)
         | (E::Loaded, S::Preparing | S::Mirroring | S::Pausing | S::Stopping | S::Failed) => Rule::Allowed,
         (E::Start, S::Preparing | S::Mirroring)
@@ -141,7 +149,11 @@ pub const fn rule(state: PartitionState, event: EventKind) -> Rule {
         | (E::Resume, S::Preparing | S::Mirroring)
         | (E::Stop, S::Stopping | S::Stopped)
         | (E::Remove, S::Unknown)
-        | (E::Loaded, S::Unknown | S::Paused | S::Stopped) => Rule::AlreadyInState,
+        | (E::Loaded, S::Unknown | S::Paused | S::Stopped)
+        | (
+            E::Recover,
+            S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Stopped,
+        ) => Rule::AlreadyInState,
         _ => Rule::Rejected,
     }
 }
@@ -289,7 +301,11 @@ pub fn transition_with(
         | (S::Preparing | S::Mirroring, Event::Resume)
         | (S::Stopping | S::Stopped, Event::Stop)
         | (S::Unknown, Event::Remove)
-        | (S::Unknown | S::Paused | S::Stopped, Event::Loaded) => Err(already),
+        | (S::Unknown | S::Paused | S::Stopped, Event::Loaded)
+        | (
+            S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Stopped,
+            Event::Recover,
+        ) => Err(already),
         (S::Preparing, Event::Prepared { start }) => prepared(record, start, now),
         (S::Mirroring, Event::Pause) => Ok(Step { next: moved(record, S::Pausing, now), actions: pausing_actions() }),
         (S::Pausing, Event::Paused) => {
@@ -312,6 +328,7 @@ pub fn transition_with(
         ) => Ok(fail(record, code, message, jitter, now, policy)),
         (S::Failed, Event::Error { code, message, jitter }) => fail_again(record, code, message, jitter, now, policy),
         (S::Failed, Event::Retry) => retry(record, now, policy),
+        (S::Failed, Event::Recover) => Ok(recover(record, now)),
         (S::Stopped | S::Failed, Event::Remove) => Ok(remove(record, now)),
         (S::Preparing | S::Mirroring | S::Pausing | S::Stopping | S::Failed, Event::Loaded) => {
             Ok(loaded(record, now, policy))
@@ -598,16 +615,32 @@ fn retry(record: &PartitionRecord, now: Timestamp, policy: &RetryPolicy) -> Resu
     {
         return Err(TransitionError::RetryNotDue { at });
     }
+    Ok(leave_failed_to_retry(record, record.retry_count.saturating_add(1), now))
+}
+
+/// An operator's retry ([`Event::Recover`]): the retry's move without its conditions, and the
+/// count starts again.
+fn recover(record: &PartitionRecord, now: Timestamp) -> Step {
+    let mut step = leave_failed_to_retry(record, 0, now);
+    if record.next_retry_at.is_some() {
+        // The automatic retry it replaces.
+        step.actions.insert(0, Action::CancelRetry);
+    }
+    step
+}
+
+/// FAILED back to what the partition was doing ([`retry_target`]), with `retry_count`.
+fn leave_failed_to_retry(record: &PartitionRecord, retry_count: u32, now: Timestamp) -> Step {
     let target = retry_target(record.previous_state);
     let mut next = moved(record, target, now);
-    next.retry_count = record.retry_count.saturating_add(1);
+    next.retry_count = retry_count;
     let mut actions = vec![Action::ClearAlert];
     actions.extend(match target {
         PartitionState::Pausing => pausing_actions(),
         PartitionState::Stopping => stopping_actions(),
         _ => preparing_actions(next.truncation),
     });
-    Ok(Step { next, actions })
+    Step { next, actions }
 }
 
 fn remove(record: &PartitionRecord, now: Timestamp) -> Step {
@@ -1428,6 +1461,7 @@ mod tests {
                 Event::error(ErrorCode::SourceTopicDeleted, "gone", Jitter::MIN),
             ],
             EventKind::Retry => vec![Event::Retry],
+            EventKind::Recover => vec![Event::Recover],
             EventKind::Remove => vec![Event::Remove],
             EventKind::Loaded => vec![Event::Loaded],
         }
@@ -1485,6 +1519,55 @@ mod tests {
         // A non-retryable FAILED partition must always have an operator exit.
         assert_eq!(rule(S::Failed, EventKind::Stop), Rule::Allowed);
         assert_eq!(rule(S::Failed, EventKind::Remove), Rule::Allowed);
+        assert_eq!(rule(S::Failed, EventKind::Recover), Rule::Allowed);
+    }
+
+    // ----- recover: an operator's retry
+
+    #[test]
+    fn recover_retries_what_an_automatic_retry_may_not() {
+        // Not due yet, non-retryable, and out of attempts: a retry refuses each, recover does not.
+        let not_due = failed(ErrorCode::SourceUnreachable);
+        assert!(matches!(transition(&not_due, Event::Retry, T0), Err(TransitionError::RetryNotDue { .. })));
+        let mut exhausted = failed(ErrorCode::Timeout);
+        exhausted.retry_count = RetryPolicy::DEFAULT.max_attempts;
+        exhausted.next_retry_at = None;
+        let non_retryable = failed(ErrorCode::ForeignWrite);
+        for record in [&not_due, &exhausted, &non_retryable] {
+            let s = step_at(record, Event::Recover, T0);
+            assert_eq!(s.next.state, S::Preparing, "{record:?}");
+            assert_eq!(s.next.retry_count, 0, "the count starts again");
+            assert_eq!(s.next.next_retry_at, None);
+            assert_eq!(s.next.error, None);
+            assert!(s.actions.contains(&Action::ClearAlert));
+            assert!(s.actions.contains(&Action::CheckSourceClusterId), "the checks run again: {:?}", s.actions);
+        }
+        // The pending automatic retry is cancelled; there is none to cancel when exhausted.
+        assert_eq!(step_at(&not_due, Event::Recover, T0).actions[0], Action::CancelRetry);
+        assert!(!step_at(&exhausted, Event::Recover, T0).actions.contains(&Action::CancelRetry));
+    }
+
+    #[test]
+    fn recover_goes_back_to_what_the_partition_was_doing() {
+        let s = step(&failed_from(&paused(), ErrorCode::Timeout), Event::Recover);
+        assert_eq!(s.next.state, S::Pausing);
+        assert!(s.actions.ends_with(&[Action::Unassign, Action::CommitOpenTransaction]));
+        let s = step(&failed_from(&stopping(), ErrorCode::Internal), Event::Recover);
+        assert_eq!(s.next.state, S::Stopping);
+        assert!(s.actions.ends_with(&stop_sequence()));
+        // A resync keeps its truncation mode: the recovery deletes again first.
+        let s = step(&failed_from(&next(&unknown(), start(RESYNC)), ErrorCode::DestinationUnavailable), Event::Recover);
+        assert_eq!(s.next.state, S::Preparing);
+        assert!(s.next.truncation.is_resync());
+    }
+
+    #[test]
+    fn recover_of_a_partition_that_is_not_failed_changes_nothing() {
+        for record in [mirroring(), paused(), stopped(), unknown()] {
+            let e = err(&record, Event::Recover);
+            assert_eq!(e, TransitionError::AlreadyInState { state: record.state, event: EventKind::Recover });
+            assert!(e.is_harmless());
+        }
     }
 
     // ----- invariants over random event sequences
@@ -1508,6 +1591,7 @@ mod tests {
         Stopped { epoch: i32, destination: i64, nothing_mirrored: bool },
         Error { code: usize, message: u8, jitter: u32 },
         Retry,
+        Recover,
         Remove,
         Loaded,
         Wait(u64),
@@ -1537,6 +1621,7 @@ mod tests {
             1 => (0..ErrorCode::ALL.len(), 0_u8..3, any::<u32>())
                 .prop_map(|(code, message, jitter)| Op::Error { code, message, jitter }),
             2 => Just(Op::Retry),
+            1 => Just(Op::Recover),
             1 => Just(Op::Remove),
             1 => Just(Op::Loaded),
             2 => (0_u64..120_000).prop_map(Op::Wait),
@@ -1570,6 +1655,7 @@ mod tests {
                 Event::error(ErrorCode::ALL[code], format!("cause {message}"), Jitter::from_random_u32(jitter))
             }
             Op::Retry => Event::Retry,
+            Op::Recover => Event::Recover,
             Op::Remove => Event::Remove,
             Op::Loaded => Event::Loaded,
             Op::Wait(_) => unreachable!("waits are not events"),

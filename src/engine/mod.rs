@@ -76,6 +76,10 @@ pub struct EngineConfig {
     pub metadata_refresh_interval: Duration,
     /// Timeout of a single Kafka request.
     pub request_timeout: Duration,
+    /// How FAILED partitions with a retryable error are retried (KIP-1279's
+    /// `mirror.failed.retry.*`); `max_attempts` 0 leaves every FAILED partition to an operator
+    /// (`topics:recover`).
+    pub retry_policy: crate::domain::RetryPolicy,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -114,6 +118,7 @@ impl EngineConfig {
             lag_refresh_interval: Duration::from_secs(1),
             metadata_refresh_interval: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
+            retry_policy: crate::domain::RetryPolicy::DEFAULT,
         }
     }
 }
@@ -210,6 +215,10 @@ pub enum LifecycleOp {
     Resume,
     /// Failover: the topic becomes an ordinary writable topic on the destination.
     Stop,
+    /// Retry the topic's FAILED partitions now (KIP-1279's `RecoverMirrorTopics`): whatever
+    /// their error, automatic retries left or not, each goes back to what it was doing with its
+    /// retry count reset; its checks run again.
+    Recover,
 }
 
 impl LifecycleOp {
@@ -220,10 +229,23 @@ impl LifecycleOp {
             LifecycleOp::Pause => OperationKind::Pause,
             LifecycleOp::Resume => OperationKind::Resume,
             LifecycleOp::Stop => OperationKind::Stop,
+            LifecycleOp::Recover => OperationKind::Recover,
         }
     }
 
-    /// Its slug (`start`, `pause`, `resume`, `stop`).
+    /// The partition event it applies.
+    pub fn event_kind(self) -> crate::domain::EventKind {
+        use crate::domain::EventKind;
+        match self {
+            LifecycleOp::Start { .. } => EventKind::Start,
+            LifecycleOp::Pause => EventKind::Pause,
+            LifecycleOp::Resume => EventKind::Resume,
+            LifecycleOp::Stop => EventKind::Stop,
+            LifecycleOp::Recover => EventKind::Recover,
+        }
+    }
+
+    /// Its slug (`start`, `pause`, `resume`, `stop`, `recover`).
     pub fn name(self) -> &'static str {
         self.kind().as_str()
     }
@@ -548,7 +570,7 @@ impl EngineHandle {
         // long start or a create whose source does not answer.
         let lane = match op {
             LifecycleOp::Stop | LifecycleOp::Pause => &self.priority_tx,
-            LifecycleOp::Start { .. } | LifecycleOp::Resume => &self.tx,
+            LifecycleOp::Start { .. } | LifecycleOp::Resume | LifecycleOp::Recover => &self.tx,
         };
         self.call_on(lane, |reply| {
             Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply })

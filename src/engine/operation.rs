@@ -16,6 +16,8 @@ pub enum OperationKind {
     Resume,
     /// Failover.
     Stop,
+    /// FAILED partitions retried by an operator.
+    Recover,
     CreateMirror,
     UpdateMirror,
     DeleteMirror,
@@ -23,11 +25,12 @@ pub enum OperationKind {
 }
 
 impl OperationKind {
-    pub const ALL: [OperationKind; 7] = [
+    pub const ALL: [OperationKind; 8] = [
         OperationKind::Start,
         OperationKind::Pause,
         OperationKind::Resume,
         OperationKind::Stop,
+        OperationKind::Recover,
         OperationKind::CreateMirror,
         OperationKind::UpdateMirror,
         OperationKind::DeleteMirror,
@@ -40,6 +43,7 @@ impl OperationKind {
             OperationKind::Pause => "pause",
             OperationKind::Resume => "resume",
             OperationKind::Stop => "stop",
+            OperationKind::Recover => "recover",
             OperationKind::CreateMirror => "create_mirror",
             OperationKind::UpdateMirror => "update_mirror",
             OperationKind::DeleteMirror => "delete_mirror",
@@ -59,6 +63,7 @@ impl OperationKind {
             OperationKind::Pause => "Pause",
             OperationKind::Resume => "Resume",
             OperationKind::Stop => "Fail over",
+            OperationKind::Recover => "Recover",
             OperationKind::CreateMirror => "Create mirror",
             OperationKind::UpdateMirror => "Update mirror",
             OperationKind::DeleteMirror => "Delete mirror",
@@ -66,17 +71,46 @@ impl OperationKind {
         }
     }
 
-    /// The state a lifecycle operation drives its partitions to; `None` for mirror changes.
+    /// The state a lifecycle operation drives its partitions to; `None` for mirror changes and
+    /// for a recover, whose partitions go back to what each was doing (mirroring, a pause or a
+    /// stop).
     pub const fn target_state(self) -> Option<PartitionState> {
         match self {
             OperationKind::Start | OperationKind::Resume => Some(PartitionState::Mirroring),
             OperationKind::Pause => Some(PartitionState::Paused),
             OperationKind::Stop => Some(PartitionState::Stopped),
-            OperationKind::CreateMirror
+            OperationKind::Recover
+            | OperationKind::CreateMirror
             | OperationKind::UpdateMirror
             | OperationKind::DeleteMirror
             | OperationKind::Unknown => None,
         }
+    }
+
+    /// Whether a partition in `state` is where this lifecycle operation takes it: its target state,
+    /// or for a recover any state a partition settles in (MIRRORING, PAUSED, STOPPED: what it
+    /// went back to finishing). Never for mirror changes.
+    pub fn reached(self, state: PartitionState) -> bool {
+        match self.target_state() {
+            Some(target) => state == target,
+            None => {
+                self == OperationKind::Recover
+                    && matches!(state, PartitionState::Mirroring | PartitionState::Paused | PartitionState::Stopped)
+            }
+        }
+    }
+
+    /// A call on a mirror's topics (start, pause, resume, stop, recover), whose partitions have
+    /// progress to follow.
+    pub const fn is_lifecycle(self) -> bool {
+        matches!(
+            self,
+            OperationKind::Start
+                | OperationKind::Pause
+                | OperationKind::Resume
+                | OperationKind::Stop
+                | OperationKind::Recover
+        )
     }
 
     /// A change of a mirror's definition (not of its topics).
@@ -118,5 +152,16 @@ mod tests {
         assert_eq!(OperationKind::Stop.label(), "Fail over");
         assert_eq!(OperationKind::Pause.target_state(), Some(PartitionState::Paused));
         assert!(OperationKind::DeleteMirror.is_mirror_change() && !OperationKind::Start.is_mirror_change());
+    }
+
+    #[test]
+    fn a_recover_is_done_where_each_partition_settles() {
+        use PartitionState as S;
+        let k = OperationKind::Recover;
+        assert!(k.is_lifecycle() && k.target_state().is_none());
+        let reached: Vec<S> = S::ALL.into_iter().filter(|s| k.reached(*s)).collect();
+        assert_eq!(reached, [S::Mirroring, S::Paused, S::Stopped]);
+        assert!(OperationKind::Pause.reached(S::Paused) && !OperationKind::Pause.reached(S::Mirroring));
+        assert!(!OperationKind::UpdateMirror.is_lifecycle() && !OperationKind::UpdateMirror.reached(S::Mirroring));
     }
 }

@@ -471,7 +471,8 @@ pub(crate) fn offset_map_batches(
 
 /// The transitions an instance records for a partition another one owns as commands
 /// (`PartitionStateValue::command`): the lifecycle calls.
-pub(crate) const COMMANDS: [EventKind; 4] = [EventKind::Start, EventKind::Pause, EventKind::Resume, EventKind::Stop];
+pub(crate) const COMMANDS: [EventKind; 5] =
+    [EventKind::Start, EventKind::Pause, EventKind::Resume, EventKind::Stop, EventKind::Recover];
 
 /// The command a record carries for its partition's owner (`PartitionStateValue::command`), as
 /// the event its writer applies again when the record lost to a newer one; `None` for a record
@@ -483,6 +484,7 @@ pub(crate) fn command_event(v: &PartitionStateValue) -> Option<Event> {
         EventKind::Pause => Some(Event::Pause),
         EventKind::Resume => Some(Event::Resume),
         EventKind::Stop => Some(Event::Stop),
+        EventKind::Recover => Some(Event::Recover),
         _ => None,
     }
 }

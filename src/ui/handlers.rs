@@ -275,6 +275,7 @@ pub async fn actions_post(
         }
         UiOp::Pause => (TopicSelector::Names(topics.clone()), LifecycleOp::Pause),
         UiOp::Resume => (TopicSelector::Names(topics.clone()), LifecycleOp::Resume),
+        UiOp::Recover => (TopicSelector::Names(topics.clone()), LifecycleOp::Recover),
         UiOp::Restart => (
             TopicSelector::Names(topics.clone()),
             LifecycleOp::Start { truncation: parse_truncation(f.get("truncation"))? },

@@ -43,6 +43,7 @@ impl Coordinator {
             LifecycleOp::Stop => Some(self.stop_topics(mirror, &topics).await.into_iter()),
             LifecycleOp::Pause => Some(self.pause_topics(mirror, &topics).await.into_iter()),
             LifecycleOp::Resume => Some(self.resume_topics(mirror, &topics).await.into_iter()),
+            LifecycleOp::Recover => Some(self.recover_topics(mirror, &topics).await.into_iter()),
             LifecycleOp::Start { .. } => None,
         };
         for topic in topics {
@@ -84,7 +85,7 @@ impl Coordinator {
                     Ok(()) => match op {
                         LifecycleOp::Start { truncation } => self.start_topic(mirror, &topic, truncation).await,
                         // These ran as one batch above; this arm is never taken.
-                        LifecycleOp::Pause | LifecycleOp::Resume | LifecycleOp::Stop => {
+                        LifecycleOp::Pause | LifecycleOp::Resume | LifecycleOp::Stop | LifecycleOp::Recover => {
                             Err(Problem { kind: ProblemKind::Internal, detail: "batch outcome missing".into() })
                         }
                     },
@@ -157,12 +158,7 @@ impl Coordinator {
         op: LifecycleOp,
     ) -> Result<Option<FailbackPreview>, Problem> {
         let m = &self.mirrors[mirror];
-        let kind = match op {
-            LifecycleOp::Start { .. } => crate::domain::EventKind::Start,
-            LifecycleOp::Pause => crate::domain::EventKind::Pause,
-            LifecycleOp::Resume => crate::domain::EventKind::Resume,
-            LifecycleOp::Stop => crate::domain::EventKind::Stop,
-        };
+        let kind = op.event_kind();
         match m.topics.get(topic) {
             None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&*m.source_admin, topic).await {
                 // A destination topic with records: adopted only by a failback (its preview is
@@ -178,21 +174,11 @@ impl Coordinator {
                 Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
             },
             None => Err(not_in_mirror(mirror, topic)),
-            Some(t) => {
-                for p in t.partitions.values() {
-                    if let crate::domain::Rule::Rejected = crate::domain::rule(p.record.state, kind) {
-                        return Err(Problem {
-                            kind: ProblemKind::IllegalTransition,
-                            detail: format!(
-                                "cannot {} topic {topic:?}: partition {} is {}",
-                                op.name(),
-                                0.max(*t.partitions.keys().next().unwrap_or(&0)),
-                                p.record.state
-                            ),
-                        });
-                    }
+            Some(_) => {
+                if op == LifecycleOp::Recover {
+                    self.recoverable(mirror)?;
                 }
-                Ok(None)
+                self.first_rejection(mirror, topic, kind, op.name()).map(|()| None)
             }
         }
     }
@@ -1111,6 +1097,39 @@ impl Coordinator {
         let (outcomes, planned) =
             self.plan_batch(mirror, topics, EventKind::Resume, "resume", &states, || Event::Resume);
         self.finish_batch(mirror, topics, outcomes, planned, "resume").await
+    }
+
+    /// Recovers several topics of a mirror in one step (KIP-1279's `RecoverMirrorTopics`): their
+    /// FAILED partitions go back to what each was doing (PREPARING, PAUSING or STOPPING) with the
+    /// retry count reset, whatever their error and retries, and run it at once, together (one
+    /// prepare for all of them, as a takeover's). Partitions in other states are left alone.
+    pub(super) async fn recover_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
+        use crate::domain::EventKind;
+        if let Err(p) = self.recoverable(mirror) {
+            return topics.iter().map(|_| Err(p.clone())).collect();
+        }
+        let (outcomes, planned) =
+            self.plan_batch(mirror, topics, EventKind::Recover, "recover", &[PartitionState::Failed], || {
+                Event::Recover
+            });
+        self.finish_batch(mirror, topics, outcomes, planned, "recover").await
+    }
+
+    /// Whether a recover may run on `mirror`: not while its source has another cluster ID (its
+    /// partitions would only fail again; the mirror is halted until the source or the mirror's
+    /// expected ID is fixed) or its data paths are fenced by another instance.
+    fn recoverable(&self, mirror: &str) -> Result<(), Problem> {
+        let m = &self.mirrors[mirror];
+        if m.fenced {
+            return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
+        }
+        if m.cluster_id_status == ClusterIdStatus::Mismatch {
+            return Err(Problem {
+                kind: ProblemKind::SourceClusterIdMismatch,
+                detail: m.cluster_id_error.clone().unwrap_or_else(|| "source cluster ID mismatch".into()),
+            });
+        }
+        Ok(())
     }
 
     /// Stops several topics of a mirror as one failover: every partition goes STOPPING (persisted

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::domain::{
     ErrorCode, Event, EventKind, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp,
-    TransitionError, Truncation, roll_up, transition,
+    TransitionError, Truncation, roll_up, transition, transition_with,
 };
 use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent};
 use crate::kafka::state_log;
@@ -819,7 +819,7 @@ impl Coordinator {
             .and_then(|t| t.partitions.get_mut(&partition))
             .expect("apply on a known partition");
         let kind = event.kind();
-        let step = transition(&p.record, event, t)?;
+        let step = transition_with(&p.record, event, t, &self.config.retry_policy)?;
         p.record = step.next;
         if kind != EventKind::Progress {
             // Progress is persisted by the data path itself, in the transaction it describes.

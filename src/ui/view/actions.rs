@@ -14,6 +14,8 @@ pub enum UiOp {
     Restart,
     /// Start new topics.
     Start,
+    /// Retry FAILED partitions now.
+    Recover,
 }
 
 impl UiOp {
@@ -24,6 +26,7 @@ impl UiOp {
             "failover" | "stop" => UiOp::Failover,
             "restart" => UiOp::Restart,
             "start" => UiOp::Start,
+            "recover" => UiOp::Recover,
             _ => return None,
         })
     }
@@ -35,6 +38,7 @@ impl UiOp {
             UiOp::Failover => "failover",
             UiOp::Restart => "restart",
             UiOp::Start => "start",
+            UiOp::Recover => "recover",
         }
     }
 
@@ -45,15 +49,17 @@ impl UiOp {
             UiOp::Failover => "Fail over",
             UiOp::Restart => "Restart",
             UiOp::Start => "Start",
+            UiOp::Recover => "Recover",
         }
     }
 
-    /// The state its partitions should reach.
+    /// The state its partitions should reach (a recovered partition mostly mirrors again; one
+    /// that failed in a pause or a stop finishes that instead).
     pub fn target(self) -> PartitionState {
         match self {
             UiOp::Pause => PartitionState::Paused,
             UiOp::Failover => PartitionState::Stopped,
-            UiOp::Resume | UiOp::Restart | UiOp::Start => PartitionState::Mirroring,
+            UiOp::Resume | UiOp::Restart | UiOp::Start | UiOp::Recover => PartitionState::Mirroring,
         }
     }
 
@@ -66,6 +72,7 @@ impl UiOp {
             UiOp::Resume => any(&[Paused, Pausing]),
             UiOp::Failover => any(&[Unknown, Preparing, Mirroring, Pausing, Paused, Failed]),
             UiOp::Restart => any(&[Stopped]),
+            UiOp::Recover => any(&[Failed]),
             UiOp::Start => false,
         }
     }
@@ -87,7 +94,7 @@ fn confirm_href(mirror: &str, op: UiOp, topics: &[&str]) -> String {
 }
 
 pub(super) fn actions_for(mirror: &str, topic: &str, c: &StateCounts) -> Vec<ActionLink> {
-    [UiOp::Pause, UiOp::Resume, UiOp::Restart, UiOp::Failover]
+    [UiOp::Pause, UiOp::Resume, UiOp::Restart, UiOp::Recover, UiOp::Failover]
         .into_iter()
         .filter(|op| op.offered(c))
         .map(|op| ActionLink {
@@ -111,5 +118,8 @@ mod tests {
         let c: StateCounts = [PartitionState::Stopped].into_iter().collect();
         let ops: Vec<&str> = actions_for("m", "t", &c).iter().map(|a| a.op).collect();
         assert_eq!(ops, ["restart"]);
+        let c: StateCounts = [PartitionState::Mirroring, PartitionState::Failed].into_iter().collect();
+        let ops: Vec<&str> = actions_for("m", "t", &c).iter().map(|a| a.op).collect();
+        assert_eq!(ops, ["pause", "recover", "failover"]);
     }
 }

@@ -212,6 +212,15 @@ pub fn confirm(
              Resync deletes the destination records and copies the source again from its log start.",
         ),
         UiOp::Start => ("Start mirroring", "Start", "Start mirroring these source topics."),
+        UiOp::Recover => (
+            "Recover failed partitions",
+            "Recover",
+            "Every FAILED partition of these topics is retried now, with its retry count reset: also \
+             when its automatic retries are used up or the next one is minutes away. Each goes back \
+             to what it was doing (mirroring, a pause or a failover) and its checks run again, so fix \
+             the cause first: an error that is still there fails it again. Other partitions are not \
+             touched.",
+        ),
     };
     // The longest estimate among topics still behind; any topic not catching up means waiting
     // does not help (the dialog says which).

@@ -1,7 +1,7 @@
 //! The operations list and the audit trail (`templates/pages/operations.html`), and the
 //! operation rows the overview and the operation page show too.
 
-use crate::domain::{StateCounts, Timestamp};
+use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{OperationKind, OperationView, Snapshot};
 use crate::ui::format::{self, NONE, url};
 
@@ -53,11 +53,15 @@ pub struct OperationRow {
 pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) -> OperationRow {
     let ok = o.results.iter().filter(|r| r.ok).count();
     let failed = o.results.len() - ok;
-    let target = o.kind.target_state();
     let m = snap.mirror(&o.mirror);
-    let progress: Vec<Progress> = match target {
-        None => Vec::new(),
-        Some(target) => o
+    // A recover has no one target: each partition goes back to what it was doing.
+    let target = match o.kind.target_state() {
+        Some(state) => state_view(state),
+        None => StateView { label: "settled", css: "st-mirroring", transient: false },
+    };
+    let progress: Vec<Progress> = match o.kind.is_lifecycle() {
+        false => Vec::new(),
+        true => o
             .results
             .iter()
             .filter(|r| r.ok)
@@ -65,11 +69,12 @@ pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) 
                 let t = m.and_then(|m| m.topic(&r.topic));
                 let c: StateCounts = t.map(|t| t.partitions.iter().map(|p| p.state).collect()).unwrap_or_default();
                 let total = c.total();
-                let done = c.count(target);
+                let done: usize =
+                    PartitionState::ALL.into_iter().filter(|s| o.kind.reached(*s)).map(|s| c.count(s)).sum();
                 Progress {
                     topic: r.topic.clone(),
                     href: topic_href(&o.mirror, &r.topic),
-                    target: state_view(target),
+                    target: target.clone(),
                     done: format::count(done),
                     total: format::count(total),
                     pct: format!("{:.1}", if total == 0 { 0.0 } else { done as f64 * 100.0 / total as f64 }),
@@ -145,7 +150,7 @@ pub fn operations(snap: &Snapshot, ops: &[OperationView], p: &Params, now: Times
     let who_l = who.to_lowercase();
     let filtered: Vec<&OperationView> = ops
         .iter()
-        .filter(|o| audit || o.kind.target_state().is_some())
+        .filter(|o| audit || o.kind.is_lifecycle())
         .filter(|o| mirror.is_empty() || o.mirror == mirror)
         .filter(|o| who.is_empty() || o.requested_by.to_lowercase().contains(&who_l))
         .filter(|o| kind.is_empty() || o.kind.as_str() == kind)
@@ -161,8 +166,7 @@ pub fn operations(snap: &Snapshot, ops: &[OperationView], p: &Params, now: Times
     };
     let per = if audit { 100 } else { 25 };
     let (pager, range) = Pager::new(filtered.len(), parse_page(p), per, &|pg| url(base, &query(pg)));
-    let kinds: Vec<OperationKind> =
-        OperationKind::ALL.into_iter().filter(|k| audit || k.target_state().is_some()).collect();
+    let kinds: Vec<OperationKind> = OperationKind::ALL.into_iter().filter(|k| audit || k.is_lifecycle()).collect();
     let mut kind_options = vec![Opt { value: String::new(), label: "any kind".into(), selected: kind.is_empty() }];
     kind_options.extend(kinds.iter().map(|k| Opt {
         value: k.as_str().to_string(),
