@@ -139,12 +139,14 @@ impl ErrorCode {
             }
             Self::MirrorLoop => "stop the mirror on the source cluster that reads from this one",
             Self::SourceUnreachable | Self::DestinationUnavailable | Self::Timeout | Self::StateStoreUnavailable => {
-                "kmirror retries automatically; check cluster health"
+                "kmirror retries automatically; check cluster health (recover the topic to retry at once)"
             }
             Self::ProducerFenced => {
                 "kmirror retries automatically; check for another kmirror instance owning this mirror"
             }
-            Self::AuthorizationFailed => "grant the missing permission; kmirror retries automatically",
+            Self::AuthorizationFailed => {
+                "grant the missing permission; kmirror retries automatically (recover the topic to retry at once)"
+            }
             Self::Internal => "kmirror retries automatically; report the error if it persists",
         }
     }

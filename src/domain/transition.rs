@@ -224,7 +224,7 @@ pub enum TransitionError {
     },
     /// A retry after the automatic attempts were used up.
     #[error(
-        "cannot retry a partition in state FAILED: automatic retries are exhausted ({attempts} of {max_attempts} used); stop or remove the topic"
+        "cannot retry a partition in state FAILED: automatic retries are exhausted ({attempts} of {max_attempts} used); fix the cause and recover the topic, or stop or remove it"
     )]
     RetriesExhausted {
         /// Retries performed.
@@ -509,7 +509,7 @@ fn failure_alert(code: ErrorCode, message: &str, plan: RetryPlan, retry_count: u
         RetryPlan::Exhausted => (
             Severity::Critical,
             format!(
-                "automatic retries are exhausted ({retry_count} of {} used); stop or remove the topic",
+                "automatic retries are exhausted ({retry_count} of {} used); fix the cause and recover the topic, or stop or remove it",
                 policy.max_attempts
             ),
         ),
@@ -1242,7 +1242,9 @@ mod tests {
         assert_eq!(exhausted.next.next_retry_at, None);
         let [Action::Alert(alert)] = exhausted.actions.as_slice() else { panic!("{:?}", exhausted.actions) };
         assert_eq!(alert.severity, Severity::Critical);
-        assert!(alert.message.ends_with("automatic retries are exhausted (2 of 2 used); stop or remove the topic"));
+        assert!(alert.message.ends_with(
+            "automatic retries are exhausted (2 of 2 used); fix the cause and recover the topic, or stop or remove it"
+        ));
         assert_eq!(
             transition_with(&exhausted.next, Event::Retry, LATER, &policy),
             Err(TransitionError::RetriesExhausted { attempts: 2, max_attempts: 2 })

@@ -93,6 +93,8 @@ struct ClusterInner {
     /// How long each admin call takes (zero: answered at once), like a busy cluster.
     delay: Duration,
     fail_delete_records: bool,
+    /// DeleteRecords requests so far (answered or failed).
+    delete_records_calls: usize,
     topics: BTreeMap<String, FakeTopic>,
     /// Every ListOffsets request so far, as asked.
     list_offsets: Vec<ListOffsetsCall>,
@@ -115,6 +117,7 @@ impl FakeCluster {
                 unreachable: false,
                 delay: Duration::ZERO,
                 fail_delete_records: false,
+                delete_records_calls: 0,
                 topics: BTreeMap::new(),
                 list_offsets: Vec::new(),
             }),
@@ -189,6 +192,10 @@ impl FakeCluster {
 
     pub(crate) fn set_fail_delete_records(&self, fail: bool) {
         lock(&self.inner).fail_delete_records = fail;
+    }
+
+    pub(crate) fn delete_records_calls(&self) -> usize {
+        lock(&self.inner).delete_records_calls
     }
 
     /// Runs `f` on the cluster, or fails the way an unreachable cluster does.
@@ -361,6 +368,7 @@ impl ClusterAdmin for FakeCluster {
 
     fn delete_records<'a>(&'a self, topic: &'a str, partitions: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>> {
         self.call("DeleteRecords", |c| {
+            c.delete_records_calls += 1;
             if c.fail_delete_records {
                 return Err(KafkaError::Timeout {
                     operation: "DeleteRecords",

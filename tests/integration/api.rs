@@ -248,9 +248,9 @@ async fn every_operation_in_the_spec_checks_token_and_role() {
             checked += 1;
         }
     }
-    // create, update, delete, refresh and the four lifecycle calls.
-    assert_eq!(mutating, 8, "mutating operations found in the spec");
-    assert!(checked >= 17, "{checked} protected operations");
+    // create, update, delete, refresh and the five lifecycle calls.
+    assert_eq!(mutating, 9, "mutating operations found in the spec");
+    assert!(checked >= 18, "{checked} protected operations");
 
     // Probes are public.
     assert_eq!(srv.get("/healthz", None).await.ok(200)["status"], "ok");
@@ -989,4 +989,104 @@ async fn a_mirror_runs_end_to_end_through_the_api() {
     for t in topics {
         let _ = Cluster::Destination.admin().delete_topic(t).await;
     }
+}
+
+/// `topics:recover` through the API (KIP-1279's RecoverMirrorTopics), with automatic retries off
+/// so only an operator moves a FAILED partition: a resync whose deletion the destination refuses
+/// (the copy is compacted) leaves the partitions FAILED; a recover while the cause is still there
+/// runs the deletion again and fails again, saying so; once the cause is fixed, a recover completes
+/// the resync, exactly. The operation shows a recover's progress (no single target state) and the
+/// audit trail records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_partitions_are_recovered_through_the_api() {
+    use crate::engine::{assert_same_content, keyed};
+    use kmirror::kafka::ConfigOp;
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "api-recover", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(100, 2, "first"))).await.unwrap();
+    let mut config = TestEngine::config();
+    config.retry_policy = kmirror::domain::RetryPolicy { max_attempts: 0, ..kmirror::domain::RetryPolicy::DEFAULT };
+    let eng = TestEngine::with_config(config).await;
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    let mirror = unique("api-recover");
+    let mp = format!("/api/v1/mirrors/{mirror}");
+    srv.post("/api/v1/mirrors", ADMIN, mirror_body(&mirror)).await.ok(201);
+    let topics = json!({"topics": [topic.name]});
+    let r = srv.post(&format!("{mp}/topics:start"), OPERATOR, topics.clone()).await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], true, "{}", r.text);
+    wait_partitions(&srv, &mirror, &[&topic.name], "MIRRORING", 50).await;
+
+    // A failover, local writes and new source records; then a failback resync into a compacted
+    // copy, whose DeleteRecords Kafka refuses.
+    let r = srv.post(&format!("{mp}/topics:stop"), OPERATOR, topics.clone()).await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], true, "{}", r.text);
+    eventually("STOPPED", Duration::from_secs(60), || async {
+        let r = srv.get(&format!("{mp}/partitions?state=STOPPED"), Some(VIEWER)).await;
+        (r.json["total"] == 2).then_some(())
+    })
+    .await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Destination, &name, &keyed(20, 2, "local"));
+        produce(Cluster::Source, &name, &keyed(60, 2, "second"));
+    })
+    .await
+    .unwrap();
+    let destination = Cluster::Destination.admin();
+    let compact = [("cleanup.policy".to_string(), ConfigOp::Set("compact".into()))];
+    destination.alter_topic_configs(&topic.name, &compact).await.expect("compact the destination copy");
+    let r = srv
+        .post(&format!("{mp}/topics:start"), OPERATOR, json!({"topics": [topic.name], "truncation": "resync"}))
+        .await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], false, "{}", r.text);
+    async fn failed(srv: &TestServer, mp: &str) -> Vec<Value> {
+        let path = format!("{mp}/partitions?state=FAILED&sort=topic");
+        srv.get(&path, Some(VIEWER)).await.ok(200)["items"].as_array().unwrap().clone()
+    }
+    let items = failed(&srv, &mp).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    for p in &items {
+        assert_eq!((p["error"]["retryable"].as_bool(), p["retry_count"].as_i64()), (Some(true), Some(0)), "{p}");
+        assert!(p["error"]["message"].as_str().unwrap().contains("cannot delete"), "{p}");
+    }
+
+    let recover = format!("{mp}/topics:recover");
+    // A viewer may not; validate_only changes nothing.
+    srv.post(&recover, VIEWER, topics.clone()).await.problem(403, "forbidden");
+    let v = srv.post(&recover, OPERATOR, json!({"topics": [topic.name], "validate_only": true})).await;
+    assert_eq!(v.ok(200)["results"][0]["ok"], true, "{}", v.text);
+    let failure = |items: &[Value]| -> Vec<String> {
+        items.iter().map(|p| format!("{} {} {} {}", p["partition"], p["state"], p["retry_count"], p["error"])).collect()
+    };
+    assert_eq!(failure(&failed(&srv, &mp).await), failure(&items), "validate_only changed nothing");
+
+    // The cause is still there: the recover deletes again, fails again and says so.
+    let r = srv.post(&recover, OPERATOR, topics.clone()).await;
+    let result = r.ok(200)["results"][0].clone();
+    assert_eq!(result["ok"], false, "{}", r.text);
+    assert!(result["error"]["detail"].as_str().unwrap().contains("cannot delete"), "{}", r.text);
+    assert_eq!(failed(&srv, &mp).await.len(), 2);
+
+    // Fixed: the recover completes the resync; the destination is the source, record for record.
+    let restore = [("cleanup.policy".to_string(), ConfigOp::Delete)];
+    destination.alter_topic_configs(&topic.name, &restore).await.expect("restore the policy");
+    let r = srv.post(&recover, OPERATOR, topics.clone()).await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], true, "{}", r.text);
+    let op_id = r.json["operation_id"].as_str().unwrap().to_string();
+    wait_partitions(&srv, &mirror, &[&topic.name], "MIRRORING", 80).await;
+    assert_eq!(assert_same_content(&topic.name, 2).await, 160, "every source record once, no local write");
+    let op = srv.get(&format!("/api/v1/operations/{op_id}"), Some(VIEWER)).await.ok(200).clone();
+    assert_eq!((op["kind"].as_str(), op["outcome"].as_str()), (Some("recover"), Some("succeeded")), "{op}");
+    assert!(op["progress"].get("target_state").is_none(), "a recover has no single target: {op}");
+    assert_eq!(op["progress"]["done"], true, "{op}");
+    assert_eq!(op["progress"]["partitions"].as_array().unwrap().len(), 2, "{op}");
+    let audit = srv.get(&format!("/api/v1/audit?mirror={mirror}"), Some(VIEWER)).await.ok(200).clone();
+    let recovers = audit["items"].as_array().unwrap().iter().filter(|e| e["kind"] == "recover").count();
+    assert_eq!(recovers, 2, "the failed and the successful recovers, not the validate_only one: {audit}");
+
+    srv.post(&format!("{mp}/topics:stop"), OPERATOR, topics).await.ok(200);
+    srv.stop().await;
+    eng.stop().await;
+    let _ = destination.delete_topic(&topic.name).await;
 }

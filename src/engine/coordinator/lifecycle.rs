@@ -1071,7 +1071,7 @@ impl Coordinator {
                 *o = Err(Problem {
                     kind: p.kind,
                     detail: format!(
-                        "{verb}: {}; the partitions are FAILED (a retryable failure is retried automatically)",
+                        "{verb}: {}; the partitions are FAILED (a retryable failure is retried automatically while retries are left; topics:recover retries at once)",
                         p.detail
                     ),
                 });

@@ -95,15 +95,23 @@ struct Rig {
 }
 
 async fn start_on(world: &Arc<FakeWorld>) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+    start_with(world, config()).await
+}
+
+async fn start_with(world: &Arc<FakeWorld>, config: EngineConfig) -> (EngineHandle, tokio::task::JoinHandle<()>) {
     let ports: Arc<dyn Ports> = Arc::clone(world) as Arc<dyn Ports>;
-    start_with_ports(config(), ports).await.expect("the engine starts on the fake clusters")
+    start_with_ports(config, ports).await.expect("the engine starts on the fake clusters")
 }
 
 impl Rig {
     async fn new() -> Rig {
+        Rig::with_config(config()).await
+    }
+
+    async fn with_config(config: EngineConfig) -> Rig {
         let world = FakeWorld::new();
         let source = world.add_source(SOURCE, SOURCE_ID);
-        let (engine, join) = start_on(&world).await;
+        let (engine, join) = start_with(&world, config).await;
         Rig { world, source, engine, join: Some(join) }
     }
 
@@ -589,6 +597,65 @@ async fn a_failed_partition_is_retried_with_backoff_back_to_mirroring() {
     assert_eq!(retried.len(), 1, "{retried:?}");
     assert_eq!((retried[0].partition, retried[0].next_source_offset), (1, Some(3)));
     assert_eq!(rig.destination_end("orders", 1), 5);
+}
+
+/// `topics:recover` with automatic retries turned off (`max_attempts` 0, so only an operator
+/// moves a FAILED partition): a recover while the cause is still there fails the partitions
+/// again (the checks ran again) and says so; once it is fixed, a recover completes the resync
+/// the failure interrupted. A recover of a topic without FAILED partitions changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_retries_failed_partitions_that_wait_for_an_operator() {
+    let mut c = config();
+    c.retry_policy = crate::domain::RetryPolicy { max_attempts: 0, ..crate::domain::RetryPolicy::DEFAULT };
+    let rig = Rig::with_config(c).await;
+    rig.mirroring("m", "steady", 1, 1).await;
+    rig.source.add_topic("orders", 2, 3);
+    rig.world.destination.add_topic("orders", 2, 2);
+    rig.world.destination.set_fail_delete_records(true);
+    assert_eq!(refusal(&rig.op("m", &["orders"], RESYNC).await), Some(ProblemKind::DestinationUnavailable));
+    rig.all_in("m", "orders", S::Failed).await;
+    let stored = latest_record(&rig.world, |r| match r {
+        crate::store::StateRecord::PartitionState(e) if e.key.partition == 0 => e.value.filter(|v| v.topic == "orders"),
+        _ => None,
+    })
+    .expect("the partition's record");
+    assert_eq!((stored.state.as_str(), stored.next_retry_at), ("FAILED", None), "no automatic retry: {stored:?}");
+    let e = rig.partition("m", "orders", 0).error.expect("an error");
+    assert!(e.retryable && e.message.contains("cannot delete"), "{e:?}");
+
+    // Still failing: the recover runs the deletion again and fails again, saying so.
+    let deletes = rig.world.destination.delete_records_calls();
+    let r = rig.op("m", &["orders"], LifecycleOp::Recover).await.expect("the call is answered");
+    let p = r.results[0].error.as_ref().expect("the recover failed again");
+    assert!(p.detail.starts_with("recover: ") && p.detail.contains("cannot delete"), "{p:?}");
+    assert!(rig.world.destination.delete_records_calls() > deletes, "the recover deleted again");
+    rig.all_in("m", "orders", S::Failed).await;
+    assert!(rig.world.pipes.assigned("m").iter().all(|a| a.topic != "orders"), "nothing mirrored over the records");
+
+    // Nothing to recover: no partition's record is written (the call itself is audited).
+    let partition_writes = || {
+        rig.world
+            .state
+            .records()
+            .iter()
+            .filter(|r| {
+                matches!(
+                    crate::store::decode(r.key.as_deref(), r.value.as_deref()),
+                    Ok(crate::store::StateRecord::PartitionState(_))
+                )
+            })
+            .count()
+    };
+    let writes = partition_writes();
+    rig.op_ok("m", &["steady"], LifecycleOp::Recover).await;
+    assert_eq!(partition_writes(), writes, "a recover without FAILED partitions wrote a partition's state");
+
+    rig.world.destination.set_fail_delete_records(false);
+    rig.op_ok("m", &["orders"], LifecycleOp::Recover).await;
+    rig.caught_up("m", "orders").await;
+    let d = rig.world.destination.partition("orders", 0).unwrap();
+    assert_eq!((d.log_start, d.end), (2, 5), "the recover deleted them first");
+    assert_eq!(rig.partition("m", "orders", 0).retry_count, 0, "the count starts again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1239,6 +1306,38 @@ async fn a_transition_of_a_partition_owned_elsewhere_is_recorded_as_a_command() 
         let v = g.own_record("orders", p);
         assert_eq!((v.state.as_str(), v.command.as_deref()), ("PAUSED", None), "partition {p}: {v:?}");
     }
+    g.shutdown().await;
+}
+
+/// Group ownership: a recover of a FAILED partition another instance owns is recorded as a
+/// `recover` command for its owner (which runs it as it runs any command it reads: `Loaded`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recover_of_a_partition_owned_elsewhere_is_recorded_as_a_command() {
+    let (g, _) = GroupRig::partition_0_elsewhere().await;
+    g.echo_own_writes();
+    // The owner failed partition 0 for good.
+    let mut failed = g.own_record("orders", 0);
+    failed.previous_state = Some(failed.state.clone());
+    failed.state = "FAILED".into();
+    failed.error = Some(crate::store::ErrorValue {
+        code: "FOREIGN_WRITE".into(),
+        message: "a record kmirror did not write".into(),
+        retryable: false,
+        since: failed.updated_at,
+    });
+    let epoch = failed.state_epoch + 1;
+    g.echo_own_writes_after(vec![g.other_record(failed, epoch)]);
+    g.rig
+        .until("the owner's FAILED shown", |s| {
+            let t = s.mirror("m")?.topic("orders")?;
+            t.partitions.iter().any(|x| x.partition == 0 && x.state == S::Failed).then_some(())
+        })
+        .await;
+    g.rig.op_ok("m", &["orders"], LifecycleOp::Recover).await;
+    let v = g.own_record("orders", 0);
+    assert_eq!((v.state.as_str(), v.command.as_deref()), ("PREPARING", Some("recover")), "{v:?}");
+    assert_eq!((v.state_epoch, v.retry_count, v.error.is_none()), (epoch + 1, 0, true), "{v:?}");
+    assert_eq!(persist::command_event(&v), Some(Event::Recover), "the owner reads it as a recover");
     g.shutdown().await;
 }
 
