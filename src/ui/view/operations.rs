@@ -74,7 +74,7 @@ pub(super) fn operation_row(o: &OperationView, snap: &Snapshot, now: Timestamp) 
                 Progress {
                     topic: r.topic.clone(),
                     href: topic_href(&o.mirror, &r.topic),
-                    target: target.clone(),
+                    target,
                     done: format::count(done),
                     total: format::count(total),
                     pct: format!("{:.1}", if total == 0 { 0.0 } else { done as f64 * 100.0 / total as f64 }),
