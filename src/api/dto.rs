@@ -728,6 +728,10 @@ pub struct Partition {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<PartitionError>,
     pub retry_count: u32,
+    /// A FAILED partition's next automatic retry; absent when there is none (not FAILED, a
+    /// non-retryable error, or the automatic retries are used up: `topics:recover` retries it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_retry_at: Option<String>,
     /// Records mirrored by this process (resets on restart).
     pub records_mirrored: u64,
     /// Bytes mirrored by this process (resets on restart).
@@ -764,6 +768,7 @@ impl From<&PartitionSnapshot> for Partition {
                 retryable: e.retryable,
             }),
             retry_count: p.retry_count,
+            next_retry_at: p.next_retry_at.map(ts),
             records_mirrored: p.records_mirrored,
             bytes_mirrored: p.bytes_mirrored,
             destination_stop_offset: p.destination_stop_offset,

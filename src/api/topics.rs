@@ -489,6 +489,7 @@ mod tests {
             last_mirrored_epoch: None,
             error: None,
             retry_count: 0,
+            next_retry_at: None,
             records_mirrored: 0,
             bytes_mirrored: 0,
             destination_stop_offset: None,

@@ -33,4 +33,6 @@ pub use event::{Event, EventKind};
 pub use record::{InvalidRecord, MirrorPosition, PartitionError, PartitionRecord, StopPoint, Truncation};
 pub use state::{PartitionState, StateCounts, UnknownPartitionState, roll_up};
 pub use time::Timestamp;
-pub use transition::{Rule, Step, TransitionError, rule, stopping_actions, transition, transition_with, valid_from};
+pub use transition::{
+    Rule, Step, TransitionError, recover_refusal, rule, stopping_actions, transition, transition_with, valid_from,
+};

@@ -216,6 +216,14 @@ pub enum TransitionError {
         /// The recorded cause.
         code: ErrorCode,
     },
+    /// A recover of a failure it would paper over: a FOREIGN_WRITE (see [`recover_refusal`]).
+    #[error(
+        "cannot recover a partition FAILED with {code}: a record kmirror did not write is in the destination partition, and a recover would mirror on top of it; stop the topic (the copy stays as it is), then start it with truncation mode resync to mirror it again"
+    )]
+    NotRecoverable {
+        /// The recorded cause.
+        code: ErrorCode,
+    },
     /// A retry before its backoff elapsed.
     #[error("cannot retry a partition in state FAILED yet: the next retry is due at {at}")]
     RetryNotDue {
@@ -328,7 +336,10 @@ pub fn transition_with(
         ) => Ok(fail(record, code, message, jitter, now, policy)),
         (S::Failed, Event::Error { code, message, jitter }) => fail_again(record, code, message, jitter, now, policy),
         (S::Failed, Event::Retry) => retry(record, now, policy),
-        (S::Failed, Event::Recover) => Ok(recover(record, now)),
+        (S::Failed, Event::Recover) => match recover_refusal(record) {
+            Some(e) => Err(e),
+            None => Ok(recover(record, now)),
+        },
         (S::Stopped | S::Failed, Event::Remove) => Ok(remove(record, now)),
         (S::Preparing | S::Mirroring | S::Pausing | S::Stopping | S::Failed, Event::Loaded) => {
             Ok(loaded(record, now, policy))
@@ -616,6 +627,24 @@ fn retry(record: &PartitionRecord, now: Timestamp, policy: &RetryPolicy) -> Resu
         return Err(TransitionError::RetryNotDue { at });
     }
     Ok(leave_failed_to_retry(record, record.retry_count.saturating_add(1), now))
+}
+
+/// Why an operator's recover must not move this FAILED partition, if it must not.
+///
+/// Every check a recover leads to runs again (source identity, truncation, divergence of a
+/// restart), so a cause that is still there fails the partition again, with one exception: a
+/// `FOREIGN_WRITE`. A partition that was mirroring resumes after the destination's end as it
+/// finds it (after an aborted transaction that end includes the abort's records and marker, which
+/// only the data path tells apart from someone else's), so the record found there would stay in
+/// the mirror for good. Such a partition is left FAILED; the way out is a stop.
+#[must_use]
+pub fn recover_refusal(record: &PartitionRecord) -> Option<TransitionError> {
+    match record.error.as_ref().map(|e| e.code) {
+        Some(code @ ErrorCode::ForeignWrite) if record.state == PartitionState::Failed => {
+            Some(TransitionError::NotRecoverable { code })
+        }
+        _ => None,
+    }
 }
 
 /// An operator's retry ([`Event::Recover`]): the retry's move without its conditions, and the
@@ -1534,7 +1563,7 @@ mod tests {
         let mut exhausted = failed(ErrorCode::Timeout);
         exhausted.retry_count = RetryPolicy::DEFAULT.max_attempts;
         exhausted.next_retry_at = None;
-        let non_retryable = failed(ErrorCode::ForeignWrite);
+        let non_retryable = failed(ErrorCode::SourceTruncated);
         for record in [&not_due, &exhausted, &non_retryable] {
             let s = step_at(record, Event::Recover, T0);
             assert_eq!(s.next.state, S::Preparing, "{record:?}");
@@ -1561,6 +1590,16 @@ mod tests {
         let s = step(&failed_from(&next(&unknown(), start(RESYNC)), ErrorCode::DestinationUnavailable), Event::Recover);
         assert_eq!(s.next.state, S::Preparing);
         assert!(s.next.truncation.is_resync());
+    }
+
+    #[test]
+    fn recover_leaves_a_foreign_write_failed() {
+        let foreign = failed(ErrorCode::ForeignWrite);
+        let e = err(&foreign, Event::Recover);
+        assert_eq!(e, TransitionError::NotRecoverable { code: ErrorCode::ForeignWrite });
+        assert!(!e.is_harmless() && e.to_string().contains("stop the topic"), "{e}");
+        assert_eq!(recover_refusal(&foreign), Some(e));
+        assert_eq!(recover_refusal(&failed(ErrorCode::Timeout)), None);
     }
 
     #[test]

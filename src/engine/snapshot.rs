@@ -301,6 +301,9 @@ pub struct PartitionSnapshot {
     pub last_mirrored_epoch: Option<i32>,
     pub error: Option<PartitionErrorView>,
     pub retry_count: u32,
+    /// A FAILED partition's next automatic retry; `None` when there is none (not FAILED, not
+    /// retryable, or its automatic retries are used up: an operator recovers it).
+    pub next_retry_at: Option<Timestamp>,
     pub records_mirrored: u64,
     pub bytes_mirrored: u64,
     /// Where mirroring stopped (after a failover).

@@ -523,6 +523,7 @@ mod tests {
             last_mirrored_epoch: None,
             error: None,
             retry_count: 0,
+            next_retry_at: None,
             records_mirrored: records,
             bytes_mirrored: records * 100,
             destination_stop_offset: None,

@@ -9,6 +9,7 @@
 //   KM_MIRROR          the mirror name to create
 //   KM_TOPIC_A, KM_TOPIC_B   source topics that exist with records
 //   KM_SOURCE_BOOTSTRAP      the rig's source cluster
+//   KM_DEST_BOOTSTRAP        the rig's destination cluster (a foreign write into a mirror topic)
 //   KM_PRODUCE         a command that reads lines on stdin and produces them: `<cmd> <topic>`
 //   KM_SHOTS           directory for screenshots
 //   CHROMIUM           the browser binary (default /usr/bin/chromium)
@@ -32,6 +33,7 @@ const MIRROR = env("KM_MIRROR");
 const A = env("KM_TOPIC_A");
 const B = env("KM_TOPIC_B");
 const SOURCE = env("KM_SOURCE_BOOTSTRAP");
+const DEST = env("KM_DEST_BOOTSTRAP");
 const PRODUCE = env("KM_PRODUCE");
 const SHOTS = env("KM_SHOTS");
 const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
@@ -131,9 +133,10 @@ async function confirmAndExpectAccepted(page, dialog) {
   assert((await page.locator("dialog[open]").count()) === 0, "the dialog closes after the action");
 }
 
-function produce(topic, n, prefix) {
+function produce(topic, n, prefix, bootstrap = SOURCE) {
   const lines = Array.from({ length: n }, (_, i) => `${prefix}-${i}`).join("\n") + "\n";
-  const r = spawnSync("bash", ["-c", `${PRODUCE} "$1"`, "produce", topic], { input: lines, encoding: "utf8", timeout: 120_000 });
+  const cmd = PRODUCE.replace(`--bootstrap-server ${SOURCE}`, `--bootstrap-server ${bootstrap}`);
+  const r = spawnSync("bash", ["-c", `${cmd} "$1"`, "produce", topic], { input: lines, encoding: "utf8", timeout: 120_000 });
   if (r.status !== 0) throw new Error(`producing to ${topic} failed: ${r.stderr || r.error}`);
 }
 
@@ -392,6 +395,35 @@ function produce(topic, n, prefix) {
       await page.context().close();
     }
     assert(strokes["light-mirror"] !== strokes["dark-mirror"], `themed line colours: ${JSON.stringify(strokes)}`);
+  });
+
+  await test("a FAILED partition offers Recover; a foreign write is refused and says what to do", async () => {
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    assert((await admin.locator(`${row(A)} a[data-op="recover"]`).count()) === 0, "no Recover without a FAILED partition");
+    // A record written into the mirror topic by someone else: kmirror's next write to that
+    // partition finds it there and fails the partition (FOREIGN_WRITE, for an operator).
+    produce(A, 1, "foreign", DEST);
+    produce(A, 12, "after-foreign");
+    await admin.waitForSelector(`${row(A)} a[data-op="recover"]`, { timeout: STATE_TIMEOUT });
+    const dialog = await openDialog(admin, A, "recover");
+    assert((await dialog.textContent("h2")).includes(A), "dialog names the topic");
+    assert(/retried now/.test(await dialog.textContent(".explain")), "the dialog says what a recover does");
+    await shot(admin, "15-recover-dialog");
+    await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
+    await Promise.all([
+      admin.waitForResponse((r) => r.url().endsWith("/actions") && r.request().method() === "POST", { timeout: 60_000 }),
+      dialog.locator('button[type="submit"]').click(),
+    ]);
+    await admin.waitForSelector("#results .results", { timeout: 30_000 });
+    const text = (await admin.textContent("#results")).replace(/\s+/g, " ");
+    assert(/refused/.test(text) && /FOREIGN_WRITE/.test(text) && /stop the topic/.test(text), `results: ${text}`);
+    // Left FAILED; its partition row says what to do.
+    await admin.goto(`${BASE}/mirrors/${MIRROR}/topics/${A}`);
+    const problem = (await admin.textContent("table.partitions td.problem .bad-text")) || "";
+    assert(/needs an operator/.test(problem), `partition row: ${problem}`);
+    await admin.goto(`${BASE}/operations?kind=recover`);
+    const ops = await admin.textContent("table.ops");
+    assert(/Recover/.test(ops) && ops.includes(A), `the recover is listed: ${ops.replace(/\s+/g, " ")}`);
   });
 
   await test("sign out ends the session", async () => {

@@ -53,6 +53,7 @@ fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionS
         last_mirrored_epoch: Some(4),
         error: None,
         retry_count: 0,
+        next_retry_at: None,
         records_mirrored: 1_000,
         bytes_mirrored: 64_000,
         destination_stop_offset: (state == PartitionState::Stopped).then_some(mirrored - 5),

@@ -177,6 +177,9 @@ impl Coordinator {
             Some(_) => {
                 if op == LifecycleOp::Recover {
                     self.recoverable(mirror)?;
+                    if let Some(p) = self.recover_refused(mirror, topic) {
+                        return Err(p);
+                    }
                 }
                 self.first_rejection(mirror, topic, kind, op.name()).map(|()| None)
             }
@@ -1102,17 +1105,35 @@ impl Coordinator {
     /// Recovers several topics of a mirror in one step (KIP-1279's `RecoverMirrorTopics`): their
     /// FAILED partitions go back to what each was doing (PREPARING, PAUSING or STOPPING) with the
     /// retry count reset, whatever their error and retries, and run it at once, together (one
-    /// prepare for all of them, as a takeover's). Partitions in other states are left alone.
+    /// prepare for all of them, as a takeover's). Partitions in other states are left alone; a
+    /// topic with a FOREIGN_WRITE partition is refused ([`crate::domain::recover_refusal`]).
     pub(super) async fn recover_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
         use crate::domain::EventKind;
         if let Err(p) = self.recoverable(mirror) {
             return topics.iter().map(|_| Err(p.clone())).collect();
         }
+        // A topic with a partition a recover must not move is refused whole, before anything
+        // changes (as an illegal transition is); the others are recovered together.
+        let refused: Vec<Option<Problem>> = topics.iter().map(|t| self.recover_refused(mirror, t)).collect();
+        let allowed: Vec<String> =
+            topics.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(t, _)| t.clone()).collect();
         let (outcomes, planned) =
-            self.plan_batch(mirror, topics, EventKind::Recover, "recover", &[PartitionState::Failed], || {
+            self.plan_batch(mirror, &allowed, EventKind::Recover, "recover", &[PartitionState::Failed], || {
                 Event::Recover
             });
-        self.finish_batch(mirror, topics, outcomes, planned, "recover").await
+        let mut done = self.finish_batch(mirror, &allowed, outcomes, planned, "recover").await.into_iter();
+        refused.into_iter().map(|r| r.map_or_else(|| done.next().unwrap_or(Ok(())), Err)).collect()
+    }
+
+    /// Why a recover must leave `topic` alone ([`crate::domain::recover_refusal`]), if it must.
+    fn recover_refused(&self, mirror: &str, topic: &str) -> Option<Problem> {
+        let t = self.mirrors[mirror].topics.get(topic)?;
+        t.partitions.iter().find_map(|(p, rt)| {
+            crate::domain::recover_refusal(&rt.record).map(|e| Problem {
+                kind: ProblemKind::IllegalTransition,
+                detail: format!("cannot recover topic {topic:?}: partition {p}: {e}"),
+            })
+        })
     }
 
     /// Whether a recover may run on `mirror`: not while its source has another cluster ID (its

@@ -1294,6 +1294,7 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
             retryable: e.code.is_retryable(),
         }),
         retry_count: rec.retry_count,
+        next_retry_at: rec.next_retry_at,
         records_mirrored: rt.records_mirrored,
         bytes_mirrored: rt.bytes_mirrored,
         destination_stop_offset: rec.stop_point.map(|s| s.destination_stop_offset),

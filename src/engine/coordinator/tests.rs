@@ -658,6 +658,37 @@ async fn recover_retries_failed_partitions_that_wait_for_an_operator() {
     assert_eq!(rig.partition("m", "orders", 0).retry_count, 0, "the count starts again");
 }
 
+/// A recover leaves a FOREIGN_WRITE partition FAILED (it would mirror on top of the foreign
+/// record) and refuses its topic, before changing anything; the other topics of the call recover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_refuses_a_topic_with_a_foreign_write() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    rig.mirroring("m", "refunds", 1, 3).await;
+    let foreign = PartitionFault::ForeignWrite { expected_offset: 3, found_offset: 4 };
+    rig.world.pipes.fail_partition("m", "orders", 1, foreign);
+    let fault = PartitionFault::DestinationRejected { message: "fake: record too large".into() };
+    rig.world.pipes.fail_partition("m", "refunds", 0, fault);
+    rig.until("both FAILED", |s| {
+        let m = s.mirror("m")?;
+        let failed =
+            |t: &str, p: usize| m.topic(t).and_then(|t| t.partitions.get(p)).is_some_and(|p| p.state == S::Failed);
+        (failed("orders", 1) && failed("refunds", 0)).then_some(())
+    })
+    .await;
+    let epoch = rig.partition("m", "orders", 1).state_epoch;
+    let r = rig.op("m", &["orders", "refunds"], LifecycleOp::Recover).await.expect("answered");
+    let orders = r.results.iter().find(|t| t.topic == "orders").expect("orders");
+    let e = orders.error.as_ref().expect("orders refused");
+    assert_eq!(e.kind, ProblemKind::IllegalTransition);
+    assert!(e.detail.contains("partition 1") && e.detail.contains("FOREIGN_WRITE"), "{e:?}");
+    assert!(r.results.iter().any(|t| t.topic == "refunds" && t.ok), "{r:?}");
+    let p = rig.partition("m", "orders", 1);
+    assert_eq!((p.state, p.state_epoch), (S::Failed, epoch), "untouched");
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Mirroring);
+    rig.caught_up("m", "refunds").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_failing_for_good_is_not_retried() {
     let rig = Rig::new().await;
@@ -1320,8 +1351,8 @@ async fn a_recover_of_a_partition_owned_elsewhere_is_recorded_as_a_command() {
     failed.previous_state = Some(failed.state.clone());
     failed.state = "FAILED".into();
     failed.error = Some(crate::store::ErrorValue {
-        code: "FOREIGN_WRITE".into(),
-        message: "a record kmirror did not write".into(),
+        code: "SOURCE_TRUNCATED".into(),
+        message: "the source log starts past the position".into(),
         retryable: false,
         since: failed.updated_at,
     });

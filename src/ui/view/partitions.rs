@@ -21,6 +21,30 @@ pub struct ErrorView {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    /// What happens next: `next retry in 2 min`, or what the operator must do.
+    pub outlook: String,
+    /// An automatic retry is coming (the outlook is informational, not a call to act).
+    pub retrying: bool,
+}
+
+/// What happens next to a FAILED partition: its automatic retry, or an operator's recover.
+fn outlook(code: &str, retryable: bool, next_retry_at: Option<Timestamp>, now: Timestamp) -> (String, bool) {
+    match (retryable, next_retry_at) {
+        (true, Some(at)) => {
+            let left = now.millis_until(at).max(0);
+            if left < 1000 {
+                ("retrying now".to_string(), true)
+            } else {
+                (format!("next retry in {}", format::duration_ms(left - left % 1000)), true)
+            }
+        }
+        (true, None) => ("automatic retries used up: fix the cause, then Recover".to_string(), false),
+        // A recover is refused there (`domain::recover_refusal`).
+        (false, _) if code == "FOREIGN_WRITE" => {
+            ("needs an operator: fail over, then restart with resync".to_string(), false)
+        }
+        (false, _) => ("needs an operator: fix the cause, then Recover, or fail over".to_string(), false),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -72,10 +96,9 @@ fn partition_row(mirror: &str, p: &PartitionSnapshot, this_instance: &str, now: 
         lag_seconds: format::secs(p.lag_seconds),
         lag_css: lag_css(p.lag_records, p.lag_seconds),
         lme: p.last_mirrored_epoch.map_or_else(|| NONE.into(), |e| e.to_string()),
-        error: p.error.as_ref().map(|e| ErrorView {
-            code: e.code.clone(),
-            message: e.message.clone(),
-            retryable: e.retryable,
+        error: p.error.as_ref().map(|e| {
+            let (outlook, retrying) = outlook(&e.code, e.retryable, p.next_retry_at, now);
+            ErrorView { code: e.code.clone(), message: e.message.clone(), retryable: e.retryable, outlook, retrying }
         }),
         retries: if p.retry_count == 0 { String::new() } else { format!("retry {}", p.retry_count) },
         retry_count: p.retry_count,
@@ -315,5 +338,27 @@ pub fn partitions(
         fresh: Freshness::new(taken_at, now),
         can_operate: viewer.can_operate(),
         csrf: viewer.csrf.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_partition_says_what_happens_next() {
+        let now = Timestamp::from_millis(1_000_000);
+        let later = Timestamp::from_millis(1_000_000 + 125_400);
+        assert_eq!(
+            outlook("TIMEOUT", true, Some(later), now),
+            (format!("next retry in {}", format::duration_ms(125_000)), true)
+        );
+        assert_eq!(outlook("TIMEOUT", true, Some(now), now).0, "retrying now");
+        let (text, retrying) = outlook("TIMEOUT", true, None, now);
+        assert!(!retrying && text.contains("used up") && text.contains("Recover"), "{text}");
+        let (text, retrying) = outlook("SOURCE_TRUNCATED", false, None, now);
+        assert!(!retrying && text.contains("Recover"), "{text}");
+        let (text, _) = outlook("FOREIGN_WRITE", false, None, now);
+        assert!(!text.contains("Recover") && text.contains("fail over"), "{text}");
     }
 }
