@@ -10,7 +10,7 @@ use super::record::{MirrorPosition, StopPoint, Truncation};
 ///
 /// Operator requests: `Start`, `Pause`, `Resume`, `Stop`, `Recover`, `Remove`. Engine reports (the outcome
 /// of the actions of an earlier step, or engine life-cycle): `Prepared`, `Paused`, `Progress`,
-/// `Stopped`, `Error`, `Retry`, `Loaded`.
+/// `Stopped`, `Error`, `Retry`, `RetryEarly`, `Loaded`.
 ///
 /// There is no separate restart event: `Start` on a STOPPED partition *is* the restart (the seed's
 /// STOPPED → PREPARING, "the mirror.name config is set again"), with the same truncation choice
@@ -57,6 +57,9 @@ pub enum Event {
     },
     /// The retry timer of a FAILED partition fired.
     Retry,
+    /// The cluster whose silence failed a FAILED partition answers again before its retry is
+    /// due: the retry runs now (an attempt like any other; the partition must have attempts left).
+    RetryEarly,
     /// An operator retries a FAILED partition now (KIP-1279's `RecoverMirrorTopics`): whatever
     /// its error, however many automatic retries it used and whenever the next was due, it goes
     /// back to what it was doing with its retry count reset. Its checks run again, so a cause
@@ -92,6 +95,7 @@ impl Event {
             Self::Stopped { .. } => EventKind::Stopped,
             Self::Error { .. } => EventKind::Error,
             Self::Retry => EventKind::Retry,
+            Self::RetryEarly => EventKind::RetryEarly,
             Self::Recover => EventKind::Recover,
             Self::Remove => EventKind::Remove,
             Self::Loaded => EventKind::Loaded,
@@ -122,6 +126,8 @@ pub enum EventKind {
     Error,
     /// [`Event::Retry`]
     Retry,
+    /// [`Event::RetryEarly`]
+    RetryEarly,
     /// [`Event::Recover`]
     Recover,
     /// [`Event::Remove`]
@@ -132,7 +138,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Start,
         Self::Prepared,
         Self::Pause,
@@ -143,6 +149,7 @@ impl EventKind {
         Self::Stopped,
         Self::Error,
         Self::Retry,
+        Self::RetryEarly,
         Self::Recover,
         Self::Remove,
         Self::Loaded,
@@ -162,6 +169,7 @@ impl EventKind {
             Self::Stopped => "stopped",
             Self::Error => "error",
             Self::Retry => "retry",
+            Self::RetryEarly => "retry_early",
             Self::Recover => "recover",
             Self::Remove => "remove",
             Self::Loaded => "loaded",
@@ -182,6 +190,7 @@ impl EventKind {
             Self::Stopped => "complete the stop of",
             Self::Error => "record an error for",
             Self::Retry => "retry",
+            Self::RetryEarly => "retry early",
             Self::Recover => "recover",
             Self::Remove => "remove",
             Self::Loaded => "take over",

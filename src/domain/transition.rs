@@ -67,7 +67,9 @@
 //!   or its outcome may be unknown, so a partition never goes straight back to fetching. Failed in
 //!   UNKNOWN, PREPARING or MIRRORING → PREPARING (identities re-checked, start position recomputed
 //!   from durable state); in PAUSING or PAUSED → PAUSING (the pause sequence runs again); in
-//!   STOPPING → STOPPING. Retries need a retryable code, attempts left and the due time reached.
+//!   STOPPING → STOPPING. Retries need a retryable code, attempts left and the due time reached;
+//!   an early retry ([`Event::RetryEarly`]: the cluster whose silence failed the partition
+//!   answers again) needs the first two only.
 //! - **Recover** (KIP-1279's `RecoverMirrorTopics`) is an operator's retry: same targets, none of
 //!   the retry's conditions (any code, exhausted or not, due or not), and the retry count starts
 //!   again from 0. It needs nothing else: the target's checks run again, so a cause that was not
@@ -141,7 +143,7 @@ pub const fn rule(state: PartitionState, event: EventKind) -> Rule {
         | (E::Stop, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Failed)
         | (E::Stopped, S::Stopping)
         | (E::Error, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Failed)
-        | (E::Retry | E::Recover, S::Failed)
+        | (E::Retry | E::RetryEarly | E::Recover, S::Failed)
         | (E::Remove, S::Stopped | S::Failed)
         | (E::Loaded, S::Preparing | S::Mirroring | S::Pausing | S::Stopping | S::Failed) => Rule::Allowed,
         (E::Start, S::Preparing | S::Mirroring)
@@ -335,7 +337,8 @@ pub fn transition_with(
             Event::Error { code, message, jitter },
         ) => Ok(fail(record, code, message, jitter, now, policy)),
         (S::Failed, Event::Error { code, message, jitter }) => fail_again(record, code, message, jitter, now, policy),
-        (S::Failed, Event::Retry) => retry(record, now, policy),
+        (S::Failed, Event::Retry) => retry(record, now, policy, true),
+        (S::Failed, Event::RetryEarly) => retry(record, now, policy, false),
         (S::Failed, Event::Recover) => match recover_refusal(record) {
             Some(e) => Err(e),
             None => Ok(recover(record, now)),
@@ -610,7 +613,13 @@ const fn retry_target(failed_in: Option<PartitionState>) -> PartitionState {
     }
 }
 
-fn retry(record: &PartitionRecord, now: Timestamp, policy: &RetryPolicy) -> Result<Step, TransitionError> {
+/// A retry: `due_only` for the timer's ([`Event::Retry`]), not for [`Event::RetryEarly`].
+fn retry(
+    record: &PartitionRecord,
+    now: Timestamp,
+    policy: &RetryPolicy,
+    due_only: bool,
+) -> Result<Step, TransitionError> {
     let code = record.error.as_ref().map_or(ErrorCode::Internal, |error| error.code);
     if !code.is_retryable() {
         return Err(TransitionError::NotRetryable { code });
@@ -623,6 +632,7 @@ fn retry(record: &PartitionRecord, now: Timestamp, policy: &RetryPolicy) -> Resu
     }
     if let Some(at) = record.next_retry_at
         && now < at
+        && due_only
     {
         return Err(TransitionError::RetryNotDue { at });
     }
@@ -1492,6 +1502,7 @@ mod tests {
                 Event::error(ErrorCode::SourceTopicDeleted, "gone", Jitter::MIN),
             ],
             EventKind::Retry => vec![Event::Retry],
+            EventKind::RetryEarly => vec![Event::RetryEarly],
             EventKind::Recover => vec![Event::Recover],
             EventKind::Remove => vec![Event::Remove],
             EventKind::Loaded => vec![Event::Loaded],
@@ -1593,6 +1604,21 @@ mod tests {
     }
 
     #[test]
+    fn an_early_retry_needs_no_due_time_but_a_retryable_error_and_attempts_left() {
+        let not_due = failed(ErrorCode::SourceUnreachable);
+        let s = step_at(&not_due, Event::RetryEarly, T0);
+        assert_eq!((s.next.state, s.next.retry_count), (S::Preparing, 1), "an attempt like any other");
+        assert!(matches!(
+            err_at(&failed(ErrorCode::ForeignWrite), Event::RetryEarly, T0),
+            TransitionError::NotRetryable { .. }
+        ));
+        let mut exhausted = failed(ErrorCode::Timeout);
+        exhausted.retry_count = RetryPolicy::DEFAULT.max_attempts;
+        exhausted.next_retry_at = None;
+        assert!(matches!(err_at(&exhausted, Event::RetryEarly, T0), TransitionError::RetriesExhausted { .. }));
+    }
+
+    #[test]
     fn recover_leaves_a_foreign_write_failed() {
         let foreign = failed(ErrorCode::ForeignWrite);
         let e = err(&foreign, Event::Recover);
@@ -1632,6 +1658,7 @@ mod tests {
         Stopped { epoch: i32, destination: i64, nothing_mirrored: bool },
         Error { code: usize, message: u8, jitter: u32 },
         Retry,
+        RetryEarly,
         Recover,
         Remove,
         Loaded,
@@ -1662,6 +1689,7 @@ mod tests {
             1 => (0..ErrorCode::ALL.len(), 0_u8..3, any::<u32>())
                 .prop_map(|(code, message, jitter)| Op::Error { code, message, jitter }),
             2 => Just(Op::Retry),
+            1 => Just(Op::RetryEarly),
             1 => Just(Op::Recover),
             1 => Just(Op::Remove),
             1 => Just(Op::Loaded),
@@ -1696,6 +1724,7 @@ mod tests {
                 Event::error(ErrorCode::ALL[code], format!("cause {message}"), Jitter::from_random_u32(jitter))
             }
             Op::Retry => Event::Retry,
+            Op::RetryEarly => Event::RetryEarly,
             Op::Recover => Event::Recover,
             Op::Remove => Event::Remove,
             Op::Loaded => Event::Loaded,

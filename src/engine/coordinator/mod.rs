@@ -43,6 +43,8 @@ mod actions;
 mod lifecycle;
 // Startup restore, data-path events and retries.
 mod recovery;
+// FAILED partitions of a cluster that answers again are retried at once.
+mod cluster_watch;
 // Periodic refreshes feeding the snapshot and the metadata sync.
 mod refresh;
 // Slots: ownership and one data path per slot.
@@ -198,6 +200,11 @@ enum Internal {
     Membership(crate::kafka::membership::MembershipEvent),
     /// The periodic heartbeat's write ended (`group::Heartbeat`).
     HeartbeatWritten(Result<(), crate::kafka::state_log::StateWriteError>),
+    /// Whether a cluster FAILED partitions wait on answered (`cluster_watch`).
+    ClusterProbed {
+        key: cluster_watch::ClusterKey,
+        answered: bool,
+    },
 }
 
 impl Internal {
@@ -213,6 +220,7 @@ impl Internal {
             Internal::Tail(_) => "state tail",
             Internal::Membership(_) => "membership change",
             Internal::HeartbeatWritten(_) => "heartbeat written",
+            Internal::ClusterProbed { .. } => "cluster probe",
         }
     }
 }
@@ -268,6 +276,8 @@ pub(super) struct Coordinator {
     /// When `store_again` may try next, and its failed tries so far: it backs off instead of
     /// trying every tick.
     store_again_at: (tokio::time::Instant, u32),
+    /// The clusters FAILED partitions wait on (`cluster_watch`).
+    cluster_watch: BTreeMap<cluster_watch::ClusterKey, cluster_watch::Watch>,
     op_seq: u64,
     rng: u64,
     /// The engine-level writer was fenced by another instance: read-only from now on.
@@ -345,6 +355,7 @@ pub(super) async fn start_with_ports(
         pending_writes: Vec::new(),
         unstored: BTreeSet::new(),
         store_again_at: (tokio::time::Instant::now(), 0),
+        cluster_watch: BTreeMap::new(),
         op_seq: 0,
         rng: (now().as_millis() as u64) | 1,
         fenced: None,

@@ -84,6 +84,7 @@ impl Coordinator {
             Internal::Tail(batch) => self.tailed(batch).await,
             Internal::Membership(ev) => self.membership(ev).await,
             Internal::HeartbeatWritten(r) => self.heartbeat_written(r),
+            Internal::ClusterProbed { key, answered } => self.cluster_probed(key, answered).await,
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results
@@ -257,6 +258,7 @@ impl Coordinator {
         self.rejoin_if_failed().await;
         self.retry_takeovers().await;
         self.store_again().await;
+        self.watch_clusters();
         let now_i = tokio::time::Instant::now();
         let mut due: Vec<(String, i32, String)> = Vec::new();
         for (n, m) in self.mirrors.iter_mut() {

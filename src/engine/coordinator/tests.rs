@@ -116,12 +116,16 @@ impl Rig {
     }
 
     /// Shuts the engine down and starts a new one on the same clusters and state topic.
-    async fn restart(mut self) -> Rig {
+    async fn restart(self) -> Rig {
+        self.restart_with(config()).await
+    }
+
+    async fn restart_with(mut self, config: EngineConfig) -> Rig {
         self.engine.shutdown().await;
         if let Some(j) = self.join.take() {
             j.await.expect("the coordinator ends cleanly");
         }
-        let (engine, join) = start_on(&self.world).await;
+        let (engine, join) = start_with(&self.world, config).await;
         Rig { world: Arc::clone(&self.world), source: Arc::clone(&self.source), engine, join: Some(join) }
     }
 
@@ -656,6 +660,33 @@ async fn recover_retries_failed_partitions_that_wait_for_an_operator() {
     let d = rig.world.destination.partition("orders", 0).unwrap();
     assert_eq!((d.log_start, d.end), (2, 5), "the recover deleted them first");
     assert_eq!(rig.partition("m", "orders", 0).retry_count, 0, "the count starts again");
+}
+
+/// Partitions that failed because the source did not answer, with their next retry a minute
+/// away, are retried as soon as the source answers again (`cluster_watch`), not a minute later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_failed_by_a_silent_source_are_retried_once_it_answers() {
+    let mut c = config();
+    c.retry_policy =
+        crate::domain::RetryPolicy { backoff: crate::domain::Backoff::new(60_000, 300_000), max_attempts: 20 };
+    let rig = Rig::with_config(c.clone()).await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    // A restart re-checks the source of every MIRRORING partition; it does not answer.
+    rig.source.set_unreachable(true);
+    let rig = rig.restart_with(c).await;
+    rig.all_in("m", "orders", S::Failed).await;
+    let e = rig.partition("m", "orders", 0).error.expect("an error");
+    assert_eq!(e.code, "SOURCE_UNREACHABLE", "{e:?}");
+    rig.source.produce("orders", 0, 2);
+    rig.source.set_unreachable(false);
+    // Within the test's deadline (10 s), far before the retry at 30-60 s.
+    rig.caught_up("m", "orders").await;
+    let stored = latest_record(&rig.world, |r| match r {
+        crate::store::StateRecord::PartitionState(e) if e.key.partition == 0 => e.value.filter(|v| v.topic == "orders"),
+        _ => None,
+    })
+    .expect("the partition's record");
+    assert_eq!((stored.state.as_str(), stored.retry_count), ("MIRRORING", 1), "an attempt like any other");
 }
 
 /// A recover leaves a FOREIGN_WRITE partition FAILED (it would mirror on top of the foreign

@@ -1,0 +1,162 @@
+//! Retrying at once the FAILED partitions of a cluster that answers again.
+//!
+//! A partition that failed because a cluster did not answer (`SOURCE_UNREACHABLE`,
+//! `DESTINATION_UNAVAILABLE`, `STATE_STORE_UNAVAILABLE`) waits for its retry with exponential
+//! backoff: after a long outage its next retry can be minutes away (up to 5 min by default) when
+//! the cluster comes back, and the partition stays FAILED that long for nothing. While such
+//! partitions wait longer than [`PROBE_EVERY`], the coordinator asks their cluster a cheap
+//! question (DescribeCluster, off the loop) every [`PROBE_EVERY`]; when it answers after not
+//! answering (or on the first question after the failure), they are retried at once
+//! ([`Event::RetryEarly`]: an attempt like any other, so a cluster that answers this question but
+//! fails the real work keeps backing off). No partition is retried early twice for one return:
+//! only a probe that did not answer re-arms it.
+
+use super::*;
+
+/// How often a cluster with FAILED partitions waiting on it is asked whether it answers; also
+/// the shortest remaining wait worth probing for (a retry due sooner just runs).
+pub(super) const PROBE_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a probe waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The cluster a failure came from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum ClusterKey {
+    Destination,
+    /// A mirror's source.
+    Source(String),
+}
+
+impl std::fmt::Display for ClusterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClusterKey::Destination => f.write_str("the destination"),
+            ClusterKey::Source(m) => write!(f, "the source of mirror {m}"),
+        }
+    }
+}
+
+/// What the coordinator knows of one cluster that FAILED partitions wait on.
+#[derive(Debug)]
+pub(super) struct Watch {
+    /// The last probe's answer (`None`: none asked yet since partitions started waiting).
+    answered: Option<bool>,
+    next_probe: tokio::time::Instant,
+    in_flight: bool,
+}
+
+/// The cluster whose silence failed a partition with `code`, if it is such a failure.
+fn cluster_of(code: ErrorCode, mirror: &str) -> Option<ClusterKey> {
+    match code {
+        ErrorCode::SourceUnreachable => Some(ClusterKey::Source(mirror.to_string())),
+        ErrorCode::DestinationUnavailable | ErrorCode::StateStoreUnavailable => Some(ClusterKey::Destination),
+        _ => None,
+    }
+}
+
+impl Coordinator {
+    /// Owned FAILED partitions waiting on `key` (every cluster when `None`) whose retry is more
+    /// than [`PROBE_EVERY`] away, as (cluster, mirror, topic, partition).
+    fn waiting_on(&self, key: Option<&ClusterKey>) -> Vec<(ClusterKey, String, String, i32)> {
+        let later = now().saturating_add_millis(PROBE_EVERY.as_millis() as u64);
+        let mut out = Vec::new();
+        for (mn, m) in &self.mirrors {
+            if m.fenced || m.cluster_id_status == ClusterIdStatus::Mismatch {
+                continue;
+            }
+            for (tn, topic) in &m.topics {
+                for (p, rt) in &topic.partitions {
+                    let r = &rt.record;
+                    let (Some(at), Some(e)) = (r.next_retry_at, &r.error) else { continue };
+                    if r.state != PartitionState::Failed || at <= later || !self.owned.contains(&rt.slot) {
+                        continue;
+                    }
+                    if let Some(k) = cluster_of(e.code, mn)
+                        && key.is_none_or(|key| *key == k)
+                    {
+                        out.push((k, mn.clone(), tn.clone(), *p));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// On the retry tick: keeps a watch on every cluster FAILED partitions wait on (and drops
+    /// the others'), and asks those due whether they answer.
+    pub(super) fn watch_clusters(&mut self) {
+        let keys: BTreeSet<ClusterKey> = self.waiting_on(None).into_iter().map(|(k, ..)| k).collect();
+        self.cluster_watch.retain(|k, _| keys.contains(k));
+        let now_i = tokio::time::Instant::now();
+        for key in keys {
+            let w = self.cluster_watch.entry(key.clone()).or_insert(Watch {
+                answered: None,
+                next_probe: now_i,
+                in_flight: false,
+            });
+            if w.in_flight || now_i < w.next_probe {
+                continue;
+            }
+            let admin = match &key {
+                ClusterKey::Destination => self.destination_admin.clone(),
+                ClusterKey::Source(m) => match self.mirrors.get(m) {
+                    Some(m) => m.source_admin.clone(),
+                    None => continue,
+                },
+            };
+            w.in_flight = true;
+            let internal = self.internal_tx.clone();
+            tokio::spawn(async move {
+                let answered = matches!(tokio::time::timeout(PROBE_TIMEOUT, admin.describe_cluster()).await, Ok(Ok(_)));
+                let _ = internal.send(Internal::ClusterProbed { key, answered });
+            });
+        }
+    }
+
+    /// A probe's answer: a cluster that answers again gets its waiting partitions retried now.
+    pub(super) async fn cluster_probed(&mut self, key: ClusterKey, answered: bool) {
+        if self.fenced.is_some() {
+            return;
+        }
+        let Some(w) = self.cluster_watch.get_mut(&key) else { return };
+        w.in_flight = false;
+        w.next_probe = tokio::time::Instant::now() + PROBE_EVERY;
+        let back = answered && w.answered != Some(true);
+        w.answered = Some(answered);
+        if !back {
+            return;
+        }
+        let waiting = self.waiting_on(Some(&key));
+        if waiting.is_empty() {
+            return;
+        }
+        tracing::info!(cluster = %key, partitions = waiting.len(), "the cluster answers: retrying its FAILED partitions now");
+        let mut by_mirror: BTreeMap<String, Planned> = BTreeMap::new();
+        for (_, m, tn, p) in waiting {
+            if let Ok(actions) = self.apply(&m, &tn, p, Event::RetryEarly) {
+                by_mirror.entry(m).or_default().push(&tn, p, actions);
+            }
+        }
+        for (m, planned) in by_mirror {
+            for (topic, p) in self.run_actions(&m, planned).await {
+                tracing::info!(mirror = %m, %topic, "early retry failed: {}", p.detail);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_silent_cluster_is_watched_for() {
+        assert_eq!(cluster_of(ErrorCode::SourceUnreachable, "m"), Some(ClusterKey::Source("m".into())));
+        assert_eq!(cluster_of(ErrorCode::StateStoreUnavailable, "m"), Some(ClusterKey::Destination));
+        assert_eq!(cluster_of(ErrorCode::DestinationUnavailable, "m"), Some(ClusterKey::Destination));
+        for code in [ErrorCode::Timeout, ErrorCode::Internal, ErrorCode::ForeignWrite, ErrorCode::AuthorizationFailed] {
+            assert_eq!(cluster_of(code, "m"), None, "{code}");
+        }
+    }
+}
