@@ -1,7 +1,8 @@
 //! Retrying at once the FAILED partitions of a cluster that answers again.
 //!
 //! A partition that failed because a cluster did not answer (`SOURCE_UNREACHABLE`,
-//! `DESTINATION_UNAVAILABLE`, `STATE_STORE_UNAVAILABLE`) waits for its retry with exponential
+//! `DESTINATION_UNAVAILABLE`, `STATE_STORE_UNAVAILABLE`, and `TIMEOUT`: a data path that did not
+//! confirm a pause or a stop in time, stuck on the destination) waits for its retry with exponential
 //! backoff: after a long outage its next retry can be minutes away (up to 5 min by default) when
 //! the cluster comes back, and the partition stays FAILED that long for nothing. While such
 //! partitions wait longer than [`PROBE_EVERY`], the coordinator asks their cluster a cheap
@@ -50,7 +51,11 @@ pub(super) struct Watch {
 fn cluster_of(code: ErrorCode, mirror: &str) -> Option<ClusterKey> {
     match code {
         ErrorCode::SourceUnreachable => Some(ClusterKey::Source(mirror.to_string())),
-        ErrorCode::DestinationUnavailable | ErrorCode::StateStoreUnavailable => Some(ClusterKey::Destination),
+        // A data path that did not answer a command in time waits on the destination (its
+        // commit, abort or fence); if it was something else, the early retry is one attempt.
+        ErrorCode::DestinationUnavailable | ErrorCode::StateStoreUnavailable | ErrorCode::Timeout => {
+            Some(ClusterKey::Destination)
+        }
         _ => None,
     }
 }
@@ -155,7 +160,8 @@ mod tests {
         assert_eq!(cluster_of(ErrorCode::SourceUnreachable, "m"), Some(ClusterKey::Source("m".into())));
         assert_eq!(cluster_of(ErrorCode::StateStoreUnavailable, "m"), Some(ClusterKey::Destination));
         assert_eq!(cluster_of(ErrorCode::DestinationUnavailable, "m"), Some(ClusterKey::Destination));
-        for code in [ErrorCode::Timeout, ErrorCode::Internal, ErrorCode::ForeignWrite, ErrorCode::AuthorizationFailed] {
+        assert_eq!(cluster_of(ErrorCode::Timeout, "m"), Some(ClusterKey::Destination));
+        for code in [ErrorCode::Internal, ErrorCode::ForeignWrite, ErrorCode::AuthorizationFailed] {
             assert_eq!(cluster_of(code, "m"), None, "{code}");
         }
     }
