@@ -176,7 +176,7 @@ impl Coordinator {
             None => Err(not_in_mirror(mirror, topic)),
             Some(_) => {
                 if op == LifecycleOp::Recover {
-                    self.recoverable(mirror)?;
+                    self.check_not_halted(mirror)?;
                     if let Some(p) = self.recover_refused(mirror, topic) {
                         return Err(p);
                     }
@@ -195,16 +195,8 @@ impl Coordinator {
         truncation: Truncation,
     ) -> Result<Vec<QuarantinedPartition>, Problem> {
         let now_ts = now();
+        self.check_not_halted(mirror)?;
         let m = &self.mirrors[mirror];
-        if m.fenced {
-            return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
-        }
-        if m.cluster_id_status == ClusterIdStatus::Mismatch {
-            return Err(Problem {
-                kind: ProblemKind::SourceClusterIdMismatch,
-                detail: m.cluster_id_error.clone().unwrap_or_else(|| "source cluster ID mismatch".into()),
-            });
-        }
         // Already (being) mirrored: harmless repeat.
         if let Some(t) = m.topics.get(topic) {
             let states: BTreeSet<PartitionState> = t.partitions.values().map(|p| p.record.state).collect();
@@ -1109,7 +1101,7 @@ impl Coordinator {
     /// topic with a FOREIGN_WRITE partition is refused ([`crate::domain::recover_refusal`]).
     pub(super) async fn recover_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
         use crate::domain::EventKind;
-        if let Err(p) = self.recoverable(mirror) {
+        if let Err(p) = self.check_not_halted(mirror) {
             return topics.iter().map(|_| Err(p.clone())).collect();
         }
         // A topic with a partition a recover must not move is refused whole, before anything
@@ -1136,10 +1128,10 @@ impl Coordinator {
         })
     }
 
-    /// Whether a recover may run on `mirror`: not while its source has another cluster ID (its
-    /// partitions would only fail again; the mirror is halted until the source or the mirror's
-    /// expected ID is fixed) or its data paths are fenced by another instance.
-    fn recoverable(&self, mirror: &str) -> Result<(), Problem> {
+    /// Refuses a start or a recover on a halted `mirror`: its source has another cluster ID (its
+    /// partitions would only fail again, until the source or the mirror's expected ID is fixed)
+    /// or its data paths are fenced by another instance.
+    fn check_not_halted(&self, mirror: &str) -> Result<(), Problem> {
         let m = &self.mirrors[mirror];
         if m.fenced {
             return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
