@@ -408,6 +408,8 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     const dialog = await openDialog(admin, A, "recover");
     assert((await dialog.textContent("h2")).includes(A), "dialog names the topic");
     assert(/retried now/.test(await dialog.textContent(".explain")), "the dialog says what a recover does");
+    assert((await dialog.locator("table tbody tr.warn-row").count()) === 1, "the FAILED partition is listed, marked");
+    assert(/FOREIGN_WRITE/.test(await dialog.textContent(".impact-total")), "the dialog warns of the refusal");
     await shot(admin, "15-recover-dialog");
     await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
     await Promise.all([

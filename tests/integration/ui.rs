@@ -581,6 +581,21 @@ fn confirmations_show_the_impact() {
     assert!(restart.contains(">6<"), "local writes past the stop offset (HWM - stop offset)");
     let pause = pages::confirm(&snap, "eu-west", UiOp::Pause, &[], &v, true, "/").unwrap();
     assert!(pause.contains("No topic selected"));
+
+    // A recover lists the FAILED partitions it retries, with their errors.
+    let recover = pages::confirm(&snap, "eu-west", UiOp::Recover, &["clicks".into()], &v, true, "/").unwrap();
+    assert!(recover.contains("Recover failed partitions") && recover.contains("retried now"));
+    assert!(
+        recover.contains("SOURCE_TOPIC_RECREATED") && recover.contains("the source topic ID changed from abc to def")
+    );
+    assert_eq!(recover.matches(r#"<th scope="row" class="pnum">"#).count(), 1, "only the FAILED partition: {recover}");
+    assert!(!recover.contains("FOREIGN_WRITE"), "no refusal warning without a foreign write");
+    let mut foreign = snapshot();
+    let m = foreign.mirrors.iter_mut().find(|m| m.name == "eu-west").unwrap();
+    let clicks = m.topics.iter_mut().find(|t| t.name == "clicks").unwrap();
+    clicks.partitions[1].error.as_mut().unwrap().code = "FOREIGN_WRITE".into();
+    let refused = pages::confirm(&foreign, "eu-west", UiOp::Recover, &["clicks".into()], &v, true, "/").unwrap();
+    assert!(refused.contains("failed with FOREIGN_WRITE") && refused.contains("warn-row"), "{refused}");
 }
 
 /// The fixture as it was over the last 10 minutes, recorded into a history (10 s samples) the way

@@ -25,6 +25,10 @@ pub struct ImpactRow {
     pub dest_hwm: String,
     pub stop_offset: String,
     pub local_writes: String,
+    /// A FAILED partition's error code and message (recover), else empty.
+    pub error_code: String,
+    pub error_message: String,
+    pub retries: String,
     /// Something is lost or refused for this partition.
     pub warn: bool,
 }
@@ -120,9 +124,14 @@ fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
         dest_hwm: format::opt_int(p.destination_high_watermark),
         stop_offset: format::opt_int(p.destination_stop_offset),
         local_writes: format::int(local),
+        error_code: p.error.as_ref().map(|e| e.code.clone()).unwrap_or_default(),
+        error_message: p.error.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
+        retries: format::int(i64::from(p.retry_count)),
         warn: match op {
             UiOp::Failover => p.lag_records > 0 && p.state != PartitionState::Stopped,
             UiOp::Restart => local > 0,
+            // The engine refuses the recover of such a topic (`domain::recover_refusal`).
+            UiOp::Recover => p.error.as_ref().is_some_and(|e| e.code == "FOREIGN_WRITE"),
             _ => false,
         },
     }
@@ -154,12 +163,17 @@ pub fn confirm(
             let mut parts: Vec<&PartitionSnapshot> = t.partitions.iter().collect();
             // Worst first: what the operator most needs to see is at the top.
             parts.sort_by(|a, b| b.lag_records.cmp(&a.lag_records).then(a.partition.cmp(&b.partition)));
-            let rows: Vec<ImpactRow> = parts.iter().map(|p| impact_row(p, op)).collect();
+            // A recover lists what it retries: the FAILED partitions.
+            let rows: Vec<ImpactRow> = parts
+                .iter()
+                .filter(|p| op != UiOp::Recover || p.state == PartitionState::Failed)
+                .map(|p| impact_row(p, op))
+                .collect();
             let lag: i64 =
                 t.partitions.iter().filter(|p| p.state != PartitionState::Stopped).map(|p| p.lag_records).sum();
             let secs = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
             let local: i64 = t.partitions.iter().map(|p| p.local_writes).sum();
-            diverged += rows.iter().filter(|r| r.warn && op == UiOp::Restart).count();
+            diverged += rows.iter().filter(|r| r.warn && matches!(op, UiOp::Restart | UiOp::Recover)).count();
             total_lag += lag;
             total_secs = total_secs.max(secs);
             let more = rows.len().saturating_sub(IMPACT_ROWS);
@@ -271,7 +285,7 @@ pub fn confirm(
         total_lag_seconds: format::secs(total_secs),
         diverged,
         show_truncation: op == UiOp::Restart,
-        show_impact: matches!(op, UiOp::Failover | UiOp::Restart),
+        show_impact: matches!(op, UiOp::Failover | UiOp::Restart | UiOp::Recover),
         csrf: viewer.csrf.clone(),
         actions_url: format!("{}/actions", mirror_href(&m.name)),
         error: None,
