@@ -280,6 +280,9 @@ pub struct PartitionErrorView {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    /// An operator's recover may move the partition (`domain::recover_refusal`: not after a
+    /// FOREIGN_WRITE).
+    pub recoverable: bool,
 }
 
 /// One mirrored partition.

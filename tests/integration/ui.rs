@@ -181,6 +181,7 @@ fn snapshot() -> Snapshot {
         code: "SOURCE_TOPIC_RECREATED".into(),
         message: "the source topic ID changed from abc to def".into(),
         retryable: false,
+        recoverable: true,
     });
     let clicks = topic("clicks", failed_parts);
     let healthy = mirror("eu-west", vec![orders, payments, stopped, clicks]);
@@ -593,7 +594,8 @@ fn confirmations_show_the_impact() {
     let mut foreign = snapshot();
     let m = foreign.mirrors.iter_mut().find(|m| m.name == "eu-west").unwrap();
     let clicks = m.topics.iter_mut().find(|t| t.name == "clicks").unwrap();
-    clicks.partitions[1].error.as_mut().unwrap().code = "FOREIGN_WRITE".into();
+    let error = clicks.partitions[1].error.as_mut().unwrap();
+    (error.code, error.recoverable) = ("FOREIGN_WRITE".into(), false);
     let refused = pages::confirm(&foreign, "eu-west", UiOp::Recover, &["clicks".into()], &v, true, "/").unwrap();
     assert!(refused.contains("failed with FOREIGN_WRITE") && refused.contains("warn-row"), "{refused}");
 }
@@ -727,7 +729,8 @@ fn hostile_strings_are_escaped_everywhere() {
     let tname = hostile("t");
     let mut parts =
         vec![partition(&tname, 0, PartitionState::Failed, 5), partition(&tname, 1, PartitionState::Stopped, 0)];
-    parts[0].error = Some(PartitionErrorView { code: hostile("CODE"), message: hostile("msg"), retryable: true });
+    parts[0].error =
+        Some(PartitionErrorView { code: hostile("CODE"), message: hostile("msg"), retryable: true, recoverable: true });
     let mut m = mirror(&hostile("m"), vec![topic(&tname, parts)]);
     m.source_bootstrap_servers = hostile("bootstrap");
     m.source_properties = BTreeMap::from([(hostile("key"), hostile("value"))]);

@@ -65,27 +65,13 @@ impl Coordinator {
     /// than [`PROBE_EVERY`] away, as (cluster, mirror, topic, partition).
     fn waiting_on(&self, key: Option<&ClusterKey>) -> Vec<(ClusterKey, String, String, i32)> {
         let later = now().saturating_add_millis(PROBE_EVERY.as_millis() as u64);
-        let mut out = Vec::new();
-        for (mn, m) in &self.mirrors {
-            if m.fenced || m.cluster_id_status == ClusterIdStatus::Mismatch {
-                continue;
-            }
-            for (tn, topic) in &m.topics {
-                for (p, rt) in &topic.partitions {
-                    let r = &rt.record;
-                    let (Some(at), Some(e)) = (r.next_retry_at, &r.error) else { continue };
-                    if r.state != PartitionState::Failed || at <= later || !self.owned.contains(&rt.slot) {
-                        continue;
-                    }
-                    if let Some(k) = cluster_of(e.code, mn)
-                        && key.is_none_or(|key| *key == k)
-                    {
-                        out.push((k, mn.clone(), tn.clone(), *p));
-                    }
-                }
-            }
-        }
-        out
+        self.retry_candidates()
+            .filter(|(.., r)| r.next_retry_at.is_some_and(|at| at > later))
+            .filter_map(|(mn, tn, p, r)| {
+                let k = cluster_of(r.error.as_ref()?.code, mn)?;
+                key.is_none_or(|key| *key == k).then(|| (k, mn.to_string(), tn.to_string(), p))
+            })
+            .collect()
     }
 
     /// On the retry tick: keeps a watch on every cluster FAILED partitions wait on (and drops
@@ -137,17 +123,8 @@ impl Coordinator {
             return;
         }
         tracing::info!(cluster = %key, partitions = waiting.len(), "the cluster answers: retrying its FAILED partitions now");
-        let mut by_mirror: BTreeMap<String, Planned> = BTreeMap::new();
-        for (_, m, tn, p) in waiting {
-            if let Ok(actions) = self.apply(&m, &tn, p, Event::RetryEarly) {
-                by_mirror.entry(m).or_default().push(&tn, p, actions);
-            }
-        }
-        for (m, planned) in by_mirror {
-            for (topic, p) in self.run_actions(&m, planned).await {
-                tracing::info!(mirror = %m, %topic, "early retry failed: {}", p.detail);
-            }
-        }
+        let partitions = waiting.into_iter().map(|(_, m, tn, p)| (m, tn, p)).collect();
+        self.retry_partitions(partitions, &Event::RetryEarly).await;
     }
 }
 

@@ -1303,6 +1303,7 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
             code: e.code.as_str().to_string(),
             message: e.message.clone(),
             retryable: e.code.is_retryable(),
+            recoverable: crate::domain::recover_refusal(rec).is_none(),
         }),
         retry_count: rec.retry_count,
         next_retry_at: rec.next_retry_at,

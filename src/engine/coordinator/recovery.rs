@@ -274,31 +274,42 @@ impl Coordinator {
             self.after_pipe_fatal(&mirror, slot, message).await;
         }
         let t = now();
-        let mut due: Vec<(String, String, i32)> = Vec::new();
-        for (mn, m) in &self.mirrors {
-            if m.fenced || m.cluster_id_status == ClusterIdStatus::Mismatch {
-                continue;
-            }
-            for (tn, topic) in &m.topics {
-                for (p, rt) in &topic.partitions {
-                    // A partition another instance owns is retried there.
-                    if rt.record.is_retry_due(t) && self.owned.contains(&rt.slot) {
-                        due.push((mn.clone(), tn.clone(), *p));
-                    }
-                }
-            }
-        }
+        let due: Vec<(String, String, i32)> = self
+            .retry_candidates()
+            .filter(|(.., record)| record.is_retry_due(t))
+            .map(|(m, tn, p, _)| (m.to_string(), tn.to_string(), p))
+            .collect();
+        self.retry_partitions(due, &Event::Retry).await;
+    }
+
+    /// The FAILED partitions this instance retries: those of its slots (another instance retries
+    /// its own), in mirrors that are not halted (fenced, or a source with another cluster ID).
+    pub(super) fn retry_candidates(&self) -> impl Iterator<Item = (&str, &str, i32, &PartitionRecord)> {
+        self.mirrors
+            .iter()
+            .filter(|(_, m)| !m.fenced && m.cluster_id_status != ClusterIdStatus::Mismatch)
+            .flat_map(|(mn, m)| {
+                m.topics
+                    .iter()
+                    .flat_map(move |(tn, t)| t.partitions.iter().map(move |(p, rt)| (mn.as_str(), tn.as_str(), *p, rt)))
+            })
+            .filter(|(.., rt)| rt.record.state == PartitionState::Failed && self.owned.contains(&rt.slot))
+            .map(|(mn, tn, p, rt)| (mn, tn, p, &rt.record))
+    }
+
+    /// Applies `event` (a retry) to `partitions` and runs what they go back to, one batch per
+    /// mirror. A retry of a pause unassigns again (the data path may still hold the partitions,
+    /// which is why it failed); of a stop, runs the whole STOPPING sequence again.
+    pub(super) async fn retry_partitions(&mut self, partitions: Vec<(String, String, i32)>, event: &Event) {
         let mut by_mirror: BTreeMap<String, Planned> = BTreeMap::new();
-        for (m, tn, p) in due {
-            if let Ok(actions) = self.apply(&m, &tn, p, Event::Retry) {
+        for (m, tn, p) in partitions {
+            if let Ok(actions) = self.apply(&m, &tn, p, event.clone()) {
                 by_mirror.entry(m).or_default().push(&tn, p, actions);
             }
         }
-        // A retry of a pause unassigns again (the data path may still hold the partitions, which
-        // is why it failed); of a stop, runs the whole STOPPING sequence again.
         for (m, planned) in by_mirror {
             for (topic, p) in self.run_actions(&m, planned).await {
-                tracing::info!(mirror = %m, %topic, "retry failed: {}", p.detail);
+                tracing::info!(mirror = %m, %topic, "{} failed: {}", event.kind().verb(), p.detail);
             }
         }
     }

@@ -69,7 +69,9 @@ pub struct ConfirmView {
     pub total_lag: String,
     pub total_lag_n: i64,
     pub total_lag_seconds: String,
-    pub diverged: usize,
+    /// Partitions marked in the impact rows: with local writes (restart, refused without
+    /// resync), or with a FOREIGN_WRITE (recover, whose topic is refused).
+    pub warned: usize,
     pub show_truncation: bool,
     pub show_impact: bool,
     pub csrf: String,
@@ -130,8 +132,8 @@ fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
         warn: match op {
             UiOp::Failover => p.lag_records > 0 && p.state != PartitionState::Stopped,
             UiOp::Restart => local > 0,
-            // The engine refuses the recover of such a topic (`domain::recover_refusal`).
-            UiOp::Recover => p.error.as_ref().is_some_and(|e| e.code == "FOREIGN_WRITE"),
+            // The engine refuses the recover of such a topic.
+            UiOp::Recover => p.error.as_ref().is_some_and(|e| !e.recoverable),
             _ => false,
         },
     }
@@ -155,7 +157,7 @@ pub fn confirm(
     }
     let mut total_lag = 0i64;
     let mut total_secs = 0f64;
-    let mut diverged = 0usize;
+    let mut warned = 0usize;
     let confirm_topics: Vec<ConfirmTopic> = found
         .iter()
         .map(|t| {
@@ -173,7 +175,7 @@ pub fn confirm(
                 t.partitions.iter().filter(|p| p.state != PartitionState::Stopped).map(|p| p.lag_records).sum();
             let secs = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
             let local: i64 = t.partitions.iter().map(|p| p.local_writes).sum();
-            diverged += rows.iter().filter(|r| r.warn && matches!(op, UiOp::Restart | UiOp::Recover)).count();
+            warned += rows.iter().filter(|r| r.warn && matches!(op, UiOp::Restart | UiOp::Recover)).count();
             total_lag += lag;
             total_secs = total_secs.max(secs);
             let more = rows.len().saturating_sub(IMPACT_ROWS);
@@ -283,7 +285,7 @@ pub fn confirm(
         total_lag: format::int(total_lag),
         total_lag_n: total_lag,
         total_lag_seconds: format::secs(total_secs),
-        diverged,
+        warned,
         show_truncation: op == UiOp::Restart,
         show_impact: matches!(op, UiOp::Failover | UiOp::Restart | UiOp::Recover),
         csrf: viewer.csrf.clone(),

@@ -28,7 +28,7 @@ pub struct ErrorView {
 }
 
 /// What happens next to a FAILED partition: its automatic retry, or an operator's recover.
-fn outlook(code: &str, retryable: bool, next_retry_at: Option<Timestamp>, now: Timestamp) -> (String, bool) {
+fn outlook(recoverable: bool, retryable: bool, next_retry_at: Option<Timestamp>, now: Timestamp) -> (String, bool) {
     match (retryable, next_retry_at) {
         (true, Some(at)) => {
             let left = now.millis_until(at).max(0);
@@ -39,10 +39,8 @@ fn outlook(code: &str, retryable: bool, next_retry_at: Option<Timestamp>, now: T
             }
         }
         (true, None) => ("automatic retries used up: fix the cause, then Recover".to_string(), false),
-        // A recover is refused there (`domain::recover_refusal`).
-        (false, _) if code == "FOREIGN_WRITE" => {
-            ("needs an operator: fail over, then restart with resync".to_string(), false)
-        }
+        // A recover is refused there (a FOREIGN_WRITE).
+        (false, _) if !recoverable => ("needs an operator: fail over, then restart with resync".to_string(), false),
         (false, _) => ("needs an operator: fix the cause, then Recover, or fail over".to_string(), false),
     }
 }
@@ -97,7 +95,7 @@ fn partition_row(mirror: &str, p: &PartitionSnapshot, this_instance: &str, now: 
         lag_css: lag_css(p.lag_records, p.lag_seconds),
         lme: p.last_mirrored_epoch.map_or_else(|| NONE.into(), |e| e.to_string()),
         error: p.error.as_ref().map(|e| {
-            let (outlook, retrying) = outlook(&e.code, e.retryable, p.next_retry_at, now);
+            let (outlook, retrying) = outlook(e.recoverable, e.retryable, p.next_retry_at, now);
             ErrorView { code: e.code.clone(), message: e.message.clone(), retryable: e.retryable, outlook, retrying }
         }),
         retries: if p.retry_count == 0 { String::new() } else { format!("retry {}", p.retry_count) },
@@ -350,15 +348,15 @@ mod tests {
         let now = Timestamp::from_millis(1_000_000);
         let later = Timestamp::from_millis(1_000_000 + 125_400);
         assert_eq!(
-            outlook("TIMEOUT", true, Some(later), now),
+            outlook(true, true, Some(later), now),
             (format!("next retry in {}", format::duration_ms(125_000)), true)
         );
-        assert_eq!(outlook("TIMEOUT", true, Some(now), now).0, "retrying now");
-        let (text, retrying) = outlook("TIMEOUT", true, None, now);
+        assert_eq!(outlook(true, true, Some(now), now).0, "retrying now");
+        let (text, retrying) = outlook(true, true, None, now);
         assert!(!retrying && text.contains("used up") && text.contains("Recover"), "{text}");
-        let (text, retrying) = outlook("SOURCE_TRUNCATED", false, None, now);
+        let (text, retrying) = outlook(true, false, None, now);
         assert!(!retrying && text.contains("Recover"), "{text}");
-        let (text, _) = outlook("FOREIGN_WRITE", false, None, now);
+        let (text, _) = outlook(false, false, None, now);
         assert!(!text.contains("Recover") && text.contains("fail over"), "{text}");
     }
 }
