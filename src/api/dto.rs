@@ -616,8 +616,22 @@ pub struct HealthResponse {
     pub groups: Vec<GroupSync>,
     /// Partition counts by state.
     pub state_counts: BTreeMap<String, usize>,
+    /// Failed-over topics whose old source received records after the failover (split brain:
+    /// a producer still writes there); empty when none did.
+    pub source_writes_after_failover: Vec<SourceWritesAfterFailover>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+}
+
+/// A failed-over topic whose old source still receives records.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SourceWritesAfterFailover {
+    pub topic: String,
+    /// Source offsets written after the failover over its STOPPED partitions (an upper bound of
+    /// records when the topic is transactional).
+    pub records: i64,
+    /// Partitions that received any.
+    pub partitions: usize,
 }
 
 impl HealthResponse {
@@ -643,6 +657,18 @@ impl HealthResponse {
             },
             groups: m.groups.iter().map(GroupSync::from).collect(),
             state_counts: state_counts(m.topics.iter().flat_map(|t| &t.partitions)),
+            source_writes_after_failover: m
+                .topics
+                .iter()
+                .filter_map(|t| {
+                    let w = t.source_writes_after_stop();
+                    (w.records > 0).then(|| SourceWritesAfterFailover {
+                        topic: t.name.clone(),
+                        records: w.records,
+                        partitions: w.partitions,
+                    })
+                })
+                .collect(),
             taken_at,
             snapshot_age_ms,
         }
@@ -738,6 +764,12 @@ pub struct Partition {
     pub bytes_mirrored: u64,
     /// Where mirroring stopped (after a failover).
     pub destination_stop_offset: Option<i64>,
+    /// STOPPED only: source offsets the old source received after the failover, by record time
+    /// and past what was mirrored (transaction markers included). Above 0 something still writes
+    /// to the old source (split brain): those records are on no copy, and a failback refuses them
+    /// as divergent. Absent until the source has been read since the stop (or when it is down).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_writes_after_stop: Option<i64>,
     /// The slot (state-topic partition) the partition belongs to: whichever instance owns the
     /// slot mirrors it.
     pub slot: i32,
@@ -772,6 +804,7 @@ impl From<&PartitionSnapshot> for Partition {
             records_mirrored: p.records_mirrored,
             bytes_mirrored: p.bytes_mirrored,
             destination_stop_offset: p.destination_stop_offset,
+            source_writes_after_stop: p.source_writes_after_stop,
             slot: p.slot,
             owner: p.owner.clone(),
         }

@@ -217,6 +217,29 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
 
     header(
         &mut out,
+        "kmirror_source_writes_after_failover",
+        "gauge",
+        "Per failed-over topic: source offsets its old source received after the failover, over its STOPPED partitions \
+         (by record time, past what was mirrored). Above 0 something still writes to the old source: those records are \
+         on no copy, and a failback refuses them as divergent.",
+    );
+    for m in &snap.mirrors {
+        for t in &m.topics {
+            // Only topics with a STOPPED partition whose old source was read since its failover.
+            if t.partitions.iter().any(|p| p.source_writes_after_stop.is_some()) {
+                let _ = writeln!(
+                    out,
+                    "kmirror_source_writes_after_failover{{mirror=\"{}\",topic=\"{}\"}} {}",
+                    escape_label(&m.name),
+                    escape_label(&t.name),
+                    t.source_writes_after_stop().records
+                );
+            }
+        }
+    }
+
+    header(
+        &mut out,
         "kmirror_sync_seconds_since_success",
         "gauge",
         "Seconds since the last successful metadata sync, per mirror and kind (absent before the first success).",

@@ -494,6 +494,7 @@ mod tests {
             bytes_mirrored: 0,
             destination_stop_offset: None,
             local_writes: 0,
+            source_writes_after_stop: None,
             slot: 0,
             owner: None,
         }

@@ -384,6 +384,25 @@ pub fn failover_impact(next_source_offset: i64, source_last_stable_offset: i64) 
     }
 }
 
+/// Source offsets a STOPPED partition's old source received after the failover: from the first
+/// offset known to be written after it (`first_after_stop`: the first record whose time is at or
+/// after the failover, or the source's end when kmirror first read it after the failover,
+/// whichever is lower; `None` when neither is known) up to its last stable offset, leaving out
+/// what was mirrored before the stop. Non-zero means something still writes to the old source (a
+/// producer that was not moved, split brain): those records are on neither side's copy, and a
+/// failback refuses them as divergent (`failback_divergence`). Offsets, so an upper bound of
+/// records when the source topic is transactional.
+#[must_use]
+pub fn source_writes_after_stop(
+    stop: &StopPoint,
+    first_after_stop: Option<i64>,
+    source_last_stable_offset: i64,
+) -> i64 {
+    let Some(first) = first_after_stop else { return 0 };
+    let mirrored_end = stop.last_mirrored_source_offset.map_or(0, |o| o + 1);
+    (source_last_stable_offset - first.max(mirrored_end)).max(0)
+}
+
 /// For a failback (the old source becomes a mirror of the old destination): the records on the
 /// old source after the last mirrored one, which never reached the other side. An empty result
 /// means an incremental failback is possible.
@@ -533,6 +552,25 @@ impl FailbackPreview {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_to_the_old_source_count_from_the_failover_or_after_what_was_mirrored() {
+        let stop =
+            StopPoint { last_mirror_epoch: 3, last_mirrored_source_offset: Some(99), destination_stop_offset: 80 };
+        // Nothing written at or after the failover's time.
+        assert_eq!(source_writes_after_stop(&stop, None, 120), 0);
+        // Records 100..110 were not mirrored but written before the failover (the lag it left
+        // behind, not split brain); 110..125 came after it.
+        assert_eq!(source_writes_after_stop(&stop, Some(110), 125), 15);
+        // A record mirrored before the stop with a timestamp after it (a producer's clock ahead)
+        // does not count: it is on the destination.
+        assert_eq!(source_writes_after_stop(&stop, Some(95), 104), 4);
+        // The source lost records (truncated below the first lookup): never negative.
+        assert_eq!(source_writes_after_stop(&stop, Some(110), 90), 0);
+        // Nothing was ever mirrored: everything from the failover's time on counts.
+        let empty = StopPoint { last_mirror_epoch: -1, last_mirrored_source_offset: None, destination_stop_offset: 0 };
+        assert_eq!(source_writes_after_stop(&empty, Some(7), 9), 2);
+    }
 
     fn position(next: i64, epoch: i32, end: i64) -> MirrorPosition {
         MirrorPosition { next_source_offset: next, source_leader_epoch: epoch, destination_end_offset: end }

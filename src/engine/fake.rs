@@ -98,6 +98,9 @@ struct ClusterInner {
     topics: BTreeMap<String, FakeTopic>,
     /// Every ListOffsets request so far, as asked.
     list_offsets: Vec<ListOffsetsCall>,
+    /// When records were appended by `produce`, per partition: (first offset, wall-clock ms), in
+    /// order. Records without an entry (a topic's initial ones) are older than any.
+    stamps: HashMap<(String, i32), Vec<(i64, i64)>>,
 }
 
 /// One ListOffsets request a [`FakeCluster`] answered (or failed).
@@ -120,6 +123,7 @@ impl FakeCluster {
                 delete_records_calls: 0,
                 topics: BTreeMap::new(),
                 list_offsets: Vec::new(),
+                stamps: HashMap::new(),
             }),
         })
     }
@@ -137,11 +141,18 @@ impl FakeCluster {
         lock(&self.inner).topics.remove(name);
     }
 
-    /// Appends `n` records to a partition.
+    /// Appends `n` records to a partition, stamped now.
     pub(crate) fn produce(&self, topic: &str, partition: i32, n: i64) {
+        self.produce_at(topic, partition, n, crate::clock::now().as_millis());
+    }
+
+    /// Appends `n` records to a partition with record time `at` (ms since the epoch).
+    pub(crate) fn produce_at(&self, topic: &str, partition: i32, n: i64, at: i64) {
         let mut c = lock(&self.inner);
         let p = &mut c.topics.get_mut(topic).expect("fake topic").partitions[partition as usize];
+        let first = p.end;
         p.end += n;
+        c.stamps.entry((topic.to_string(), partition)).or_default().push((first, at));
     }
 
     /// Adds partitions to a topic (empty ones).
@@ -288,6 +299,13 @@ impl ClusterAdmin for FakeCluster {
                         .ok_or_else(|| unknown_topic("ListOffsets", topic))?;
                     let offset = match spec {
                         OffsetSpec::Earliest => p.log_start,
+                        // The first record appended at or after `ts`; -1 (Kafka's answer) when
+                        // none is that recent.
+                        OffsetSpec::Timestamp(ts) => c
+                            .stamps
+                            .get(&(topic.clone(), *partition))
+                            .and_then(|s| s.iter().find(|(_, at)| at >= ts))
+                            .map_or(-1, |(first, _)| (*first).max(p.log_start)),
                         _ => p.end,
                     };
                     Ok(ListedOffset {

@@ -274,6 +274,26 @@ pub struct TopicSnapshot {
     pub partitions: Vec<PartitionSnapshot>,
 }
 
+impl TopicSnapshot {
+    /// The split-brain watch of a failed-over topic: source offsets its old source received after
+    /// the failover, summed over its STOPPED partitions, and how many partitions received any.
+    pub fn source_writes_after_stop(&self) -> SourceWrites {
+        self.partitions.iter().filter_map(|p| p.source_writes_after_stop).filter(|n| *n > 0).fold(
+            SourceWrites::default(),
+            |acc, n| SourceWrites { records: acc.records + n, partitions: acc.partitions + 1 },
+        )
+    }
+}
+
+/// What an old source received after a failover ([`TopicSnapshot::source_writes_after_stop`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceWrites {
+    /// Source offsets (an upper bound of records when the topic is transactional).
+    pub records: i64,
+    /// Partitions with any.
+    pub partitions: usize,
+}
+
 /// A partition's error as shown to operators.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PartitionErrorView {
@@ -315,6 +335,11 @@ pub struct PartitionSnapshot {
     /// a restart without resync would refuse), from `domain::lineage::divergence`; 0 unless
     /// STOPPED with a known destination log.
     pub local_writes: i64,
+    /// Source offsets the old source of a STOPPED partition received after the failover (by
+    /// record time, past what was mirrored): non-zero means something still writes there (split
+    /// brain); a failback refuses those records as divergent. `None` unless STOPPED and read
+    /// since (`domain::lineage::source_writes_after_stop`).
+    pub source_writes_after_stop: Option<i64>,
     /// The slot (state-topic partition) the partition belongs to.
     pub slot: i32,
     /// The instance that owns the slot, when known.

@@ -87,7 +87,8 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
             "KmirrorSourceClusterIdMismatch",
             "KmirrorSyncFailing",
             "KmirrorSnapshotStale",
-            "KmirrorSlotWithoutOwner"
+            "KmirrorSlotWithoutOwner",
+            "KmirrorOldSourceWrittenAfterFailover"
         ]
     );
     let duration = regex::Regex::new(r"^[0-9]+[smh]$").unwrap();
@@ -104,7 +105,7 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
     match std::process::Command::new("promtool").args(["check", "rules", RULES]).output() {
         Ok(out) => {
             let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            assert!(out.status.success() && said.contains("SUCCESS: 6 rules found"), "promtool check rules:\n{said}");
+            assert!(out.status.success() && said.contains("SUCCESS: 7 rules found"), "promtool check rules:\n{said}");
         }
         Err(e) => eprintln!("promtool not found ({e}): checked the structure and the metric names only"),
     }

@@ -58,6 +58,7 @@ fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionS
         bytes_mirrored: 64_000,
         destination_stop_offset: (state == PartitionState::Stopped).then_some(mirrored - 5),
         local_writes: if state == PartitionState::Stopped { 6 } else { 0 },
+        source_writes_after_stop: (state == PartitionState::Stopped).then_some(0),
         slot: 0,
         owner: None,
     }
@@ -372,6 +373,38 @@ fn topic_page_renders() {
     let missing =
         pages::partitions(&snap, "eu-west", Some("nope"), &params(&[]), &viewer(Role::Viewer), now(), Part::Page, None);
     assert_eq!(missing.unwrap_err().status, 404);
+}
+
+#[test]
+fn writes_to_the_old_source_after_a_failover_are_flagged() {
+    let mut snap = snapshot();
+    let page = |snap: &Snapshot| {
+        pages::mirror(snap, "eu-west", &params(&[]), &viewer(Role::Viewer), now(), Part::Live, None).unwrap()
+    };
+    assert!(!page(&snap).contains("The old source still receives records"), "nothing written there, nothing to say");
+
+    let audit = snap.mirrors[0].topics.iter_mut().find(|t| t.name == "audit.log").expect("audit.log");
+    audit.partitions[0].source_writes_after_stop = Some(1_234);
+    let live = page(&snap);
+    assert!(
+        live.contains("<b>The old source still receives records.</b> After the failover, 1,234 were written to the \
+             source of <a class=\"mono\" href=\"/mirrors/eu-west/topics/audit.log\">audit.log</a> (1,234 on 1 partition)."),
+        "the live summary names the topic and the count: {live}"
+    );
+
+    let rows = pages::partitions(
+        &snap,
+        "eu-west",
+        Some("audit.log"),
+        &params(&[]),
+        &viewer(Role::Viewer),
+        now(),
+        Part::Live,
+        None,
+    )
+    .unwrap();
+    assert_eq!(rows.matches(">old source +1,234</span>").count(), 1, "only the partition written to: {rows}");
+    assert_eq!(rows.matches("old source +").count(), 1, "partition 1 (0 written) has no tag");
 }
 
 #[test]

@@ -64,6 +64,21 @@ struct Offsets {
     source_hwm: Option<i64>,
     destination_hwm: Option<i64>,
     destination_start: Option<i64>,
+    /// A STOPPED partition's watch on its old source; read with the lag, `None` until then.
+    source_after_stop: Option<AfterStop>,
+}
+
+/// What the lag refresh read of a STOPPED partition's old source (the split-brain watch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AfterStop {
+    /// The failover it is about: the STOPPED state's `state_since`.
+    since: Timestamp,
+    /// The source's first offset whose record time is at or after `since` (`None`: no such
+    /// record): writes since the failover, however long ago, also across restarts.
+    first_by_time: Option<i64>,
+    /// The source's last stable offset at this instance's first read after the failover: every
+    /// record after it came later, whatever time its producer gave it.
+    end_first_seen: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -164,6 +179,19 @@ struct MirrorRt {
 }
 
 impl MirrorRt {
+    /// Every STOPPED partition of the mirror with the time it stopped (the failover).
+    fn stopped_since(&self) -> Vec<((String, i32), Timestamp)> {
+        self.topics
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.partitions
+                    .iter()
+                    .filter(|(_, p)| p.record.state == PartitionState::Stopped)
+                    .map(move |(p, rt)| ((t.clone(), *p), rt.record.state_since))
+            })
+            .collect()
+    }
+
     /// Every partition of the mirror in `state`, as (topic, partition).
     fn partitions_in(&self, state: PartitionState) -> Vec<(String, i32)> {
         self.topics
@@ -1277,6 +1305,24 @@ fn local_writes(rt: &PartRt) -> i64 {
     divergence(&stop, LogBounds::observed(rt.offsets.destination_start, hwm)).map_or(0, |d| d.local_records)
 }
 
+/// Source offsets a STOPPED partition's old source received after the failover
+/// (`lineage::source_writes_after_stop`); `None` when not STOPPED or not read since it stopped.
+fn source_writes_after_stop(rt: &PartRt) -> Option<i64> {
+    let rec = &rt.record;
+    let (Some(stop), Some(lso), Some(seen)) = (rec.stop_point, rt.offsets.source_lso, rt.offsets.source_after_stop)
+    else {
+        return None;
+    };
+    // A reading for an earlier stop says nothing about this one.
+    (rec.state == PartitionState::Stopped && seen.since == rec.state_since).then(|| {
+        let first = match seen.first_by_time {
+            Some(f) => f.min(seen.end_first_seen),
+            None => seen.end_first_seen,
+        };
+        crate::domain::lineage::source_writes_after_stop(&stop, Some(first), lso)
+    })
+}
+
 fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) -> PartitionSnapshot {
     let rec = &rt.record;
     let lag = if rec.state == PartitionState::Stopped { 0 } else { lag_records(rt) };
@@ -1311,6 +1357,7 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         bytes_mirrored: rt.bytes_mirrored,
         destination_stop_offset: rec.stop_point.map(|s| s.destination_stop_offset),
         local_writes: local_writes(rt),
+        source_writes_after_stop: source_writes_after_stop(rt),
         slot: 0,
         owner: None,
     }
@@ -1320,7 +1367,7 @@ async fn read_offsets(
     source: &dyn ClusterAdmin,
     dest: &dyn ClusterAdmin,
     keys: &[(String, i32)],
-    stopped: &[(String, i32)],
+    stopped: &[((String, i32), Timestamp)],
 ) -> (Vec<((String, i32), Offsets)>, Option<String>) {
     let mut out: HashMap<(String, i32), Offsets> = keys.iter().map(|k| (k.clone(), Offsets::default())).collect();
     let mut error = None;
@@ -1330,10 +1377,35 @@ async fn read_offsets(
         let start = source.list_offsets(&q(OffsetSpec::Earliest), IsolationLevel::ReadCommitted).await?;
         let lso = source.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadCommitted).await?;
         let hwm = source.list_offsets(&q(OffsetSpec::Latest), IsolationLevel::ReadUncommitted).await?;
-        Ok::<_, KafkaError>((start, lso, hwm))
+        // The old source of STOPPED partitions: what it received since the failover, by record
+        // time (the split-brain watch).
+        let after_stop = if stopped.is_empty() {
+            Vec::new()
+        } else {
+            let req: Vec<_> = stopped
+                .iter()
+                .map(|((t, p), since)| (t.clone(), *p, OffsetSpec::Timestamp(since.as_millis())))
+                .collect();
+            source.list_offsets(&req, IsolationLevel::ReadCommitted).await?
+        };
+        Ok::<_, KafkaError>((start, lso, hwm, after_stop))
     };
     match tokio::time::timeout(timeout, src).await {
-        Ok(Ok((start, lso, hwm))) => {
+        Ok(Ok((start, lso, hwm, after_stop))) => {
+            let since: HashMap<&(String, i32), Timestamp> = stopped.iter().map(|(k, t)| (k, *t)).collect();
+            let lsos: HashMap<(String, i32), i64> =
+                lso.iter().map(|o| ((o.topic.clone(), o.partition), o.offset)).collect();
+            for o in after_stop {
+                let key = (o.topic.clone(), o.partition);
+                if let (Some(x), Some(t), Some(end)) = (out.get_mut(&key), since.get(&key), lsos.get(&key)) {
+                    x.source_after_stop = Some(AfterStop {
+                        since: *t,
+                        // Kafka answers -1 when no record is that recent.
+                        first_by_time: (o.offset >= 0).then_some(o.offset),
+                        end_first_seen: *end,
+                    });
+                }
+            }
             for o in start {
                 if let Some(x) = out.get_mut(&(o.topic.clone(), o.partition)) {
                     x.source_start = Some(o.offset);
@@ -1360,7 +1432,7 @@ async fn read_offsets(
         let start = if stopped.is_empty() {
             Vec::new()
         } else {
-            let req: Vec<_> = stopped.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
+            let req: Vec<_> = stopped.iter().map(|((t, p), _)| (t.clone(), *p, OffsetSpec::Earliest)).collect();
             dest.list_offsets(&req, IsolationLevel::ReadUncommitted).await?
         };
         Ok::<_, KafkaError>((hwm, start))

@@ -68,6 +68,15 @@ impl Coordinator {
                             rt.offsets.source_start = o.source_start;
                             rt.offsets.source_lso = o.source_lso;
                             rt.offsets.source_hwm = o.source_hwm;
+                            // The end first seen after this failover stays what it was.
+                            let earlier = rt
+                                .offsets
+                                .source_after_stop
+                                .filter(|a| o.source_after_stop.is_some_and(|b| a.since == b.since));
+                            rt.offsets.source_after_stop = o.source_after_stop.map(|b| AfterStop {
+                                end_first_seen: earlier.map_or(b.end_first_seen, |a| a.end_first_seen),
+                                ..b
+                            });
                         }
                         if o.destination_hwm.is_some() {
                             rt.offsets.destination_hwm = o.destination_hwm;

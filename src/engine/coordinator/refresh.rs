@@ -14,8 +14,9 @@ impl Coordinator {
             let keys: Vec<(String, i32)> =
                 m.topics.iter().flat_map(|(t, rt)| rt.partitions.keys().map(move |p| (t.clone(), *p))).collect();
             // The destination's log start matters only for counting a STOPPED partition's local
-            // writes: read it for those alone, not for every partition on every refresh.
-            let stopped = m.partitions_in(PartitionState::Stopped);
+            // writes, and the old source's offsets after the failover only for STOPPED partitions:
+            // read those for them alone, not for every partition on every refresh.
+            let stopped = m.stopped_since();
             m.lag_in_flight = true;
             m.lag_due = now + lag_refresh_every(self.config.lag_refresh_interval, keys.len());
             let source = m.source_admin.clone();

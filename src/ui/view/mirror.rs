@@ -139,6 +139,56 @@ pub struct MirrorView {
     pub trends: Trends,
     /// When the mirror will have caught up.
     pub eta: EtaView,
+    /// Failed-over topics whose old source still receives records (split brain), if any.
+    pub old_source_writes: Option<OldSourceWrites>,
+}
+
+/// The split-brain watch on the mirror page: failed-over topics whose old source received
+/// records after the failover (`TopicSnapshot::source_writes_after_stop`), most first.
+#[derive(Debug, Clone)]
+pub struct OldSourceWrites {
+    /// Their total, formatted.
+    pub records: String,
+    /// The first few topics.
+    pub topics: Vec<OldSourceTopic>,
+    /// Topics not listed.
+    pub more: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct OldSourceTopic {
+    pub name: String,
+    pub href: String,
+    pub records: String,
+    pub partitions: String,
+}
+
+/// How many topics the split-brain note names before "and N more".
+const OLD_SOURCE_TOPICS_SHOWN: usize = 5;
+
+fn old_source_writes(m: &MirrorSnapshot) -> Option<OldSourceWrites> {
+    let mut topics: Vec<(&TopicSnapshot, crate::engine::SourceWrites)> =
+        m.topics.iter().map(|t| (t, t.source_writes_after_stop())).filter(|(_, w)| w.records > 0).collect();
+    if topics.is_empty() {
+        return None;
+    }
+    topics.sort_by(|(a, x), (b, y)| y.records.cmp(&x.records).then_with(|| a.name.cmp(&b.name)));
+    let total: i64 = topics.iter().map(|(_, w)| w.records).sum();
+    let more = topics.len().saturating_sub(OLD_SOURCE_TOPICS_SHOWN);
+    Some(OldSourceWrites {
+        records: format::int(total),
+        topics: topics
+            .iter()
+            .take(OLD_SOURCE_TOPICS_SHOWN)
+            .map(|(t, w)| OldSourceTopic {
+                name: t.name.clone(),
+                href: topic_href(&m.name, &t.name),
+                records: format::int(w.records),
+                partitions: format::count(w.partitions),
+            })
+            .collect(),
+        more,
+    })
 }
 
 fn topic_sort_key(sort: &str) -> &'static str {
@@ -193,6 +243,7 @@ pub fn mirror(
         list: topic_list(m, history, p, &href),
         trends: trends(history, (&m.name, None), (taken_at, lag), "mirror", now),
         eta: eta_of(history, m, None),
+        old_source_writes: old_source_writes(m),
         fresh: Freshness::new(taken_at, now),
         can_operate: viewer.can_operate(),
         can_admin: viewer.can_admin(),

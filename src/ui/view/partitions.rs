@@ -65,6 +65,8 @@ pub struct PartitionRow {
     pub error: Option<ErrorView>,
     pub retries: String,
     pub retry_count: u32,
+    /// A STOPPED partition whose old source received records after the failover: how many.
+    pub after_stop: Option<String>,
     /// The slot (state-topic partition) the partition belongs to.
     pub slot: i32,
     /// The instance owning the slot ([`NONE`] while none is known).
@@ -100,6 +102,7 @@ fn partition_row(mirror: &str, p: &PartitionSnapshot, this_instance: &str, now: 
         }),
         retries: if p.retry_count == 0 { String::new() } else { format!("retry {}", p.retry_count) },
         retry_count: p.retry_count,
+        after_stop: p.source_writes_after_stop.filter(|n| *n > 0).map(format::int),
         slot: p.slot,
         owner: p.owner.clone().unwrap_or_else(|| NONE.into()),
         owner_known: p.owner.is_some(),
