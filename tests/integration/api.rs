@@ -998,6 +998,71 @@ async fn a_mirror_runs_end_to_end_through_the_api() {
 /// the resync, exactly. The operation shows a recover's progress (no single target state) and the
 /// audit trail records it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_to_the_old_source_after_a_failover_are_reported() {
+    use crate::engine::keyed;
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "api-split", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(40, 2, "first"))).await.unwrap();
+    let eng = TestEngine::start().await;
+    let srv = TestServer::start(eng.handle.clone(), tokens()).await;
+    let mirror = unique("api-split");
+    let mp = format!("/api/v1/mirrors/{mirror}");
+    srv.post("/api/v1/mirrors", ADMIN, mirror_body(&mirror)).await.ok(201);
+    let topics = json!({"topics": [topic.name]});
+    srv.post(&format!("{mp}/topics:start"), OPERATOR, topics.clone()).await.ok(200);
+    wait_partitions(&srv, &mirror, &[&topic.name], "MIRRORING", 20).await;
+
+    // Records the failover leaves behind: written while paused, just before the stop (record time
+    // now). They are the failover's loss, not writes after it.
+    srv.post(&format!("{mp}/topics:pause"), OPERATOR, topics.clone()).await.ok(200);
+    wait_partitions(&srv, &mirror, &[&topic.name], "PAUSED", 20).await;
+    let now = |recs: Vec<Rec>| -> Vec<Rec> { recs.into_iter().map(|r| Rec { timestamp: None, ..r }).collect() };
+    let name = topic.name.clone();
+    let left = now(keyed(10, 2, "left"));
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &left)).await.unwrap();
+    let r = srv.post(&format!("{mp}/topics:stop"), OPERATOR, topics.clone()).await;
+    assert_eq!(r.ok(200)["results"][0]["ok"], true, "{}", r.text);
+    let counts = |json: &Value| -> Option<Vec<i64>> {
+        let items = json["items"].as_array()?;
+        let counts: Vec<i64> = items.iter().filter_map(|p| p["source_writes_after_stop"].as_i64()).collect();
+        (items.len() == 2 && counts.len() == 2).then_some(counts)
+    };
+    let path = format!("{mp}/partitions?sort=topic");
+    eventually("STOPPED and the old source read", Duration::from_secs(60), || async {
+        let r = srv.get(&path, Some(VIEWER)).await;
+        (r.json["items"].as_array()?.iter().all(|p| p["state"] == "STOPPED") && counts(&r.json)? == [0, 0])
+            .then_some(())
+    })
+    .await;
+    let health = srv.get(&format!("{mp}/health"), Some(VIEWER)).await.ok(200).clone();
+    assert_eq!(health["source_writes_after_failover"], json!([]), "{health}");
+
+    // A producer that was not moved writes to the old source: 9 records now (CreateTime now),
+    // 5 and 4 per partition.
+    let name = topic.name.clone();
+    let after = now(keyed(9, 2, "after"));
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &after)).await.unwrap();
+    let got = eventually("the writes after the failover", Duration::from_secs(60), || async {
+        let r = srv.get(&path, Some(VIEWER)).await;
+        let c = counts(&r.json)?;
+        (c == [5, 4]).then_some(c)
+    })
+    .await;
+    assert_eq!(got, [5, 4]);
+    let health = srv.get(&format!("{mp}/health"), Some(VIEWER)).await.ok(200).clone();
+    assert_eq!(
+        health["source_writes_after_failover"],
+        json!([{"topic": topic.name, "records": 9, "partitions": 2}]),
+        "{health}"
+    );
+    let metrics = srv.get("/metrics", Some(VIEWER)).await;
+    let line = format!("kmirror_source_writes_after_failover{{mirror=\"{mirror}\",topic=\"{}\"}} 9", topic.name);
+    assert!(metrics.text.lines().any(|l| l == line), "{line} in:\n{}", metrics.text);
+    eng.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_partitions_are_recovered_through_the_api() {
     use crate::engine::{assert_same_content, keyed};
     use kmirror::kafka::ConfigOp;
