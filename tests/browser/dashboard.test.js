@@ -428,6 +428,30 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     assert(/Recover/.test(ops) && ops.includes(A), `the recover is listed: ${ops.replace(/\s+/g, " ")}`);
   });
 
+  await test("after a failover, writes to the old source are flagged live, topic and partition", async () => {
+    // A is FAILED (the foreign write above) with records the failover leaves behind: those are
+    // its loss, not writes after it.
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    const dialog = await openDialog(admin, A, "failover");
+    await dialog.locator('input[name="confirm"]').fill(A);
+    await confirmAndExpectAccepted(admin, dialog);
+    await waitRowState(admin, A, "STOPPED");
+    await mark(admin);
+    // A producer that was not moved writes to the old source.
+    produce(A, 7, "split-brain");
+    await admin.waitForSelector(".split-brain", { timeout: STATE_TIMEOUT });
+    const note = (await admin.textContent(".split-brain")).replace(/\s+/g, " ");
+    assert(/still receives records/.test(note) && /After the failover, 7 records were written to the old source/.test(note) && note.includes(A),
+      `the mirror page names the topic and the count: ${note}`);
+    await assertNotReloaded(admin);
+    await shot(admin, "16-old-source-writes");
+    await admin.click(`.split-brain a[href$="/topics/${A}"]`);
+    await admin.waitForSelector("table.partitions");
+    const tags = await admin.locator("table.partitions .tag.warn").allTextContents();
+    const total = tags.map((t) => Number(t.replace(/[^0-9]/g, ""))).reduce((a, b) => a + b, 0);
+    assert(tags.length > 0 && total === 7, `partition rows carry the counts: ${JSON.stringify(tags)}`);
+  });
+
   await test("sign out ends the session", async () => {
     await admin.click('button:has-text("Sign out")');
     await admin.waitForURL(/\/signin/);

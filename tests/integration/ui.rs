@@ -387,8 +387,8 @@ fn writes_to_the_old_source_after_a_failover_are_flagged() {
     audit.partitions[0].source_writes_after_stop = Some(1_234);
     let live = page(&snap);
     assert!(
-        live.contains("<b>The old source still receives records.</b> After the failover, 1,234 were written to the \
-             source of <a class=\"mono\" href=\"/mirrors/eu-west/topics/audit.log\">audit.log</a> (1,234 on 1 partition)."),
+        live.contains("<b>The old source still receives records.</b> After the failover, 1,234 records were written to \
+             the old source: <a class=\"mono\" href=\"/mirrors/eu-west/topics/audit.log\">audit.log</a> (1,234 on 1 partition)."),
         "the live summary names the topic and the count: {live}"
     );
 
