@@ -616,8 +616,8 @@ pub struct HealthResponse {
     pub groups: Vec<GroupSync>,
     /// Partition counts by state.
     pub state_counts: BTreeMap<String, usize>,
-    /// Failed-over topics whose old source received records after the failover (split brain:
-    /// a producer still writes there); empty when none did.
+    /// Failed-over topics whose old source received records after the failover; empty when none
+    /// did. Without `failback_mirror` that is split brain: a producer still writes there.
     pub source_writes_after_failover: Vec<SourceWritesAfterFailover>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
@@ -632,6 +632,11 @@ pub struct SourceWritesAfterFailover {
     pub records: i64,
     /// Partitions that received any.
     pub partitions: usize,
+    /// The mirror on the old source that copies the topic back (a failback was started there):
+    /// it explains the records, the old source is or becomes the primary again. Absent when
+    /// none is known (the old source's state topic is read while such records exist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failback_mirror: Option<String>,
 }
 
 impl HealthResponse {
@@ -666,6 +671,7 @@ impl HealthResponse {
                         topic: t.name.clone(),
                         records: w.records,
                         partitions: w.partitions,
+                        failback_mirror: t.failback_mirror.clone(),
                     })
                 })
                 .collect(),

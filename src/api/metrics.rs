@@ -220,8 +220,8 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
         "kmirror_source_writes_after_failover",
         "gauge",
         "Per failed-over topic: source offsets its old source received after the failover, over its STOPPED partitions \
-         (by record time, past what was mirrored). Above 0 something still writes to the old source: those records are \
-         on no copy, and a failback refuses them as divergent.",
+         (past what was mirrored), unless a failback on that cluster copies the topic back (then 0). Above 0 something \
+         still writes to the old source: those records are on no copy, and a failback refuses them as divergent.",
     );
     for m in &snap.mirrors {
         for t in &m.topics {
@@ -232,7 +232,7 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
                     "kmirror_source_writes_after_failover{{mirror=\"{}\",topic=\"{}\"}} {}",
                     escape_label(&m.name),
                     escape_label(&t.name),
-                    t.source_writes_after_stop().records
+                    t.split_brain().records
                 );
             }
         }

@@ -519,6 +519,7 @@ mod tests {
                     lag_records: 0,
                     lag_seconds: 0.0,
                     partitions,
+                    failback_mirror: None,
                 }
             })
             .collect();

@@ -113,6 +113,20 @@ pub(crate) fn find(
     Ok(Some(found))
 }
 
+/// The mirror in the source cluster's state (`remote`) that copies `topic` back from this
+/// cluster (`this_cluster`), in whatever state: a failback was started there, so the source is (or
+/// is becoming) the primary again and records written there after this side's failover are its
+/// copies or its producers' (the split-brain watch does not report them). `None` when there is
+/// none.
+pub(crate) fn failback_of(remote: &Loaded, topic: &str, this_cluster: &str) -> Option<String> {
+    remote
+        .mirrors
+        .iter()
+        .filter(|m| m.stored.spec.expected_source_cluster_id.as_deref() == Some(this_cluster))
+        .find(|m| m.topics.iter().any(|t| t.name == topic))
+        .map(|m| m.stored.spec.name.clone())
+}
+
 /// What the source cluster's state says about a topic's way back (issue 18): the mirror there
 /// that copied the topic from this cluster, and per partition where that copy ended on both
 /// sides. Shown on the topic page and `GET .../topics/{topic}/lineage`; what a failback start
@@ -255,6 +269,19 @@ mod tests {
         // The inverse map: B offsets back to A's.
         assert_eq!(found.offset_maps[&0].runs(), &[Run::new(0, 0, 50), Run::new(52, 50, 50)]);
         assert!(!found.offset_maps.contains_key(&1));
+    }
+
+    #[test]
+    fn a_failback_is_a_mirror_there_copying_the_topic_from_this_cluster_in_any_state() {
+        for state in
+            [PartitionState::Mirroring, PartitionState::Paused, PartitionState::Failed, PartitionState::Stopped]
+        {
+            assert_eq!(failback_of(&remote("B", &[state]), "orders", "B").as_deref(), Some("m1"), "{state}");
+        }
+        // A mirror there from another cluster, or of another topic, explains nothing here.
+        assert_eq!(failback_of(&remote("C", &[PartitionState::Mirroring]), "orders", "B"), None);
+        assert_eq!(failback_of(&remote("B", &[PartitionState::Mirroring]), "payments", "B"), None);
+        assert_eq!(failback_of(&Loaded::default(), "orders", "B"), None);
     }
 
     #[test]

@@ -272,9 +272,19 @@ pub struct TopicSnapshot {
     pub lag_records: i64,
     pub lag_seconds: f64,
     pub partitions: Vec<PartitionSnapshot>,
+    /// A failed-over topic that a mirror on its old source copies back (a failback was started
+    /// there): that mirror. Records written to the old source after the failover are then its
+    /// copies or its producers', not split brain.
+    pub failback_mirror: Option<String>,
 }
 
 impl TopicSnapshot {
+    /// What the split-brain watch reports: the topic's writes to its old source after the
+    /// failover ([`Self::source_writes_after_stop`]) unless a failback explains them.
+    pub fn split_brain(&self) -> SourceWrites {
+        if self.failback_mirror.is_some() { SourceWrites::default() } else { self.source_writes_after_stop() }
+    }
+
     /// The split-brain watch of a failed-over topic: source offsets its old source received after
     /// the failover, summed over its STOPPED partitions, and how many partitions received any.
     pub fn source_writes_after_stop(&self) -> SourceWrites {

@@ -545,6 +545,7 @@ mod tests {
                 lag_records: hwm - mirrored,
                 lag_seconds: 1.0,
                 partitions: vec![part(name, 0, PartitionState::Mirroring, *hwm, *mirrored, *mirrored as u64)],
+                failback_mirror: None,
             })
             .collect();
         Snapshot {

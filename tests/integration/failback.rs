@@ -544,3 +544,75 @@ async fn failback_refuses_a_lineage_that_names_another_cluster() {
     let _ = a_join.await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
+
+/// The split-brain watch across a failback: after `m1`'s failover (A -> B), records written to A
+/// are reported as writes to the old source; once a failback mirror on A copies the topic back
+/// from B, the engine on B finds it in A's state and no longer reports them as split brain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_to_the_old_source_are_split_brain_until_a_failback_explains_them() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "fb-watch", 2, &[]).await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(40, 2, "a"))).await.unwrap();
+    let b = TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &[&topic.name], START).await;
+    b.wait_caught_up(&m1, &topic.name, 2).await;
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+
+    // A producer left on A writes 6 records (record time now) after the failover.
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        let now: Vec<Rec> = keyed(6, 2, "late").into_iter().map(|r| Rec { timestamp: None, ..r }).collect();
+        produce(Cluster::Source, &t, &now);
+    })
+    .await
+    .unwrap();
+    let watch = |b: &TestEngine| {
+        let snap = b.handle.snapshot();
+        let t = snap.mirror(&m1).and_then(|m| m.topic(&topic.name)).cloned().expect("topic");
+        (t.source_writes_after_stop().records, t.split_brain().records, t.failback_mirror)
+    };
+    let seen = eventually("the writes after the failover", Duration::from_secs(60), || async {
+        let w = watch(&b);
+        (w.0 == 6).then_some(w)
+    })
+    .await;
+    assert_eq!(seen, (6, 6, None), "split brain: no failback on A");
+    let metric = |b: &TestEngine| {
+        let text = kmirror::api::metrics::render(
+            &b.handle.snapshot(),
+            kmirror::clock::now(),
+            &kmirror::api::HttpMetrics::default(),
+            "t",
+        );
+        let series = format!("kmirror_source_writes_after_failover{{mirror=\"{m1}\",topic=\"{}\"}} ", topic.name);
+        text.lines().find_map(|l| l.strip_prefix(&series).map(str::to_string))
+    };
+    assert_eq!(metric(&b).as_deref(), Some("6"), "the alert's metric");
+
+    // The failback: m2 on A copies the topic back from B (a resync: A's 6 records are divergent).
+    let (a, a_join) = engine_on_a(&b.config.state_topic).await;
+    let m2 = create_failback_mirror(&a).await;
+    let resync = LifecycleOp::Start { truncation: Truncation::Resync { quarantine: false } };
+    let r = lifecycle(&a, &m2, &topic.name, resync).await;
+    assert!(r.results[0].ok, "{r:?}");
+    caught_up_from_b(&a, &m2, &topic.name, 2).await;
+    let explained = eventually("the failback found in A's state", Duration::from_secs(60), || async {
+        b.handle.refresh_now(&m1).await.expect("refresh");
+        let w = watch(&b);
+        (w.2.is_some()).then_some(w)
+    })
+    .await;
+    assert_eq!(explained.2.as_deref(), Some(m2.as_str()), "{explained:?}");
+    assert!(explained.0 > 0, "A still has records written after m1's failover (m2's copies): {explained:?}");
+    assert_eq!(explained.1, 0, "not split brain while a failback copies back: {explained:?}");
+    assert_eq!(metric(&b).as_deref(), Some("0"), "the alert's metric");
+
+    let _ = lifecycle(&a, &m2, &topic.name, LifecycleOp::Stop).await;
+    a.shutdown().await;
+    let _ = a_join.await;
+    b.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}

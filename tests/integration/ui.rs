@@ -73,6 +73,7 @@ fn topic(name: &str, parts: Vec<PartitionSnapshot>) -> TopicSnapshot {
         lag_records: parts.iter().map(|p| p.lag_records).sum(),
         lag_seconds: parts.iter().map(|p| p.lag_seconds).fold(0.0, f64::max),
         partitions: parts,
+        failback_mirror: None,
     }
 }
 
@@ -405,6 +406,11 @@ fn writes_to_the_old_source_after_a_failover_are_flagged() {
     .unwrap();
     assert_eq!(rows.matches(">old source +1,234</span>").count(), 1, "only the partition written to: {rows}");
     assert_eq!(rows.matches("old source +").count(), 1, "partition 1 (0 written) has no tag");
+
+    // A failback on the old source copies the topic back: expected writes, no note.
+    let audit = snap.mirrors[0].topics.iter_mut().find(|t| t.name == "audit.log").expect("audit.log");
+    audit.failback_mirror = Some("back-to-eu".into());
+    assert!(!page(&snap).contains("The old source still receives records"), "a failback explains them");
 }
 
 #[test]

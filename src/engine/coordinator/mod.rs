@@ -176,9 +176,23 @@ struct MirrorRt {
     restart_pipe_at: BTreeMap<i32, (tokio::time::Instant, String)>,
     /// Consecutive data-path restarts that found the destination unavailable.
     pipe_restarts: u32,
+    /// Failed-over topics that a mirror on the old source copies back (a failback), by the last
+    /// read of that cluster's state: topic -> that mirror. Explains writes there after the
+    /// failover (`spawn_failback_watch`).
+    failbacks: BTreeMap<String, String>,
+    failback_watch_in_flight: bool,
 }
 
 impl MirrorRt {
+    /// Failed-over topics whose old source received records after the failover.
+    fn topics_written_after_stop(&self) -> Vec<String> {
+        self.topics
+            .iter()
+            .filter(|(_, t)| t.partitions.values().any(|rt| source_writes_after_stop(rt).is_some_and(|n| n > 0)))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Every STOPPED partition of the mirror with the time it stopped (the failover).
     fn stopped_since(&self) -> Vec<((String, i32), Timestamp)> {
         self.topics
@@ -233,6 +247,12 @@ enum Internal {
         key: cluster_watch::ClusterKey,
         answered: bool,
     },
+    /// The failback watch read the old source's state: topic -> the mirror there copying it
+    /// back; `Err` when the state could not be read.
+    FailbackWatch {
+        mirror: String,
+        found: Result<BTreeMap<String, String>, String>,
+    },
 }
 
 impl Internal {
@@ -249,6 +269,7 @@ impl Internal {
             Internal::Membership(_) => "membership change",
             Internal::HeartbeatWritten(_) => "heartbeat written",
             Internal::ClusterProbed { .. } => "cluster probe",
+            Internal::FailbackWatch { .. } => "failback watch",
         }
     }
 }
@@ -602,6 +623,7 @@ impl Coordinator {
                 }
                 Wake::MetadataTick => {
                     self.spawn_metadata_refresh(None);
+                    self.spawn_failback_watch(None);
                     self.spawn_offset_map_prune(None);
                     dirty = true;
                     "metadata refresh"
@@ -684,6 +706,7 @@ impl Coordinator {
                 let r = if self.mirrors.contains_key(&mirror) {
                     self.spawn_metadata_refresh(Some(&mirror));
                     self.spawn_offset_map_prune(Some(&mirror));
+                    self.spawn_failback_watch(Some(&mirror));
                     Ok(())
                 } else {
                     Err(not_found(&mirror))
@@ -947,6 +970,8 @@ impl Coordinator {
             prune_in_flight: false,
             restart_pipe_at: BTreeMap::new(),
             pipe_restarts: 0,
+            failbacks: BTreeMap::new(),
+            failback_watch_in_flight: false,
         };
         self.mirrors.insert(name, m);
     }
@@ -1210,6 +1235,7 @@ impl Coordinator {
                             lag_records: partitions.iter().map(|p| p.lag_records).sum(),
                             lag_seconds: partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max),
                             partitions,
+                            failback_mirror: m.failbacks.get(tn).cloned(),
                         }
                     })
                     .collect();

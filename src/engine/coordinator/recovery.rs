@@ -94,6 +94,16 @@ impl Coordinator {
             Internal::Membership(ev) => self.membership(ev).await,
             Internal::HeartbeatWritten(r) => self.heartbeat_written(r),
             Internal::ClusterProbed { key, answered } => self.cluster_probed(key, answered).await,
+            Internal::FailbackWatch { mirror, found } => {
+                let Some(m) = self.mirrors.get_mut(&mirror) else { return };
+                m.failback_watch_in_flight = false;
+                match found {
+                    Ok(found) => m.failbacks = found,
+                    // The last answer stands: an old source that does not answer now changes
+                    // nothing about a failback it showed.
+                    Err(e) => tracing::debug!(%mirror, "failback watch: the old source's state was not read: {e}"),
+                }
+            }
             Internal::Metadata { mirror, report } => {
                 self.metadata_result(&mirror, *report).await;
                 // A refresh asked for while this one ran: start it now that this one's results

@@ -30,6 +30,48 @@ impl Coordinator {
         }
     }
 
+    /// The split-brain watch's second look, at the metadata refresh's pace: for a mirror whose
+    /// failed-over topics' old source received records after the failover, read that cluster's
+    /// state topic (same name) for a failback, a mirror there copying a topic back from this
+    /// cluster. It explains those records: the old source is, or is becoming, the primary again.
+    /// Nothing is read while no topic has such records.
+    pub(super) fn spawn_failback_watch(&mut self, only: Option<&str>) {
+        for (name, m) in self.mirrors.iter_mut() {
+            if only.is_some_and(|o| o != name) || m.failback_watch_in_flight {
+                continue;
+            }
+            let topics = m.topics_written_after_stop();
+            if topics.is_empty() {
+                m.failbacks.clear();
+                continue;
+            }
+            m.failback_watch_in_flight = true;
+            let ports = Arc::clone(&self.ports);
+            let source = m.stored.spec.source.clone();
+            let (state_topic, timeout) = (self.config.state_topic.clone(), self.config.request_timeout);
+            let this_cluster = self.destination_cluster_id.clone();
+            let internal = self.internal_tx.clone();
+            let mirror = name.clone();
+            tokio::spawn(async move {
+                let read =
+                    ports.read_remote_state(&source.bootstrap_servers, &source.properties, &state_topic, timeout);
+                let found = match read.await {
+                    Ok(records) => {
+                        let remote = persist::load(&records).0;
+                        Ok(topics
+                            .into_iter()
+                            .filter_map(|t| {
+                                super::super::failback::failback_of(&remote, &t, &this_cluster).map(|m| (t, m))
+                            })
+                            .collect())
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                let _ = internal.send(Internal::FailbackWatch { mirror, found });
+            });
+        }
+    }
+
     pub(super) fn spawn_metadata_refresh(&mut self, only: Option<&str>) {
         let t = now();
         let slots = self.state_partitions;

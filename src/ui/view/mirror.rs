@@ -144,7 +144,8 @@ pub struct MirrorView {
 }
 
 /// The split-brain watch on the mirror page: failed-over topics whose old source received
-/// records after the failover (`TopicSnapshot::source_writes_after_stop`), most first.
+/// records after the failover that no failback explains (`TopicSnapshot::split_brain`), most
+/// first.
 #[derive(Debug, Clone)]
 pub struct OldSourceWrites {
     /// Their total, formatted.
@@ -168,7 +169,7 @@ const OLD_SOURCE_TOPICS_SHOWN: usize = 5;
 
 fn old_source_writes(m: &MirrorSnapshot) -> Option<OldSourceWrites> {
     let mut topics: Vec<(&TopicSnapshot, crate::engine::SourceWrites)> =
-        m.topics.iter().map(|t| (t, t.source_writes_after_stop())).filter(|(_, w)| w.records > 0).collect();
+        m.topics.iter().map(|t| (t, t.split_brain())).filter(|(_, w)| w.records > 0).collect();
     if topics.is_empty() {
         return None;
     }
