@@ -654,6 +654,14 @@ impl Pipe {
                 continue;
             }
             if self.parts.is_empty() && self.broken.is_none() {
+                // Idle after a failed transaction whose partitions were then released (one
+                // failed by a foreign write, a pause): nothing retries any more, so the mirror's
+                // data-path status must not keep saying "retrying".
+                if self.retry_attempt > 0 {
+                    self.retry_attempt = 0;
+                    retry_at = None;
+                    self.emit(PipeEvent::Ready);
+                }
                 continue;
             }
             if let Some(at) = retry_at {

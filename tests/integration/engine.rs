@@ -904,6 +904,13 @@ async fn foreign_write_fails_the_partition_without_writing_past_it() {
     let dst = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &name, 1)).await.unwrap();
     assert_eq!(dst[&0].len(), 101);
     assert_eq!(dst[&0][100].value.as_deref(), Some(&b"intruder"[..]));
+    // The aborted transaction's retry is over (the partition is released): the data path is not
+    // reported as retrying any more (the dashboard's "Source connection" said so for good).
+    eventually("the data path no longer retrying", Duration::from_secs(30), || async {
+        let snap = eng.handle.snapshot();
+        matches!(snap.mirror(&mirror)?.data_path, engine::DataPathStatus::Running).then_some(())
+    })
+    .await;
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
