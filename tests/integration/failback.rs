@@ -57,6 +57,27 @@ async fn create_failback_mirror(h: &EngineHandle) -> String {
     m2
 }
 
+/// A new topic on A (`prefix`, `partitions`) holding `records` records (tag `tag`), mirrored into
+/// B by a mirror `m1` on a new engine attached to B, caught up and failed over: the starting point
+/// of a failback. Returns the topic, the engine on B and the mirror's name.
+pub(crate) async fn failed_over_from_a(
+    prefix: &str,
+    partitions: i32,
+    records: usize,
+    tag: &str,
+) -> (TestTopic, TestEngine, String) {
+    let topic = TestTopic::create(Cluster::Source, prefix, partitions, &[]).await;
+    let (t, recs) = (topic.name.clone(), keyed(records, partitions, tag));
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &recs)).await.unwrap();
+    let b = TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &[&topic.name], START).await;
+    b.wait_caught_up(&m1, &topic.name, partitions).await;
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    (topic, b, m1)
+}
+
 /// The same call with `validate_only`.
 async fn preview(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
     h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, true, actor()).await.expect("call")
@@ -501,19 +522,10 @@ async fn failback_round_trip_with_transactions_compaction_and_a_consumer_group()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failback_refuses_a_lineage_that_names_another_cluster() {
     let _rig = shared().await;
-    let topic = TestTopic::create(Cluster::Source, "fb-foreign", 1, &[]).await;
-    let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(40, 1, "a"))).await.unwrap();
-
     // m1 copies the topic A -> B and is failed over; then B's state says it mirrored from another
     // cluster (its expected source cluster ID changed: a mirror re-pointed, or a lineage that is
     // not A's).
-    let b = TestEngine::start().await;
-    let m1 = unique("m1");
-    b.create_mirror(&m1).await;
-    b.op_ok(&m1, &[&topic.name], START).await;
-    b.wait_caught_up(&m1, &topic.name, 1).await;
-    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    let (topic, b, m1) = failed_over_from_a("fb-foreign", 1, 40, "a").await;
     b.handle
         .update_mirror(
             &m1,
@@ -551,15 +563,7 @@ async fn failback_refuses_a_lineage_that_names_another_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_to_the_old_source_are_split_brain_until_a_failback_explains_them() {
     let _rig = shared().await;
-    let topic = TestTopic::create(Cluster::Source, "fb-watch", 2, &[]).await;
-    let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(40, 2, "a"))).await.unwrap();
-    let b = TestEngine::start().await;
-    let m1 = unique("m1");
-    b.create_mirror(&m1).await;
-    b.op_ok(&m1, &[&topic.name], START).await;
-    b.wait_caught_up(&m1, &topic.name, 2).await;
-    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    let (topic, b, m1) = failed_over_from_a("fb-watch", 2, 40, "a").await;
 
     // A producer left on A writes 6 records (record time now) after the failover.
     let t = topic.name.clone();

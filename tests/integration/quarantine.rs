@@ -14,7 +14,7 @@ use kmirror::engine::{
 };
 use kmirror::kafka::quarantine::QuarantineJob;
 
-use crate::engine::{TestEngine, assert_same_content, keyed, produce_aborted, read_all};
+use crate::engine::{assert_same_content, keyed, produce_aborted, read_all};
 use crate::support::*;
 
 const START: LifecycleOp = LifecycleOp::Start { truncation: Truncation::None };
@@ -35,17 +35,8 @@ fn header<'a>(r: &'a crate::support::Consumed, name: &str) -> Option<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failback_with_quarantine_keeps_the_divergent_records_then_resyncs() {
     let _rig = shared().await;
-    let topic = TestTopic::create(Cluster::Source, "quar", 2, &[]).await;
-    let t = topic.name.clone();
-    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &keyed(100, 2, "a-before"))).await.unwrap();
-
     // m1: A -> B, then failover.
-    let b = TestEngine::start().await;
-    let m1 = unique("m1");
-    b.create_mirror(&m1).await;
-    b.op_ok(&m1, &[&topic.name], START).await;
-    b.wait_caught_up(&m1, &topic.name, 2).await;
-    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    let (topic, b, _m1) = crate::failback::failed_over_from_a("quar", 2, 100, "a-before").await;
     let state_topic = b.config.state_topic.clone();
     b.stop().await;
 
