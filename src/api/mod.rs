@@ -23,6 +23,7 @@ mod history;
 mod instances;
 mod mirrors;
 mod operations;
+pub mod report;
 mod system;
 mod topics;
 
@@ -102,6 +103,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mirrors::mirror_get, mirrors::mirror_update, mirrors::mirror_delete))
         .routes(routes!(mirrors::mirror_health))
         .routes(routes!(mirrors::mirror_refresh))
+        .routes(routes!(report::mirror_report))
         .routes(routes!(history::mirror_history))
         .routes(routes!(topics::topic_list))
         .routes(routes!(topics::topic_get))

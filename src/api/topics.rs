@@ -351,7 +351,7 @@ pub struct PartitionsQuery {
     page_token: Option<String>,
 }
 
-fn state_rank(s: PartitionState) -> u8 {
+pub(super) fn state_rank(s: PartitionState) -> u8 {
     match s {
         PartitionState::Failed => 0,
         PartitionState::Unknown => 1,

@@ -118,6 +118,25 @@ pub async fn mirror_topics_live(
     mirror_part(ui, viewer, m, q, Part::Live).await
 }
 
+/// The mirror's incident report as a file: the API's `GET /api/v1/mirrors/{m}/report`, for a
+/// signed-in viewer.
+fn mirror_report(ui: &UiState, m: &str, format: crate::api::report::ReportFormat) -> Page {
+    use crate::api::report;
+    let snap = ui.app.engine.snapshot();
+    let mirror = snap.mirror(m).ok_or_else(|| pages::no_mirror(m))?;
+    let now = now();
+    let r = report::build(&snap, mirror, &ui.app.history, &ui.app.engine.operations(), now);
+    Ok(report::respond(&r, now, format, true))
+}
+
+pub async fn mirror_report_md(State(ui): State<UiState>, Path(m): Path<String>) -> Page {
+    mirror_report(&ui, &m, crate::api::report::ReportFormat::Markdown)
+}
+
+pub async fn mirror_report_json(State(ui): State<UiState>, Path(m): Path<String>) -> Page {
+    mirror_report(&ui, &m, crate::api::report::ReportFormat::Json)
+}
+
 // ----- partitions -------------------------------------------------------------------------------
 
 async fn partitions_part(ui: UiState, viewer: Viewer, m: String, t: Option<String>, q: Pairs, part: Part) -> Page {

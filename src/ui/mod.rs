@@ -90,6 +90,8 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/mirrors/{m}", get(handlers::mirror_get))
         .route("/ui/mirrors/{m}", get(handlers::mirror_topics_live))
         .route("/mirrors/{m}/partitions", get(handlers::partitions_get))
+        .route("/mirrors/{m}/report.md", get(handlers::mirror_report_md))
+        .route("/mirrors/{m}/report.json", get(handlers::mirror_report_json))
         .route("/ui/mirrors/{m}/partitions", get(handlers::partitions_live))
         .route("/mirrors/{m}/topics/{t}", get(handlers::topic_get))
         .route("/ui/mirrors/{m}/topics/{t}", get(handlers::topic_partitions_live))

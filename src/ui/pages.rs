@@ -268,7 +268,7 @@ fn mirror_crumbs(mirror: &str) -> Vec<(String, String)> {
     vec![("Overview".into(), "/".into()), (mirror.to_string(), view::mirror_href(mirror))]
 }
 
-fn no_mirror(name: &str) -> UiError {
+pub(crate) fn no_mirror(name: &str) -> UiError {
     UiError::not_found("No such mirror", format!("There is no mirror named {name:?}. It may have been deleted."))
 }
 

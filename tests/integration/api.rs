@@ -1116,6 +1116,35 @@ async fn failed_partitions_are_recovered_through_the_api() {
         assert!(p["error"]["message"].as_str().unwrap().contains("cannot delete"), "{p}");
     }
 
+    // The incident report names both FAILED partitions with their errors, the failed start and
+    // who asked; the Markdown says the same; the secret appears in neither.
+    let report = srv.get(&format!("{mp}/report"), Some(VIEWER)).await.ok(200).clone();
+    assert_eq!(report["attention"]["total"], 2, "{report}");
+    for p in report["attention"]["items"].as_array().unwrap() {
+        assert_eq!((p["topic"].as_str(), p["state"].as_str()), (Some(topic.name.as_str()), Some("FAILED")), "{p}");
+        assert!(p["error"]["message"].as_str().unwrap().contains("cannot delete"), "{p}");
+    }
+    assert_eq!(report["topics"][0]["state"], "FAILED", "{report}");
+    let kinds: Vec<&str> =
+        report["recent_operations"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["start", "stop", "start", "create_mirror"], "newest first: {report}");
+    assert_eq!(report["recent_operations"][0]["outcome"], "failed", "{report}");
+    assert_eq!(report["recent_operations"][0]["requested_by"], "ci-operator", "{report}");
+    assert_eq!(report["generated_by"]["instance"], eng.config.instance_id.as_str(), "{report}");
+    let md = srv.get(&format!("{mp}/report?format=markdown&download=true"), Some(VIEWER)).await;
+    assert_eq!(md.status, 200, "{}", md.text);
+    assert_eq!(md.header("content-type"), "text/markdown; charset=utf-8");
+    assert!(md.header("content-disposition").starts_with(&format!("attachment; filename=\"kmirror-{mirror}-")));
+    assert!(md.text.contains("## Partitions needing attention (2)"), "{}", md.text);
+    let attention = md.text.split("## Partitions needing attention (2)").nth(1).and_then(|s| s.split("\n## ").next());
+    let rows = attention.unwrap_or_default().lines().filter(|l| l.starts_with(&format!("| `{}`/", topic.name)));
+    assert_eq!(rows.filter(|l| l.contains("| FAILED |") && l.contains("cannot delete")).count(), 2, "{}", md.text);
+    for text in [&report.to_string(), &md.text] {
+        assert!(!text.contains(SECRET), "the mirror's secret never appears");
+    }
+    srv.get(&format!("{mp}/report?format=pdf"), Some(VIEWER)).await.problem(400, "invalid-query");
+    srv.get("/api/v1/mirrors/no-such-mirror/report", Some(VIEWER)).await.problem(404, "mirror-not-found");
+
     let recover = format!("{mp}/topics:recover");
     // A viewer may not; validate_only changes nothing.
     srv.post(&recover, VIEWER, topics.clone()).await.problem(403, "forbidden");

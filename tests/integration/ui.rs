@@ -1308,6 +1308,29 @@ async fn csrf_roles_and_pages_without_javascript() {
     // The audit trail names who did it, from where.
     let audit = s.get("/audit", Some(&view_cookie), false).await;
     assert!(audit.text.contains("ui-operator") && audit.text.contains("127.0.0.1"));
+
+    // The incident report: linked from the mirror page, a file for any signed-in viewer, with the
+    // operations just done and the failed-over topic; nobody else gets it.
+    assert!(view_page.text.contains(&format!(r#"href="/mirrors/{m}/report.md" download"#)), "{}", view_page.text);
+    let md = s.get(&format!("/mirrors/{m}/report.md"), Some(&view_cookie), false).await;
+    assert_eq!(md.status, 200, "{}", md.text);
+    assert_eq!(md.header("content-type"), "text/markdown; charset=utf-8");
+    let disposition = md.header("content-disposition").to_string();
+    assert!(
+        disposition.starts_with(&format!("attachment; filename=\"kmirror-{m}-")) && disposition.ends_with(".md\""),
+        "{disposition}"
+    );
+    assert!(md.text.starts_with(&format!("# kmirror incident report: mirror `{m}`")), "{}", md.text);
+    assert!(md.text.contains(&format!("| `{}` | STOPPED | STOPPED 2 |", t.name)), "{}", md.text);
+    assert!(md.text.contains("| `stop` |") && md.text.contains("| ui-operator | 127.0.0.1 |"), "{}", md.text);
+    let json = s.get(&format!("/mirrors/{m}/report.json"), Some(&view_cookie), false).await;
+    assert_eq!(json.status, 200);
+    let v: serde_json::Value = serde_json::from_str(&json.text).expect("JSON");
+    assert_eq!(v["mirror"]["state_counts"]["STOPPED"], 2, "{v}");
+    assert!(v["recent_operations"].as_array().unwrap().iter().any(|o| o["kind"] == "stop"), "{v}");
+    assert_eq!(s.get("/mirrors/no-such-mirror/report.md", Some(&view_cookie), false).await.status, 404);
+    let anonymous = s.get(&format!("/mirrors/{m}/report.md"), None, false).await;
+    assert_eq!(anonymous.status, 303, "sent to sign in, not served");
     engine.stop().await;
 }
 
@@ -1433,4 +1456,66 @@ fn dump_fixture_pages() {
     if std::env::var("KMIRROR_UI_DUMP").is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+#[test]
+fn the_incident_report_has_what_a_ticket_needs_and_no_secret() {
+    use kmirror::api::report;
+    let (mut snap, h) = trending();
+    // An error text from outside that would break a table or inject HTML where the Markdown is
+    // rendered, and a failed-over partition whose old source still receives records.
+    let clicks = snap.mirrors[0].topics.iter_mut().find(|t| t.name == "clicks").expect("clicks");
+    clicks.partitions[1].error.as_mut().unwrap().message = "broker said | <script>alert(1)</script>\nnext line".into();
+    let audit = snap.mirrors[0].topics.iter_mut().find(|t| t.name == "audit.log").expect("audit.log");
+    audit.partitions[1].source_writes_after_stop = Some(42);
+    let m = snap.mirror("eu-west").unwrap();
+    let mut ops = operations();
+    let mut elsewhere = ops[0].clone();
+    (elsewhere.id, elsewhere.mirror) = ("op-000003".into(), "us-east".into());
+    ops.insert(0, elsewhere);
+    let r = report::build(&snap, m, &h, &ops, now());
+
+    // What needs attention, in order: FAILED first, then the between-states, then split brain;
+    // healthy MIRRORING, PAUSED and STOPPED partitions are left out.
+    let attention: Vec<String> = r.attention.items.iter().map(|p| format!("{}/{}", p.topic, p.partition)).collect();
+    assert_eq!(attention, ["clicks/1", "payments/2", "audit.log/1"]);
+    assert_eq!(r.attention.total, 3);
+    // FAILED topics first, then by lag; the largest lags, largest first.
+    assert_eq!(
+        r.topics.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["clicks", "orders", "payments", "audit.log"]
+    );
+    let lags: Vec<i64> = r.largest_lag.iter().map(|p| p.lag_records).collect();
+    assert_eq!(lags.len(), report::MAX_TOP_LAG.min(9), "{lags:?}");
+    assert!(lags.windows(2).all(|w| w[0] >= w[1]), "{lags:?}");
+    // Only this mirror's operations, newest first; the deployment; an hour of lag.
+    assert_eq!(r.recent_operations.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["op-000002", "op-000001"]);
+    assert_eq!((r.instances.instances.len(), r.generated_by.instance.as_str()), (3, "kmirror-1"));
+    assert_eq!(r.lag_history.samples.len(), 60);
+    assert_eq!(r.health.source_writes_after_failover.len(), 1);
+
+    let json = serde_json::to_string(&r).unwrap();
+    let md = report::markdown(&r);
+    for text in [&json, &md] {
+        assert!(!text.contains("hunter2"), "the source's SASL password never appears");
+    }
+    assert!(json.contains("\"sasl.password\":\"[redacted]\""), "the property is there, redacted");
+    // The hostile error text is one escaped cell: no raw pipe, tag or line break from it.
+    let row = md.lines().find(|l| l.starts_with("| `clicks`/1 |")).expect("the FAILED partition's row");
+    assert!(
+        row.contains("`SOURCE_TOPIC_RECREATED`: broker said \\| &lt;script&gt;alert(1)&lt;/script&gt; next line"),
+        "{row}"
+    );
+    assert!(!md.contains("<script>"), "{md}");
+    assert_eq!(
+        row.matches(" | ").count() + 2,
+        md.lines().find(|l| l.starts_with("| Partition | State")).unwrap().matches('|').count(),
+        "{row}"
+    );
+    insta::assert_snapshot!("incident_report_markdown", md);
+
+    assert_eq!(
+        report::file_name("eu-west", now(), report::ReportFormat::Markdown),
+        "kmirror-eu-west-20260921T141320Z.md"
+    );
 }
