@@ -96,6 +96,7 @@ async fn start_demo_mirror(
                 source: SourceSpec { bootstrap_servers: source_bootstrap, properties: Default::default() },
                 expected_source_cluster_id: None,
                 sync: Default::default(),
+                replication_throttle_bytes_per_sec: None,
             },
             actor.clone(),
         )

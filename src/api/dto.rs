@@ -426,6 +426,12 @@ pub struct MirrorCreateRequest {
     pub expected_source_cluster_id: Option<String>,
     #[serde(default)]
     pub sync: Option<SyncSettings>,
+    /// Caps the record bytes each kmirror instance copies for this mirror per second (KIP-1279's
+    /// `mirror.replication.throttled.rate`, applied per instance as the KIP applies it per
+    /// broker). Absent or 0: no throttle; otherwise at least 1024.
+    #[serde(default)]
+    #[schema(example = 52_428_800)]
+    pub replication_throttle_bytes_per_sec: Option<u64>,
 }
 
 /// A change to a mirror; absent fields are left alone. `source` replaces the whole source
@@ -439,6 +445,10 @@ pub struct MirrorUpdateRequest {
     pub expected_source_cluster_id: Option<String>,
     #[serde(default)]
     pub sync: Option<SyncSettings>,
+    /// A new replication throttle in bytes per second per instance (at least 1024), effective at
+    /// once without restarting anything; 0 removes the throttle.
+    #[serde(default)]
+    pub replication_throttle_bytes_per_sec: Option<u64>,
 }
 
 /// Result of the source cluster-ID check.
@@ -486,6 +496,11 @@ pub struct Mirror {
     pub lag_records: i64,
     /// The largest lag of any partition, in seconds.
     pub lag_seconds: f64,
+    /// The replication throttle, in record bytes per second per instance; absent: none.
+    pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Seconds this instance's data paths of the mirror waited for the throttle since it started
+    /// (summed over the data paths).
+    pub throttled_seconds: f64,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -509,6 +524,8 @@ impl From<&MirrorSnapshot> for Mirror {
             state_counts: state_counts(partitions()),
             lag_records: m.topics.iter().map(|t| t.lag_records).sum(),
             lag_seconds: finite(m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max)),
+            replication_throttle_bytes_per_sec: m.replication_throttle_bytes_per_sec,
+            throttled_seconds: finite(m.throttled_seconds),
         }
     }
 }

@@ -288,6 +288,37 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
 
     header(
         &mut out,
+        "kmirror_replication_throttle_bytes_per_second",
+        "gauge",
+        "The mirror's replication throttle: record bytes each instance copies per second at most (only mirrors with \
+         one).",
+    );
+    for m in &snap.mirrors {
+        if let Some(rate) = m.replication_throttle_bytes_per_sec {
+            let _ = writeln!(
+                out,
+                "kmirror_replication_throttle_bytes_per_second{{mirror=\"{}\"}} {rate}",
+                escape_label(&m.name)
+            );
+        }
+    }
+    header(
+        &mut out,
+        "kmirror_replication_throttled_seconds_total",
+        "counter",
+        "Seconds this instance's data paths of the mirror waited for its replication throttle (summed over them).",
+    );
+    for m in &snap.mirrors {
+        let _ = writeln!(
+            out,
+            "kmirror_replication_throttled_seconds_total{{mirror=\"{}\"}} {}",
+            escape_label(&m.name),
+            number(m.throttled_seconds)
+        );
+    }
+
+    header(
+        &mut out,
         "kmirror_source_cluster_id_mismatch",
         "gauge",
         "1 when the source answered with another cluster ID than expected (mirroring is halted), else 0 (also while \

@@ -154,6 +154,7 @@ pub async fn mirror_create(
         source: SourceSpec { bootstrap_servers: body.source.bootstrap_servers, properties: body.source.properties },
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from).unwrap_or_default(),
+        replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
     };
     state.engine.create_mirror(spec, caller.actor()).await.map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
@@ -232,6 +233,7 @@ pub async fn mirror_update(
         source: body.source.map(|s| SourceSpec { bootstrap_servers: s.bootstrap_servers, properties: s.properties }),
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from),
+        replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec,
     };
     state
         .engine

@@ -109,7 +109,7 @@ impl From<ProblemKind> for ProblemType {
 /// An RFC 9457 problem (`application/problem+json`).
 ///
 /// `type` is a stable slug; clients branch on it. Slugs and statuses: invalid-name 400,
-/// invalid-pattern 400, invalid-property 422, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
+/// invalid-pattern 400, invalid-setting 400, invalid-property 422, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
 /// topic-not-in-mirror 404, illegal-transition 409, destination-diverged 409,
 /// destination-topic-conflict 409, quarantine-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
 /// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,

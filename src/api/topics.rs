@@ -534,6 +534,8 @@ mod tests {
             cluster_id_checked_at: None,
             cluster_id_error: None,
             data_path: crate::engine::DataPathStatus::Running,
+            replication_throttle_bytes_per_sec: None,
+            throttled_seconds: 0.0,
             created_at: Timestamp::EPOCH,
             sync: Vec::new(),
             groups: Vec::new(),

@@ -23,6 +23,7 @@ pub mod quarantine;
 pub mod record;
 pub mod secrets;
 pub mod state;
+pub mod throttle;
 pub mod time;
 pub mod transition;
 

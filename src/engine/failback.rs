@@ -234,6 +234,7 @@ mod tests {
             source: SourceSpec { bootstrap_servers: "a:9092".into(), properties: Default::default() },
             expected_source_cluster_id: Some(source_cluster.into()),
             sync: SyncSpec::default(),
+            replication_throttle_bytes_per_sec: None,
         };
         let mut loaded = Loaded::default();
         loaded.mirrors.push(LoadedMirror {

@@ -185,6 +185,10 @@ pub struct MirrorSpec {
     /// What metadata to sync (all kinds, all groups by default).
     #[serde(default)]
     pub sync: SyncSpec,
+    /// Caps the record bytes each instance copies for this mirror per second (KIP-1279's
+    /// `mirror.replication.throttled.rate`); `None` copies as fast as it can.
+    #[serde(default)]
+    pub replication_throttle_bytes_per_sec: Option<u64>,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -193,6 +197,8 @@ pub struct MirrorUpdate {
     pub source: Option<SourceSpec>,
     pub expected_source_cluster_id: Option<String>,
     pub sync: Option<SyncSpec>,
+    /// A new throttle; `Some(0)` removes it.
+    pub replication_throttle_bytes_per_sec: Option<u64>,
 }
 
 /// Which topics a lifecycle call is about.
@@ -375,6 +381,11 @@ pub fn check_topic_count(count: usize) -> Result<(), EngineError> {
 
 /// Checks a mirror's group patterns before anything is stored or any Kafka call is made: each
 /// list within [`MAX_GROUP_PATTERNS`], each a valid regex.
+/// Checks a replication throttle (`None` or 0: none).
+pub fn check_throttle(rate: Option<u64>) -> Result<(), EngineError> {
+    crate::domain::throttle::check_rate(rate).map_err(|e| EngineError::rejected(ProblemKind::InvalidSetting, e))
+}
+
 pub fn check_group_patterns(sync: &SyncSpec) -> Result<(), EngineError> {
     for (field, list) in [("group_include", &sync.group_include), ("group_exclude", &sync.group_exclude)] {
         if list.len() > MAX_GROUP_PATTERNS {

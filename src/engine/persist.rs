@@ -213,6 +213,7 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32) -> StateWrite {
             group_exclude: m.spec.sync.group_exclude.clone(),
         },
         created_acls: m.created_acls.iter().filter_map(acl_value).collect(),
+        replication_throttle_bytes_per_sec: m.spec.replication_throttle_bytes_per_sec,
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -568,6 +569,7 @@ pub(crate) fn stored_mirror(mv: &MirrorValue) -> StoredMirror {
                 group_include: mv.sync.group_include.clone(),
                 group_exclude: mv.sync.group_exclude.clone(),
             },
+            replication_throttle_bytes_per_sec: mv.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
         },
         created_at: Timestamp::from_millis(mv.created_at),
         updated_at: Timestamp::from_millis(mv.updated_at),
@@ -664,6 +666,7 @@ mod tests {
             updated_at: 1,
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
+            replication_throttle_bytes_per_sec: None,
         };
         write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: "m".into() }, value)), 4)
     }

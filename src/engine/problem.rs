@@ -43,6 +43,8 @@ problem_kinds! {
     InvalidName => ("invalid-name", 400, "Invalid name"),
     /// A topic pattern is not a valid regular expression.
     InvalidPattern => ("invalid-pattern", 400, "Invalid topic pattern"),
+    /// A mirror setting is out of range (e.g. a replication throttle below 1024 bytes per second).
+    InvalidSetting => ("invalid-setting", 400, "Invalid mirror setting"),
     /// A source or destination client property is refused: not on the allow list, loads code,
     /// is set by kmirror itself, a reference the policy does not allow, or a value librdkafka
     /// refuses. Names the property, never its value.

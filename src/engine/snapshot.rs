@@ -185,6 +185,10 @@ pub struct MirrorSnapshot {
     pub cluster_id_error: Option<String>,
     /// What the data path is doing.
     pub data_path: DataPathStatus,
+    /// The replication throttle, record bytes per second per instance (`None`: none).
+    pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Seconds this instance's data paths of the mirror waited for the throttle (summed).
+    pub throttled_seconds: f64,
     pub created_at: Timestamp,
     /// Metadata sync health, one entry per kind (topic configs, group offsets, ACLs).
     pub sync: Vec<SyncStatus>,

@@ -61,6 +61,8 @@ pub struct PipeConfig {
     /// How much the source consumer may fetch ahead, in KiB (`queued.max.messages.kbytes`): a
     /// share of the mirror's budget, see [`prefetch_kbytes`].
     pub prefetch_kbytes: usize,
+    /// The mirror's replication throttle on this instance, shared by its slot data paths.
+    pub throttle: std::sync::Arc<crate::domain::throttle::Throttle>,
 }
 
 impl std::fmt::Debug for PipeConfig {
@@ -1030,6 +1032,21 @@ impl Pipe {
                 self.producer.context().log.wait_reported(enough, (deadline - now).min(MAX_PARK));
                 continue;
             }
+            // The mirror's replication throttle is in debt: end the open transaction (a throttled
+            // mirror holds no transaction open while it waits, so the wait never approaches the
+            // transaction timeout and what was copied becomes visible), then wait in short steps
+            // that keep answering commands. The consumer's prefetch fills up meanwhile and its
+            // fetches stop, so the source's traffic follows the same rate.
+            let pause = self.config.throttle.delay(now);
+            if !pause.is_zero() {
+                if self.in_txn {
+                    return true;
+                }
+                let step = pause.min(MAX_PARK).min(deadline - now);
+                std::thread::sleep(step);
+                self.config.throttle.waited_for(step);
+                continue;
+            }
             // A transaction that may end early (see `may_end_early`) ends once every partition it
             // holds records of is within one transaction's worth of where the broker's last fetch
             // response said it ended: the mirror keeps up with the source. Under a steady load the
@@ -1149,6 +1166,9 @@ impl Pipe {
                         part.pending.push(Pending { source_offset, epoch, timestamp, bytes, slot });
                     }
                     self.txn_bytes += bytes as usize;
+                    if self.config.throttle.rate().is_some() {
+                        self.config.throttle.take(bytes, Instant::now());
+                    }
                 }
                 Some(Err(e)) => self.on_consumer_error(e),
             }
@@ -2273,6 +2293,7 @@ mod tests {
             state_topic: "__mirror_state".into(),
             transaction_timeout: Duration::from_secs(10),
             prefetch_kbytes: prefetch_kbytes(1),
+            throttle: Default::default(),
         };
         let cfg = outcome_consumer_config(&config).unwrap();
         assert_eq!(cfg.get("bootstrap.servers"), Some("dst:9092"));
@@ -2298,6 +2319,7 @@ mod tests {
             state_topic: "__mirror_state".into(),
             transaction_timeout: Duration::from_secs(10),
             prefetch_kbytes: prefetch_kbytes(1),
+            throttle: Default::default(),
         };
         let defaults = consumer_config(&config(&[])).unwrap();
         assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));

@@ -249,6 +249,9 @@ pub struct MirrorValue {
     /// when they disappear at the source (ACLs kmirror did not create are never touched).
     #[serde(default)]
     pub created_acls: Vec<AclBindingValue>,
+    /// The mirror's replication throttle in record bytes per second per instance; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_throttle_bytes_per_sec: Option<u64>,
 }
 
 /// An ACL binding as stored: its canonical record. The kinds are written as stable lowercase
@@ -1278,6 +1281,7 @@ mod tests {
             updated_at: 2,
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
+            replication_throttle_bytes_per_sec: Some(5_242_880),
         };
         let topic = MirrorTopicValue {
             mirror: "m".to_owned(),

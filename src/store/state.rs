@@ -420,6 +420,7 @@ mod tests {
                 updated_at,
                 sync: SyncSettingsValue::default(),
                 created_acls: Vec::new(),
+                replication_throttle_bytes_per_sec: None,
             },
         ))
     }

@@ -445,6 +445,7 @@ pub async fn mirror_create_post(
             acls: f.get("sync_acls") == "on",
             ..SyncSpec::default()
         },
+        replication_throttle_bytes_per_sec: None,
     };
     match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),

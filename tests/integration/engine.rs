@@ -67,6 +67,7 @@ impl TestEngine {
                     source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                     expected_source_cluster_id: None,
                     sync: Default::default(),
+                    replication_throttle_bytes_per_sec: None,
                 },
                 actor(),
             )
@@ -929,8 +930,7 @@ async fn cluster_id_mismatch_halts_the_mirror() {
     // Re-point the mirror at the other rig cluster.
     let update = MirrorUpdate {
         source: Some(SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: BTreeMap::new() }),
-        expected_source_cluster_id: None,
-        sync: Default::default(),
+        ..Default::default()
     };
     eng.handle.update_mirror(&mirror, update, actor()).await.unwrap();
     eng.handle.refresh_now(&mirror).await.unwrap();
@@ -998,6 +998,7 @@ async fn bad_requests_get_clear_errors() {
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
         sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
     };
     assert_eq!(eng.handle.create_mirror(bad, actor()).await.unwrap_err().kind(), ProblemKind::InvalidName);
     let wrong_id = MirrorSpec {
@@ -1005,6 +1006,7 @@ async fn bad_requests_get_clear_errors() {
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: Some("AAAAAAAAAAAAAAAAAAAAAA".into()),
         sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
     };
     assert_eq!(
         eng.handle.create_mirror(wrong_id, actor()).await.unwrap_err().kind(),
@@ -1020,6 +1022,7 @@ async fn bad_requests_get_clear_errors() {
                 source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                 expected_source_cluster_id: None,
                 sync: Default::default(),
+                replication_throttle_bytes_per_sec: None,
             },
             actor(),
         )
@@ -1677,6 +1680,7 @@ async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
         source: SourceSpec { bootstrap_servers: "127.0.0.1:1".into(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
         sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
     };
     let handle = eng.handle.clone();
     let create_started = std::time::Instant::now();
@@ -1887,6 +1891,7 @@ async fn a_rotated_source_password_reaches_the_running_data_path() {
                 source: SourceSpec { bootstrap_servers: bootstrap.clone(), properties: sasl_properties(&password) },
                 expected_source_cluster_id: None,
                 sync: Default::default(),
+                replication_throttle_bytes_per_sec: None,
             },
             actor(),
         )

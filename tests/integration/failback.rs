@@ -49,6 +49,7 @@ async fn create_failback_mirror(h: &EngineHandle) -> String {
             source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
             expected_source_cluster_id: None,
             sync: Default::default(),
+            replication_throttle_bytes_per_sec: None,
         },
         actor(),
     )

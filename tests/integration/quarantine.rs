@@ -72,7 +72,13 @@ async fn failback_with_quarantine_keeps_the_divergent_records_then_resyncs() {
     let (a, a_join) = engine::start(config.clone()).await.expect("engine on A starts");
     let m2 = unique("m2");
     let source = SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() };
-    let spec = MirrorSpec { name: m2.clone(), source, expected_source_cluster_id: None, sync: Default::default() };
+    let spec = MirrorSpec {
+        name: m2.clone(),
+        source,
+        expected_source_cluster_id: None,
+        sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
+    };
     a.create_mirror(spec, actor()).await.expect("create m2");
 
     // Refused with the exact count and range.

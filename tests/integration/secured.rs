@@ -111,6 +111,7 @@ async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
                     source: SourceSpec { bootstrap_servers: source.clone(), properties: source_props },
                     expected_source_cluster_id: None,
                     sync: Default::default(),
+                    replication_throttle_bytes_per_sec: None,
                 },
                 actor(),
             )
@@ -150,6 +151,7 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
                 },
                 expected_source_cluster_id: None,
                 sync: Default::default(),
+                replication_throttle_bytes_per_sec: None,
             },
             actor(),
         )
@@ -164,6 +166,7 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
             source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties },
             expected_source_cluster_id: None,
             sync: Default::default(),
+            replication_throttle_bytes_per_sec: None,
         };
         let handle = engine.handle.clone();
         async move { handle.create_mirror(spec, actor()).await.expect_err("refused properties") }

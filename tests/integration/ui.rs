@@ -101,6 +101,8 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
         cluster_id_checked_at: Some(Timestamp::from_millis(NOW - 12_000)),
         cluster_id_error: None,
         data_path: DataPathStatus::Running,
+        replication_throttle_bytes_per_sec: None,
+        throttled_seconds: 0.0,
         created_at: Timestamp::from_millis(NOW - 86_400_000),
         sync: SyncKind::ALL.iter().map(|k| sync_ok(*k)).collect(),
         groups: vec![
@@ -283,6 +285,12 @@ fn mirror_page_renders() {
     assert!(page.contains(r#"data-op="pause""#) && page.contains(r#"data-op="failover""#));
     assert!(!page.contains("hunter2"), "secrets are redacted");
     assert!(!page.contains("Delete this mirror"), "operators cannot delete mirrors");
+    assert!(!page.contains("throttled to"), "no throttle, nothing said");
+    let mut throttled = snapshot();
+    throttled.mirrors[0].replication_throttle_bytes_per_sec = Some(10 * 1024 * 1024);
+    let page2 =
+        pages::mirror(&throttled, "eu-west", &params(&[]), &viewer(Role::Viewer), now(), Part::Page, None).unwrap();
+    assert!(page2.contains(">throttled to 10.0 MiB/s per instance</span>"), "{page2}");
 
     let live = pages::mirror(&snap, "eu-west", &params(&[]), &viewer(Role::Operator), now(), Part::Live, None).unwrap();
     assert!(!live.contains("<html"), "a fragment, not a page");

@@ -661,6 +661,7 @@ impl Coordinator {
                 }
                 let source_changed = stored.spec.source != m.stored.spec.source;
                 m.stored = stored;
+                m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
                 if source_changed {
                     self.source_changed(name).await;
                 }

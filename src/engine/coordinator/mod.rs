@@ -180,6 +180,9 @@ struct MirrorRt {
     /// read of that cluster's state: topic -> that mirror. Explains writes there after the
     /// failover (`spawn_failback_watch`).
     failbacks: BTreeMap<String, String>,
+    /// The mirror's replication throttle on this instance, shared with its slot data paths
+    /// (changed live when the definition changes).
+    throttle: Arc<crate::domain::throttle::Throttle>,
     failback_watch_in_flight: bool,
 }
 
@@ -946,7 +949,12 @@ impl Coordinator {
         };
         let topic_ids = Arc::new(RwLock::new(HashMap::new()));
         let new_lineage = Arc::new(RwLock::new(HashSet::new()));
+        let throttle = Arc::new(crate::domain::throttle::Throttle::new(
+            stored.spec.replication_throttle_bytes_per_sec,
+            std::time::Instant::now(),
+        ));
         let m = MirrorRt {
+            throttle,
             stored,
             source_admin,
             pipes: BTreeMap::new(),
@@ -1022,7 +1030,8 @@ impl Coordinator {
                 format!("mirror {:?} already exists", spec.name),
             ));
         }
-        check_group_patterns(&spec.sync)
+        check_group_patterns(&spec.sync)?;
+        check_throttle(spec.replication_throttle_bytes_per_sec)
     }
 
     /// Creates a mirror whose source answered with `cluster` (asked off the loop: see
@@ -1086,6 +1095,10 @@ impl Coordinator {
             check_group_patterns(&sync)?;
             stored.spec.sync = sync;
         }
+        if let Some(rate) = update.replication_throttle_bytes_per_sec {
+            check_throttle(Some(rate))?;
+            stored.spec.replication_throttle_bytes_per_sec = Some(rate).filter(|r| *r > 0);
+        }
         // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
         // for an unchanged secret, does not).
         let source_changed = stored.spec.source != m.stored.spec.source;
@@ -1094,6 +1107,7 @@ impl Coordinator {
         self.flush().await?;
         let m = self.mirrors.get_mut(name).expect("checked above");
         m.stored = stored;
+        m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
         if source_changed {
             self.source_changed(name).await;
         }
@@ -1250,6 +1264,8 @@ impl Coordinator {
                     cluster_id_checked_at: m.cluster_id_checked_at,
                     cluster_id_error: m.cluster_id_error.clone(),
                     data_path: shown_data_path(m, &self.config.instance_id, &owners),
+                    replication_throttle_bytes_per_sec: m.stored.spec.replication_throttle_bytes_per_sec,
+                    throttled_seconds: m.throttle.waited().as_secs_f64(),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),

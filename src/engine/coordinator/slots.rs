@@ -111,6 +111,7 @@ impl Coordinator {
             state_topic: self.config.state_topic.clone(),
             transaction_timeout: self.config.request_timeout,
             prefetch_kbytes: crate::kafka::pipe::prefetch_kbytes(usize::try_from(self.state_partitions).unwrap_or(1)),
+            throttle: Arc::clone(&m.throttle),
         };
         let encode = persist::progress_encoder(
             mirror.to_string(),

@@ -71,6 +71,7 @@ fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
         source: SourceSpec { bootstrap_servers: bootstrap.to_string(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
         sync: SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..SyncSpec::default() },
+        replication_throttle_bytes_per_sec: None,
     }
 }
 

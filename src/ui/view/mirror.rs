@@ -104,6 +104,8 @@ pub struct MirrorView {
     pub name: String,
     pub href: String,
     pub source: String,
+    /// The replication throttle, e.g. `10.0 MiB/s`, when the mirror has one.
+    pub throttle: Option<String>,
     pub properties: Vec<(String, String)>,
     pub cluster: ClusterIdView,
     pub data_path: String,
@@ -224,6 +226,7 @@ pub fn mirror(
         groups,
         groups_more,
         source: m.source_bootstrap_servers.clone(),
+        throttle: m.replication_throttle_bytes_per_sec.map(|r| format!("{}/s", format::bytes(r))),
         properties,
         cluster: cluster_id_view(m, now),
         data_path: m.data_path.to_string(),
