@@ -283,6 +283,14 @@ pub fn markdown(r: &MirrorReport) -> String {
         format::duration_ms((m.lag_seconds * 1000.0) as i64)
     );
     let _ = writeln!(o, "| Catch-up | {} |", md(&r.eta.text));
+    if let Some(rate) = m.replication_throttle_bytes_per_sec {
+        let _ = writeln!(
+            o,
+            "| Replication throttle | {}/s per instance; data paths waited {} for it |",
+            format::bytes(rate),
+            format::duration_ms((m.throttled_seconds * 1000.0) as i64)
+        );
+    }
     let _ = writeln!(o);
 
     if !h.source_writes_after_failover.is_empty() {

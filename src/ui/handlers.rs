@@ -118,6 +118,17 @@ pub async fn mirror_topics_live(
     mirror_part(ui, viewer, m, q, Part::Live).await
 }
 
+/// The new-mirror form's throttle in MiB per second: empty or 0 is none.
+fn parse_mib_per_sec(text: &str) -> Result<Option<u64>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v <= 1e9 => Ok(Some((v * 1_048_576.0).round() as u64).filter(|b| *b > 0)),
+        _ => Err(format!("The replication throttle is a number of MiB per second (e.g. 50 or 0.5), not {text:?}.")),
+    }
+}
+
 /// The mirror's incident report as a file: the API's `GET /api/v1/mirrors/{m}/report`, for a
 /// signed-in viewer.
 fn mirror_report(ui: &UiState, m: &str, format: crate::api::report::ReportFormat) -> Page {
@@ -380,6 +391,7 @@ pub async fn new_mirror_get(Extension(viewer): Extension<Viewer>) -> Page {
         bootstrap: String::new(),
         cluster_id: String::new(),
         properties: String::new(),
+        throttle: String::new(),
     };
     Ok(html(askama::Template::render(&page)?))
 }
@@ -413,6 +425,7 @@ pub async fn mirror_create_post(
     let bootstrap = f.get("bootstrap").to_string();
     let cluster_id = f.get("cluster_id").to_string();
     let properties_text = f.0.iter().find(|(k, _)| k == "properties").map(|(_, v)| v.clone()).unwrap_or_default();
+    let throttle_text = f.get("throttle_mib").trim().to_string();
     // The form comes back with the error and the status the API would answer for the same
     // request: the problem table's for an engine refusal, 400 (the API's invalid-body) for a
     // form that cannot be read.
@@ -425,6 +438,7 @@ pub async fn mirror_create_post(
             bootstrap: bootstrap.clone(),
             cluster_id: cluster_id.clone(),
             properties: properties_text.clone(),
+            throttle: throttle_text.clone(),
         };
         Ok((status, html(askama::Template::render(&page)?)).into_response())
     };
@@ -435,17 +449,21 @@ pub async fn mirror_create_post(
         Ok(p) => p,
         Err(e) => return again(StatusCode::BAD_REQUEST, e),
     };
+    let throttle = match parse_mib_per_sec(&throttle_text) {
+        Ok(t) => t,
+        Err(e) => return again(StatusCode::BAD_REQUEST, e),
+    };
     let spec = MirrorSpec {
         name: name.clone(),
         source: SourceSpec { bootstrap_servers: bootstrap.clone(), properties },
         expected_source_cluster_id: (!cluster_id.is_empty()).then(|| cluster_id.clone()),
+        replication_throttle_bytes_per_sec: throttle,
         sync: SyncSpec {
             topic_configs: f.get("sync_topic_configs") == "on",
             group_offsets: f.get("sync_group_offsets") == "on",
             acls: f.get("sync_acls") == "on",
             ..SyncSpec::default()
         },
-        replication_throttle_bytes_per_sec: None,
     };
     match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),

@@ -232,6 +232,8 @@ pub struct NewMirrorPage {
     pub bootstrap: String,
     pub cluster_id: String,
     pub properties: String,
+    /// The replication throttle as typed, in MiB/s (empty: none).
+    pub throttle: String,
 }
 
 #[derive(Debug, Template)]

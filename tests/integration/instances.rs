@@ -129,6 +129,14 @@ impl Node {
         v
     }
 
+    async fn patch(&self, path: &str, body: Value) -> Value {
+        let r = reqwest::Client::new().patch(self.url(path)).json(&body).send().await.expect("request");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "PATCH {path} on {}: {status} {v}", self.id);
+        v
+    }
+
     /// The slots this instance owns, as it says itself.
     async fn slots(&self) -> Option<BTreeSet<i64>> {
         let v = self.get("/instances").await?;
@@ -588,6 +596,18 @@ async fn failover_across_instances_works_while_the_source_is_down() {
     })
     .await;
     assert_eq!(owners.len(), 2);
+
+    // A throttle set through one instance reaches the other (it applies it to its own slots'
+    // data paths), and so does lifting it.
+    for rate in [json!(1_048_576), json!(0)] {
+        nodes[0].patch(&format!("/mirrors/{mirror}"), json!({"replication_throttle_bytes_per_sec": rate})).await;
+        let shown = if rate == 0 { Value::Null } else { rate };
+        eventually("the other instance has the new throttle", Duration::from_secs(30), || async {
+            let m = nodes[1].get(&format!("/mirrors/{mirror}")).await?;
+            (m["replication_throttle_bytes_per_sec"] == shown).then_some(())
+        })
+        .await;
+    }
 
     tokio::task::spawn_blocking(|| rig(&["kill", "source"])).await.unwrap();
     let r = reqwest::Client::new()

@@ -1376,6 +1376,29 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
         .await;
     assert_eq!(r.status, 400, "invalid-name, as the API answers");
     assert!(r.text.contains("Invalid name") && r.text.contains("bad name!"), "the form comes back with the error");
+    // A throttle that is not a number, or below the minimum, comes back with the rule.
+    for (typed, says) in [("fast", "a number of MiB per second"), ("0.0001", "at least 1024")] {
+        let r = s
+            .post(
+                "/mirrors",
+                Some(&cookie),
+                &[
+                    ("_csrf", &csrf),
+                    ("name", &name),
+                    ("bootstrap", &Cluster::Source.bootstrap()),
+                    ("throttle_mib", typed),
+                ],
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, 400, "{typed}: {}", r.text);
+        assert!(
+            r.text.contains(says) && r.text.contains(&format!(r#"name="throttle_mib" value="{typed}""#)),
+            "{}",
+            r.text
+        );
+    }
+    assert!(engine.handle.snapshot().mirror(&name).is_none(), "nothing created");
     let r = s
         .post(
             "/mirrors",
@@ -1386,6 +1409,7 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
                 ("bootstrap", &Cluster::Source.bootstrap()),
                 ("properties", "client.id=kmirror-ui-test\n# comment\n"),
                 ("sync_topic_configs", "on"),
+                ("throttle_mib", "0.5"),
             ],
             &[],
         )
@@ -1394,8 +1418,10 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
     let snap = engine.handle.snapshot();
     let m = snap.mirror(&name).expect("created");
     assert_eq!(m.source_properties.get("client.id").map(String::as_str), Some("kmirror-ui-test"));
+    assert_eq!(m.replication_throttle_bytes_per_sec, Some(524_288), "0.5 MiB/s");
     let page = s.get(&format!("/mirrors/{name}"), Some(&cookie), false).await;
     assert!(page.text.contains("Delete this mirror"));
+    assert!(page.text.contains(">throttled to 512.0 KiB/s per instance</span>"), "{}", page.text);
     let r =
         s.post(&format!("/mirrors/{name}/delete"), Some(&cookie), &[("_csrf", &csrf), ("confirm", "wrong")], &[]).await;
     assert_eq!(r.status, 422);

@@ -1264,7 +1264,8 @@ impl Coordinator {
                     cluster_id_checked_at: m.cluster_id_checked_at,
                     cluster_id_error: m.cluster_id_error.clone(),
                     data_path: shown_data_path(m, &self.config.instance_id, &owners),
-                    replication_throttle_bytes_per_sec: m.stored.spec.replication_throttle_bytes_per_sec,
+                    // The live throttle (what the data paths here apply), not only the stored definition.
+                    replication_throttle_bytes_per_sec: m.throttle.rate(),
                     throttled_seconds: m.throttle.waited().as_secs_f64(),
                     created_at: m.stored.created_at,
                     sync: m.sync.clone(),
