@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{PartitionState, Timestamp};
 use crate::engine::{
-    ClusterIdStatus, ClusterSnapshot, GroupSyncView, InstanceSnapshot, MirrorSnapshot, OperationView,
+    ClusterIdStatus, ClusterSnapshot, GroupReadiness, GroupSyncView, InstanceSnapshot, MirrorSnapshot, OperationView,
     PartitionSnapshot, Problem, SyncKind, SyncSpec, SyncStatus, TopicOutcome, TopicSnapshot,
 };
 
@@ -608,16 +608,43 @@ pub struct GroupSync {
     pub last_error: Option<String>,
     /// Partitions whose destination offset changed on the last successful sync.
     pub partitions_synced: u64,
+    /// The mirror's topics the group has committed offsets on at the source.
+    pub topics: Vec<String>,
+    /// Partitions of those topics with a committed offset that the sync covers (mirroring,
+    /// pausing or paused).
+    pub partitions_committed: u64,
+    /// Of those, partitions whose destination offset is the exact translation of the source's
+    /// commit as of the last sync: where the group resumes after a failover.
+    pub partitions_in_sync: u64,
+    /// Of those, partitions with nothing mirrored yet to translate to.
+    pub partitions_not_translated: u64,
+    /// `ready` (every committed partition in sync: a failover now resumes the group exactly
+    /// where its last commit before the sync was), `not_ready` (see `not_ready_reason`) or
+    /// `nothing_committed` (no commit on the mirror's synced partitions).
+    pub failover_readiness: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_ready_reason: Option<String>,
 }
 
 impl From<&GroupSyncView> for GroupSync {
     fn from(g: &GroupSyncView) -> Self {
+        let (failover_readiness, not_ready_reason) = match g.readiness() {
+            GroupReadiness::Ready => ("ready", None),
+            GroupReadiness::NothingCommitted => ("nothing_committed", None),
+            GroupReadiness::NotReady(why) => ("not_ready", Some(why)),
+        };
         GroupSync {
             group: g.group.clone(),
             last_attempt_at: ts(g.last_attempt_at),
             last_success_at: g.last_success_at.map(ts),
             last_error: g.last_error.clone(),
             partitions_synced: g.partitions_synced,
+            topics: g.topics.clone(),
+            partitions_committed: g.partitions_committed,
+            partitions_in_sync: g.partitions_in_sync,
+            partitions_not_translated: g.partitions_not_translated,
+            failover_readiness: failover_readiness.to_string(),
+            not_ready_reason,
         }
     }
 }

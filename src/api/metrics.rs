@@ -288,6 +288,18 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
 
     header(
         &mut out,
+        "kmirror_consumer_groups_not_ready",
+        "gauge",
+        "Consumer groups with commits on the mirror's synced partitions that a failover now would not resume exactly \
+         (last offset sync failed, e.g. active on the destination, or a partition not translated).",
+    );
+    for m in &snap.mirrors {
+        let n = m.groups.iter().filter(|g| matches!(g.readiness(), crate::engine::GroupReadiness::NotReady(_))).count();
+        let _ = writeln!(out, "kmirror_consumer_groups_not_ready{{mirror=\"{}\"}} {n}", escape_label(&m.name));
+    }
+
+    header(
+        &mut out,
         "kmirror_replication_throttle_bytes_per_second",
         "gauge",
         "The mirror's replication throttle: record bytes each instance copies per second at most (only mirrors with \

@@ -359,22 +359,28 @@ pub fn markdown(r: &MirrorReport) -> String {
         );
     }
     o.push('\n');
-    let failing: Vec<_> = h.groups.iter().filter(|g| g.last_error.is_some()).collect();
+    let not_ready: Vec<_> = h.groups.iter().filter(|g| g.failover_readiness == "not_ready").collect();
+    let ready = h.groups.iter().filter(|g| g.failover_readiness == "ready").count();
     let _ = writeln!(
         o,
-        "Consumer groups: {} synced, {} with an error.\n",
-        format::count(h.groups.len() - failing.len()),
-        format::count(failing.len())
+        "Consumer groups (failover readiness): {} ready, {} not ready, {} with nothing committed on the mirrored \
+         partitions.\n",
+        format::count(ready),
+        format::count(not_ready.len()),
+        format::count(h.groups.len() - ready - not_ready.len())
     );
-    if !failing.is_empty() {
-        o.push_str("| Group | Last success | Last error |\n|---|---|---|\n");
-        for g in failing {
+    if !not_ready.is_empty() {
+        o.push_str("| Group | Topics | In sync | Last success | Why not ready |\n|---|---|---:|---|---|\n");
+        for g in not_ready {
             let _ = writeln!(
                 o,
-                "| {} | {} | {} |",
+                "| {} | {} | {} / {} | {} | {} |",
                 code(&g.group),
+                g.topics.iter().map(|t| code(t)).collect::<Vec<_>>().join(", "),
+                g.partitions_in_sync,
+                g.partitions_committed,
                 opt(g.last_success_at.as_deref()),
-                opt(g.last_error.as_deref())
+                opt(g.not_ready_reason.as_deref())
             );
         }
         o.push('\n');

@@ -64,6 +64,71 @@ pub struct GroupSyncView {
     pub last_error: Option<String>,
     /// Partitions whose destination offset was changed on the last successful sync.
     pub partitions_synced: u64,
+    /// The mirror's topics the group has committed offsets on at the source (sorted).
+    pub topics: Vec<String>,
+    /// Partitions of those topics with a committed source offset that the sync covers (the
+    /// partition is mirroring, pausing or paused).
+    pub partitions_committed: u64,
+    /// Of those, partitions whose destination offset is the translation of the source's commit
+    /// after the last sync: where the group resumes after a failover.
+    pub partitions_in_sync: u64,
+    /// Of those, partitions that could not be translated (nothing mirrored there yet): after a
+    /// failover the group starts there by its `auto.offset.reset`.
+    pub partitions_not_translated: u64,
+}
+
+/// Whether a group can move to the destination now (a failover) and resume exactly where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupReadiness {
+    /// Every committed partition's offset is on the destination, translated, as of the last sync.
+    Ready,
+    /// It has no committed offset on the mirror's synced partitions: nothing to move.
+    NothingCommitted,
+    /// Why not (the last sync failed, a partition is not translated, never synced).
+    NotReady(String),
+}
+
+impl GroupSyncView {
+    /// Failover readiness, from the last sync.
+    #[must_use]
+    pub fn readiness(&self) -> GroupReadiness {
+        if let Some(e) = &self.last_error {
+            return GroupReadiness::NotReady(e.clone());
+        }
+        if self.last_success_at.is_none() {
+            return GroupReadiness::NotReady("not synced yet".into());
+        }
+        if self.partitions_committed == 0 {
+            return GroupReadiness::NothingCommitted;
+        }
+        if self.partitions_not_translated > 0 {
+            return GroupReadiness::NotReady(format!(
+                "{} of {} committed partitions have nothing mirrored yet to translate to (the group starts there by its \
+                 auto.offset.reset)",
+                self.partitions_not_translated, self.partitions_committed
+            ));
+        }
+        if self.partitions_in_sync < self.partitions_committed {
+            return GroupReadiness::NotReady(format!(
+                "{} of {} committed partitions are in sync",
+                self.partitions_in_sync, self.partitions_committed
+            ));
+        }
+        GroupReadiness::Ready
+    }
+}
+
+/// One group's sync: what it found, and whether it could write.
+type GroupOutcome = (GroupCounts, Result<(), String>);
+
+/// What one group's sync found, whether or not it could write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct GroupCounts {
+    changed: u64,
+    topics: BTreeSet<String>,
+    committed: u64,
+    in_sync: u64,
+    not_translated: u64,
 }
 
 /// What a refresh found and did.
@@ -321,25 +386,29 @@ async fn sync_groups(
     // One ListConsumerGroupOffsets per group (librdkafka takes one group per request): run a
     // bounded number at once, or a source with hundreds of groups makes every refresh minutes long.
     let list: Vec<&String> = groups.iter().collect();
-    let mut results: Vec<(String, Result<u64, String>)> = Vec::with_capacity(list.len());
+    let mut results: Vec<(String, GroupOutcome)> = Vec::with_capacity(list.len());
     for chunk in list.chunks(GROUP_SYNC_CONCURRENCY) {
         let futs: Vec<_> = chunk.iter().map(|g| sync_group(input, g, &eligible, &starts)).collect();
         let done = futures_util::future::join_all(futs).await;
         results.extend(chunk.iter().map(|g| (*g).clone()).zip(done));
     }
-    for (g, result) in results {
+    for (g, (counts, result)) in results {
         let mut view = GroupSyncView {
             group: g.clone(),
             last_attempt_at: input.now,
             last_success_at: None,
             last_error: None,
             partitions_synced: 0,
+            topics: counts.topics.into_iter().collect(),
+            partitions_committed: counts.committed,
+            partitions_in_sync: counts.in_sync,
+            partitions_not_translated: counts.not_translated,
         };
         match result {
-            Ok(n) => {
+            Ok(()) => {
                 view.last_success_at = Some(input.now);
-                view.partitions_synced = n;
-                out.applied += n;
+                view.partitions_synced = counts.changed;
+                out.applied += counts.changed;
             }
             Err(e) => {
                 errors.push(format!("{g}: {e}"));
@@ -363,12 +432,18 @@ async fn sync_group(
     g: &String,
     eligible: &BTreeMap<(String, i32), MirrorPosition>,
     starts: &HashMap<(String, i32), i64>,
-) -> Result<u64, String> {
-    let committed = input.source.list_consumer_group_offsets(g, None, true).await.map_err(|e| e.to_string())?;
+) -> GroupOutcome {
+    let mut counts = GroupCounts::default();
+    let committed = match input.source.list_consumer_group_offsets(g, None, true).await {
+        Ok(c) => c,
+        Err(e) => return (counts, Err(e.to_string())),
+    };
     let relevant: Vec<&GroupOffset> =
         committed.iter().filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition))).collect();
+    counts.committed = relevant.len() as u64;
+    counts.topics = relevant.iter().map(|o| o.topic.clone()).collect();
     if relevant.is_empty() {
-        return Ok(0);
+        return (counts, Ok(()));
     }
     // Only for groups with no active members on the destination: never move offsets
     // under a running consumer.
@@ -377,10 +452,8 @@ async fn sync_group(
         && !desc.members.is_empty()
         && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
     {
-        return Err(format!(
-            "group {g} has {} active member(s) on the destination; offsets not synced",
-            desc.members.len()
-        ));
+        let e = format!("group {g} has {} active member(s) on the destination; offsets not synced", desc.members.len());
+        return (counts, Err(e));
     }
     let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
     let current: HashMap<(String, i32), i64> = input
@@ -394,12 +467,18 @@ async fn sync_group(
         let maps = input.offset_maps.read().unwrap_or_else(|e| e.into_inner());
         for o in relevant {
             let key = (o.topic.clone(), o.partition);
-            let Some(map) = maps.get(&(input.mirror.clone(), o.topic.clone(), o.partition)) else { continue };
-            let Some(t) = map.translate(o.offset) else { continue };
+            let translated =
+                maps.get(&(input.mirror.clone(), o.topic.clone(), o.partition)).and_then(|m| m.translate(o.offset));
+            let Some(t) = translated else {
+                counts.not_translated += 1;
+                continue;
+            };
             let pos = eligible[&key];
             let start = starts.get(&key).copied().unwrap_or(0);
             let d = clamp_offset(t, start, pos.destination_end_offset);
-            if current.get(&key) != Some(&d) {
+            if current.get(&key) == Some(&d) {
+                counts.in_sync += 1;
+            } else {
                 changes.push(GroupOffset {
                     topic: o.topic.clone(),
                     partition: o.partition,
@@ -410,12 +489,15 @@ async fn sync_group(
             }
         }
     }
-    let n = changes.len() as u64;
     if changes.is_empty() {
-        return Ok(0);
+        return (counts, Ok(()));
     }
-    input.destination.alter_consumer_group_offsets(g, &changes).await.map_err(|e| e.to_string())?;
-    Ok(n)
+    if let Err(e) = input.destination.alter_consumer_group_offsets(g, &changes).await {
+        return (counts, Err(e.to_string()));
+    }
+    counts.changed = changes.len() as u64;
+    counts.in_sync += counts.changed;
+    (counts, Ok(()))
 }
 
 /// Whether an ACL resource pattern covers `name`.

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
-pub use metadata::GroupSyncView;
+pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
 
 /// Engine settings.

@@ -124,7 +124,9 @@ fn parse_mib_per_sec(text: &str) -> Result<Option<u64>, String> {
         return Ok(None);
     }
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v <= 1e9 => Ok(Some((v * 1_048_576.0).round() as u64).filter(|b| *b > 0)),
+        Ok(v) if v.is_finite() && (0.0..=1e9).contains(&v) => {
+            Ok(Some((v * 1_048_576.0).round() as u64).filter(|b| *b > 0))
+        }
         _ => Err(format!("The replication throttle is a number of MiB per second (e.g. 50 or 0.5), not {text:?}.")),
     }
 }

@@ -8,7 +8,7 @@ use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::Producer;
 
 use kmirror::domain::PartitionState;
-use kmirror::engine::{ClusterIdStatus, LifecycleOp, SyncKind, Truncation};
+use kmirror::engine::{ClusterIdStatus, GroupReadiness, LifecycleOp, SyncKind, Truncation};
 use kmirror::kafka::*;
 
 use crate::engine::TestEngine;
@@ -201,8 +201,48 @@ async fn group_offsets_translate_exactly_across_aborted_transactions() {
     refresh(&eng, &mirror).await;
     let snap = eng.handle.snapshot();
     let m = snap.mirror(&mirror).unwrap();
-    let view = m.groups.iter().find(|v| v.group == group).expect("group synced");
+    let view = m.groups.iter().find(|v| v.group == group).expect("group synced").clone();
     assert!(view.last_error.is_none() && view.last_success_at.is_some(), "{view:?}");
+    // Failover readiness: its one committed partition is translated and in sync.
+    assert_eq!(
+        (view.topics.clone(), view.partitions_committed, view.partitions_in_sync, view.partitions_not_translated),
+        (vec![topic.name.clone()], 1, 1, 0),
+        "{view:?}"
+    );
+    assert_eq!(view.readiness(), GroupReadiness::Ready);
+
+    // A consumer of the group already running on the destination: its offsets are not moved
+    // under it, and the group is not ready (a failover would not resume it where the source
+    // left it). Once it leaves, the next sync makes the group ready again.
+    let (name, g) = (topic.name.clone(), group.clone());
+    let member = tokio::task::spawn_blocking(move || {
+        let c = consumer(Cluster::Destination, &[("group.id", &g), ("enable.auto.commit", "false")]);
+        c.subscribe(&[&name]).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while c.assignment().map(|a| a.count()).unwrap_or(0) == 0 {
+            assert!(std::time::Instant::now() < deadline, "the destination consumer joined its group");
+            let _ = c.poll(Duration::from_millis(100));
+        }
+        c
+    })
+    .await
+    .unwrap();
+    refresh(&eng, &mirror).await;
+    let view =
+        eng.handle.snapshot().mirror(&mirror).unwrap().groups.iter().find(|v| v.group == group).cloned().unwrap();
+    match view.readiness() {
+        GroupReadiness::NotReady(why) => assert!(why.contains("active member"), "{why}"),
+        other => panic!("a group with an active member on the destination is not ready: {other:?}"),
+    }
+    assert_eq!(view.topics, vec![topic.name.clone()], "still says what it consumes");
+    tokio::task::spawn_blocking(move || drop(member)).await.unwrap();
+    eventually("the group is ready again", Duration::from_secs(90), || async {
+        refresh(&eng, &mirror).await;
+        let snap = eng.handle.snapshot();
+        let v = snap.mirror(&mirror)?.groups.iter().find(|v| v.group == group)?.clone();
+        (v.readiness() == GroupReadiness::Ready).then_some(())
+    })
+    .await;
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
 
     // After failover, the same group on the destination continues at exactly the next record.

@@ -112,6 +112,10 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
                 last_success_at: Some(Timestamp::from_millis(NOW - 20_000)),
                 last_error: None,
                 partitions_synced: 6,
+                topics: vec!["orders".into()],
+                partitions_committed: 6,
+                partitions_in_sync: 6,
+                partitions_not_translated: 0,
             },
             GroupSyncView {
                 group: "fraud-scoring".into(),
@@ -119,6 +123,10 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
                 last_success_at: None,
                 last_error: Some("group is active on the destination: offsets are not overwritten".into()),
                 partitions_synced: 0,
+                topics: vec!["orders".into(), "payments".into()],
+                partitions_committed: 9,
+                partitions_in_sync: 0,
+                partitions_not_translated: 0,
             },
         ],
         topics,
@@ -621,6 +629,23 @@ fn confirmations_show_the_impact() {
     )
     .unwrap();
     assert!(several.contains(r#"data-confirm-word="eu-west""#), "several topics: type the mirror name");
+    // The consumer groups of the selected topics, and which would not resume exactly.
+    assert!(
+        several.contains(
+            "<b>Consumer groups</b> of these topics: 1 ready to resume exactly where they are on the \
+             destination, <b>1 not ready</b>."
+        ),
+        "{several}"
+    );
+    assert!(several.contains(
+        r#"<li><span class="mono">fraud-scoring</span>: group is active on the destination: offsets are not overwritten</li>"#
+    ));
+    assert!(
+        dialog.contains("of this topic: 0 ready") && !dialog.contains("billing-service"),
+        "payments only: {dialog}"
+    );
+    let clicks = pages::confirm(&snap, "eu-west", UiOp::Failover, &["clicks".into()], &v, true, "/").unwrap();
+    assert!(!clicks.contains("Consumer groups"), "no group consumes clicks: nothing to say");
     assert!(several.contains("ghost") && several.contains("left out"));
     assert!(several.starts_with("<!doctype html>"), "without JavaScript the confirmation is a page");
 
@@ -1552,4 +1577,14 @@ fn the_incident_report_has_what_a_ticket_needs_and_no_secret() {
         report::file_name("eu-west", now(), report::ReportFormat::Markdown),
         "kmirror-eu-west-20260921T141320Z.md"
     );
+}
+
+#[test]
+fn groups_a_failover_would_not_resume_are_counted_per_mirror() {
+    let mut snap = snapshot();
+    snap.mirrors[1].groups.retain(|g| g.group == "billing-service");
+    let out = kmirror::api::metrics::render(&snap, now(), &kmirror::api::HttpMetrics::default(), "test");
+    assert!(out.contains("# TYPE kmirror_consumer_groups_not_ready gauge\n"), "{out}");
+    assert!(out.contains("kmirror_consumer_groups_not_ready{mirror=\"eu-west\"} 1\n"), "fraud-scoring: {out}");
+    assert!(out.contains("kmirror_consumer_groups_not_ready{mirror=\"us-east\"} 0\n"), "only a ready group: {out}");
 }

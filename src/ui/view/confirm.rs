@@ -2,7 +2,7 @@
 //! partition.
 
 use crate::domain::{PartitionState, StateCounts};
-use crate::engine::{MirrorSnapshot, PartitionSnapshot};
+use crate::engine::{GroupReadiness, MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
 use crate::history::History;
 use crate::ui::format;
 
@@ -85,6 +85,37 @@ pub struct ConfirmView {
     pub not_catching_up: Vec<(String, String)>,
     /// Failover: what failing back later will cost (see [`failback_cost`]); else empty.
     pub failback_cost: String,
+    /// Failover: the consumer groups with commits on the selected topics and whether each
+    /// resumes exactly on the destination; not-ready groups first.
+    pub groups: Vec<ConfirmGroup>,
+    /// How many of `groups` are not ready, and ready.
+    pub groups_not_ready: usize,
+    pub groups_ready: usize,
+}
+
+/// A consumer group in the failover dialog.
+#[derive(Debug, Clone)]
+pub struct ConfirmGroup {
+    pub name: String,
+    pub ready: bool,
+    /// Why not (not ready only).
+    pub why: String,
+}
+
+/// The groups that consume any of `topics`, with their failover readiness (not ready first).
+fn groups_of(m: &MirrorSnapshot, topics: &[&TopicSnapshot]) -> Vec<ConfirmGroup> {
+    let mut out: Vec<ConfirmGroup> = m
+        .groups
+        .iter()
+        .filter(|g| g.topics.iter().any(|t| topics.iter().any(|s| s.name == *t)))
+        .filter_map(|g| match g.readiness() {
+            GroupReadiness::Ready => Some(ConfirmGroup { name: g.group.clone(), ready: true, why: String::new() }),
+            GroupReadiness::NotReady(why) => Some(ConfirmGroup { name: g.group.clone(), ready: false, why }),
+            GroupReadiness::NothingCommitted => None,
+        })
+        .collect();
+    out.sort_by(|a, b| a.ready.cmp(&b.ready).then_with(|| a.name.cmp(&b.name)));
+    out
 }
 
 /// What a later failback of the selected topics costs, said in the failover dialog (issue 18):
@@ -264,6 +295,8 @@ pub fn confirm(
     } else {
         String::new()
     };
+    let groups = if op == UiOp::Failover { groups_of(m, &found) } else { Vec::new() };
+    let groups_not_ready = groups.iter().filter(|g| !g.ready).count();
     let count = confirm_topics.len();
     let title =
         if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
@@ -294,6 +327,9 @@ pub fn confirm(
         wait,
         not_catching_up,
         failback_cost,
+        groups_ready: groups.len() - groups_not_ready,
+        groups,
+        groups_not_ready,
     }
 }
 

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
-use crate::engine::{GroupSyncView, MirrorSnapshot, TopicSnapshot};
+use crate::engine::{GroupReadiness, GroupSyncView, MirrorSnapshot, TopicSnapshot};
 use crate::history::History;
 use crate::ui::format::{self, url};
 
@@ -66,7 +66,10 @@ pub struct GroupView {
     pub last_success: When,
     pub last_attempt: When,
     pub last_error: Option<String>,
-    pub synced: String,
+    /// `in sync / committed` partitions.
+    pub in_sync: String,
+    /// The mirror's topics it consumes, shortened.
+    pub topics: String,
 }
 
 /// Groups listed on the mirror page (problems first); the rest are counted.
@@ -74,16 +77,30 @@ const GROUP_ROWS: usize = 50;
 
 fn group_views(groups: &[GroupSyncView], now: Timestamp) -> (Vec<GroupView>, usize) {
     let mut refs: Vec<&GroupSyncView> = groups.iter().collect();
-    refs.sort_by(|a, b| b.last_error.is_some().cmp(&a.last_error.is_some()).then_with(|| a.group.cmp(&b.group)));
+    // Groups that are not ready first: they are what a failover would move wrongly.
+    let rank = |g: &GroupSyncView| match g.readiness() {
+        GroupReadiness::NotReady(_) => 0,
+        GroupReadiness::Ready => 1,
+        GroupReadiness::NothingCommitted => 2,
+    };
+    refs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.group.cmp(&b.group)));
     let more = refs.len().saturating_sub(GROUP_ROWS);
     let rows = refs
         .into_iter()
         .take(GROUP_ROWS)
         .map(|g| {
-            let (css, status) = match (&g.last_error, g.last_success_at) {
-                (Some(_), _) => ("bad", "failing"),
-                (None, Some(_)) => ("ok", "in sync"),
-                (None, None) => ("muted", "not synced yet"),
+            let (css, status, why) = match g.readiness() {
+                GroupReadiness::Ready => ("ok", "ready", None),
+                GroupReadiness::NothingCommitted => ("muted", "nothing committed", None),
+                GroupReadiness::NotReady(why) if g.last_error.is_some() || g.last_success_at.is_none() => {
+                    ("bad", "not ready", g.last_error.clone().or(Some(why)))
+                }
+                GroupReadiness::NotReady(why) => ("warn", "not ready", Some(why)),
+            };
+            let topics = if g.topics.len() > 3 {
+                format!("{} and {} more", g.topics[..3].join(", "), g.topics.len() - 3)
+            } else {
+                g.topics.join(", ")
             };
             GroupView {
                 group: g.group.clone(),
@@ -91,8 +108,13 @@ fn group_views(groups: &[GroupSyncView], now: Timestamp) -> (Vec<GroupView>, usi
                 status,
                 last_success: When::new(now, g.last_success_at),
                 last_attempt: When::new(now, Some(g.last_attempt_at)),
-                last_error: g.last_error.clone(),
-                synced: format::int(i64::try_from(g.partitions_synced).unwrap_or(i64::MAX)),
+                last_error: why,
+                in_sync: format!(
+                    "{} / {}",
+                    format::int(i64::try_from(g.partitions_in_sync).unwrap_or(i64::MAX)),
+                    format::int(i64::try_from(g.partitions_committed).unwrap_or(i64::MAX))
+                ),
+                topics,
             }
         })
         .collect();
