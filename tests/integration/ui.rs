@@ -1382,6 +1382,14 @@ async fn no_auth_mode_still_needs_the_csrf_token() {
     engine.stop().await;
 }
 
+/// Posts the New mirror form for `name` from the rig's source, with `extra` fields.
+async fn new_mirror(s: &Server, cookie: &str, csrf: &str, name: &str, extra: &[(&str, &str)]) -> Resp {
+    let bootstrap = Cluster::Source.bootstrap();
+    let mut form = vec![("_csrf", csrf), ("name", name), ("bootstrap", bootstrap.as_str())];
+    form.extend_from_slice(extra);
+    s.post("/mirrors", Some(cookie), &form, &[]).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_creates_and_deletes_a_mirror_through_forms() {
     let _rig = shared().await;
@@ -1391,31 +1399,12 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
     let name = unique("uinew");
     let r = s.get("/new-mirror", Some(&cookie), false).await;
     assert_eq!(r.status, 200);
-    let r = s
-        .post(
-            "/mirrors",
-            Some(&cookie),
-            &[("_csrf", &csrf), ("name", "bad name!"), ("bootstrap", &Cluster::Source.bootstrap())],
-            &[],
-        )
-        .await;
+    let r = new_mirror(&s, &cookie, &csrf, "bad name!", &[]).await;
     assert_eq!(r.status, 400, "invalid-name, as the API answers");
     assert!(r.text.contains("Invalid name") && r.text.contains("bad name!"), "the form comes back with the error");
     // A throttle that is not a number, or below the minimum, comes back with the rule.
     for (typed, says) in [("fast", "a number of MiB per second"), ("0.0001", "at least 1024")] {
-        let r = s
-            .post(
-                "/mirrors",
-                Some(&cookie),
-                &[
-                    ("_csrf", &csrf),
-                    ("name", &name),
-                    ("bootstrap", &Cluster::Source.bootstrap()),
-                    ("throttle_mib", typed),
-                ],
-                &[],
-            )
-            .await;
+        let r = new_mirror(&s, &cookie, &csrf, &name, &[("throttle_mib", typed)]).await;
         assert_eq!(r.status, 400, "{typed}: {}", r.text);
         assert!(
             r.text.contains(says) && r.text.contains(&format!(r#"name="throttle_mib" value="{typed}""#)),
@@ -1424,21 +1413,12 @@ async fn admin_creates_and_deletes_a_mirror_through_forms() {
         );
     }
     assert!(engine.handle.snapshot().mirror(&name).is_none(), "nothing created");
-    let r = s
-        .post(
-            "/mirrors",
-            Some(&cookie),
-            &[
-                ("_csrf", &csrf),
-                ("name", &name),
-                ("bootstrap", &Cluster::Source.bootstrap()),
-                ("properties", "client.id=kmirror-ui-test\n# comment\n"),
-                ("sync_topic_configs", "on"),
-                ("throttle_mib", "0.5"),
-            ],
-            &[],
-        )
-        .await;
+    let fields = [
+        ("properties", "client.id=kmirror-ui-test\n# comment\n"),
+        ("sync_topic_configs", "on"),
+        ("throttle_mib", "0.5"),
+    ];
+    let r = new_mirror(&s, &cookie, &csrf, &name, &fields).await;
     assert_eq!((r.status, r.header("location").to_string()), (303, format!("/mirrors/{name}")), "{}", r.text);
     let snap = engine.handle.snapshot();
     let m = snap.mirror(&name).expect("created");
