@@ -577,6 +577,12 @@ pub struct SyncKindHealth {
 }
 
 impl SyncKindHealth {
+    /// `kind`'s health in `m` (never run yet when the mirror has no status for it).
+    pub fn of(m: &MirrorSnapshot, kind: SyncKind, now: Timestamp) -> Self {
+        let s = m.sync.iter().find(|s| s.kind == kind).cloned().unwrap_or_else(|| SyncStatus::new(kind));
+        SyncKindHealth::new(&s, now)
+    }
+
     fn new(s: &SyncStatus, now: Timestamp) -> Self {
         SyncKindHealth {
             supported: s.supported,
@@ -685,10 +691,7 @@ pub struct SourceWritesAfterFailover {
 
 impl HealthResponse {
     pub fn new(m: &MirrorSnapshot, now: Timestamp, taken_at: String, snapshot_age_ms: u64) -> Self {
-        let kind = |k: SyncKind| {
-            let s = m.sync.iter().find(|s| s.kind == k).cloned().unwrap_or_else(|| SyncStatus::new(k));
-            SyncKindHealth::new(&s, now)
-        };
+        let kind = |k: SyncKind| SyncKindHealth::of(m, k, now);
         HealthResponse {
             mirror: m.name.clone(),
             source_cluster_id: SourceClusterIdHealth {

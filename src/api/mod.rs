@@ -109,6 +109,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(topics::topic_get))
         .routes(routes!(history::topic_history))
         .routes(routes!(topics::topic_lineage))
+        .routes(routes!(topics::topic_configs))
         .routes(routes!(topics::topics_start))
         .routes(routes!(topics::topics_pause))
         .routes(routes!(topics::topics_resume))

@@ -129,6 +129,94 @@ pub async fn topic_lineage(
     Ok(Json(LineageResponse { mirror, topic, lineage: lineage.as_ref().map(Lineage::from) }))
 }
 
+/// One config of a mirror topic, source beside destination.
+#[derive(Debug, Clone, serde::Serialize, ToSchema)]
+pub struct TopicConfig {
+    pub name: String,
+    /// The source topic's override; absent: the source cluster's default.
+    pub source: Option<String>,
+    /// The mirror topic's override; absent: the destination cluster's default.
+    pub destination: Option<String>,
+    /// Copied configs: what the topic-config sync makes the mirror topic's override (absent: no
+    /// override).
+    pub synced_value: Option<String>,
+    /// `in_sync`, `differs` (the next sync sets `synced_value`: the source changed since the last
+    /// sync, or the destination was changed directly) or `not_copied` (placement, durability or
+    /// not on the allow list: each cluster keeps its own).
+    pub status: String,
+}
+
+/// A mirror topic's configs beside its source topic's.
+#[derive(Debug, Clone, serde::Serialize, ToSchema)]
+pub struct TopicConfigsResponse {
+    pub mirror: String,
+    pub topic: String,
+    /// When both clusters were read (RFC 3339).
+    pub read_at: String,
+    /// Every config either topic overrides, plus `compression.type`, by name.
+    pub configs: Vec<TopicConfig>,
+    /// How many configs differ now (the next sync changes them).
+    pub differs: usize,
+    /// The mirror's topic-config sync: last run, last success, last error, drift warnings.
+    pub sync: super::dto::SyncKindHealth,
+}
+
+/// A mirror topic's configs beside its source topic's, and what the topic-config sync does with
+/// each.
+///
+/// Read from both clusters on every call (not from the snapshot). Lists every config either topic
+/// overrides (cluster defaults are left out) and `compression.type`, which mirror topics keep at
+/// `producer` unless the source sets one.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mirrors/{mirror}/topics/{topic}/configs",
+    tag = "topics",
+    operation_id = "topic_configs",
+    security(("bearer" = [])),
+    params(TopicPath),
+    responses(
+        (status = 200, description = "The topic's configs on both clusters", body = TopicConfigsResponse),
+        (status = 400, description = "Invalid mirror or topic name", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 404, description = "No such mirror, or the topic is not in it", body = ProblemDetails,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The source cannot be read (source-unreachable)", body = ProblemDetails,
+            content_type = "application/problem+json"),
+        (status = 503, description = "The destination cannot be read", body = ProblemDetails,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn topic_configs(
+    _auth: ViewerAuth,
+    State(state): State<AppState>,
+    ApiPath(TopicPath { mirror, topic }): ApiPath<TopicPath>,
+) -> Result<Json<TopicConfigsResponse>, ApiError> {
+    validate_mirror_name(&mirror)?;
+    validate_topic_name(&topic)?;
+    let rows = state.engine.topic_configs(&mirror, &topic).await?;
+    let snap = state.engine.snapshot();
+    let m = find_mirror(&snap, &mirror)?;
+    let now = now();
+    Ok(Json(TopicConfigsResponse {
+        differs: rows.iter().filter(|r| r.status == crate::engine::ConfigStatus::Differs).count(),
+        configs: rows
+            .into_iter()
+            .map(|r| TopicConfig {
+                status: r.status.slug().to_string(),
+                name: r.name,
+                source: r.source,
+                destination: r.destination,
+                synced_value: r.wanted,
+            })
+            .collect(),
+        sync: super::dto::SyncKindHealth::of(m, crate::engine::SyncKind::TopicConfigs, now),
+        mirror,
+        topic,
+        read_at: ts(now),
+    }))
+}
+
 /// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names, each once,
 /// at most [`crate::engine::MAX_TOPICS_PER_CALL`]) and `pattern` (a valid regex). Everything here needs no
 /// Kafka, so a bad call is refused before the engine makes any Kafka call.

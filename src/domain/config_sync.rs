@@ -65,9 +65,119 @@ pub fn creation_configs(source_overrides: &[(String, String)]) -> Vec<(String, S
     out
 }
 
+/// Where one topic config stands between the source topic and its mirror topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigStatus {
+    /// Copied, and the destination has the value the sync wants.
+    InSync,
+    /// Copied, and the destination differs: the next topic-config sync sets it (or removes the
+    /// destination's override). Changed on the destination since kmirror set it, or changed at
+    /// the source since the last sync.
+    Differs,
+    /// Not copied (placement, durability or not on the allow list): each cluster keeps its own.
+    NotCopied,
+}
+
+impl ConfigStatus {
+    /// The stable name used by the API.
+    #[must_use]
+    pub const fn slug(self) -> &'static str {
+        match self {
+            ConfigStatus::InSync => "in_sync",
+            ConfigStatus::Differs => "differs",
+            ConfigStatus::NotCopied => "not_copied",
+        }
+    }
+}
+
+/// One config of a mirror topic, source beside destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigRow {
+    pub name: String,
+    /// The source topic's override; `None`: the source cluster's default.
+    pub source: Option<String>,
+    /// The mirror topic's override; `None`: the destination cluster's default.
+    pub destination: Option<String>,
+    /// What the sync makes the destination's override (`None`: no override); only for copied
+    /// configs.
+    pub wanted: Option<String>,
+    pub status: ConfigStatus,
+}
+
+/// Every config either topic overrides (plus `compression.type`, which kmirror sets), sorted by
+/// name: the same decision the topic-config sync makes, shown instead of applied.
+#[must_use]
+pub fn compare(
+    source: &std::collections::BTreeMap<String, String>,
+    destination: &std::collections::BTreeMap<String, String>,
+) -> Vec<ConfigRow> {
+    let mut names: std::collections::BTreeSet<&str> =
+        source.keys().chain(destination.keys()).map(String::as_str).collect();
+    names.insert("compression.type");
+    names
+        .into_iter()
+        .map(|name| {
+            let (src, dst) = (source.get(name).cloned(), destination.get(name).cloned());
+            if !is_copied(name) {
+                return ConfigRow {
+                    name: name.to_string(),
+                    source: src,
+                    destination: dst,
+                    wanted: None,
+                    status: ConfigStatus::NotCopied,
+                };
+            }
+            let wanted = match (&src, name) {
+                (Some(v), _) => Some(v.clone()),
+                // Mirror topics keep the batches as the source compressed them.
+                (None, "compression.type") => Some("producer".to_string()),
+                (None, _) => None,
+            };
+            let status = if wanted == dst { ConfigStatus::InSync } else { ConfigStatus::Differs };
+            ConfigRow { name: name.to_string(), source: src, destination: dst, wanted, status }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_comparison_makes_the_syncs_decision_visible() {
+        let m = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let src = m(&[("retention.ms", "1000"), ("min.insync.replicas", "2"), ("segment.ms", "60000")]);
+        let dst = m(&[
+            ("retention.ms", "5000"),
+            ("segment.ms", "60000"),
+            ("compression.type", "producer"),
+            ("cleanup.policy", "compact"),
+        ]);
+        let rows = compare(&src, &dst);
+        let view: Vec<(&str, Option<&str>, Option<&str>, Option<&str>, &str)> = rows
+            .iter()
+            .map(|r| {
+                (r.name.as_str(), r.source.as_deref(), r.destination.as_deref(), r.wanted.as_deref(), r.status.slug())
+            })
+            .collect();
+        assert_eq!(
+            view,
+            [
+                // Set only on the destination, copied: the sync removes it.
+                ("cleanup.policy", None, Some("compact"), None, "differs"),
+                ("compression.type", None, Some("producer"), Some("producer"), "in_sync"),
+                // Each cluster's own.
+                ("min.insync.replicas", Some("2"), None, None, "not_copied"),
+                ("retention.ms", Some("1000"), Some("5000"), Some("1000"), "differs"),
+                ("segment.ms", Some("60000"), Some("60000"), Some("60000"), "in_sync"),
+            ]
+        );
+        // A source compression wins over kmirror's default.
+        let rows = compare(&m(&[("compression.type", "zstd")]), &m(&[("compression.type", "producer")]));
+        assert_eq!((rows[0].wanted.as_deref(), rows[0].status), (Some("zstd"), ConfigStatus::Differs));
+    }
 
     #[test]
     fn copies_data_semantics_and_never_placement() {

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::domain::config_sync::is_copied;
+use crate::domain::config_sync::{ConfigStatus, compare};
 use crate::domain::name_pattern::NameFilter;
 use crate::domain::offset_map::Translation;
 use crate::domain::{MirrorPosition, PartitionState, Timestamp};
@@ -249,33 +249,26 @@ pub(super) fn config_changes(
     destination: &BTreeMap<String, String>,
     applied: &HashMap<(String, String), String>,
 ) -> (Vec<(String, ConfigOp)>, Vec<String>) {
-    let mut desired: BTreeMap<String, String> =
-        source.iter().filter(|(k, _)| is_copied(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-    desired.entry("compression.type".to_string()).or_insert_with(|| "producer".to_string());
-    let names: BTreeSet<&String> = desired.keys().chain(destination.keys().filter(|k| is_copied(k))).collect();
     let mut ops = Vec::new();
     let mut drift = Vec::new();
-    for name in names {
-        let want = desired.get(name);
-        let have = destination.get(name);
-        if want == have {
-            continue;
-        }
-        if let Some(h) = have {
-            let ours = applied.get(&(topic.to_string(), name.clone()));
+    // The same comparison the topic page shows (`config_sync::compare`), applied.
+    for row in compare(source, destination).into_iter().filter(|r| r.status == ConfigStatus::Differs) {
+        if let Some(h) = &row.destination {
+            let ours = applied.get(&(topic.to_string(), row.name.clone()));
             if ours.is_some_and(|o| o != h) {
                 drift.push(format!(
-                    "{topic}: {name} was changed on the destination to {h:?}; reset to the source's {}",
-                    want.map_or("default".to_string(), |w| format!("{w:?}"))
+                    "{topic}: {} was changed on the destination to {h:?}; reset to the source's {}",
+                    row.name,
+                    row.wanted.as_ref().map_or("default".to_string(), |w| format!("{w:?}"))
                 ));
             }
         }
-        ops.push((name.clone(), want.map_or(ConfigOp::Delete, |w| ConfigOp::Set(w.clone()))));
+        ops.push((row.name, row.wanted.map_or(ConfigOp::Delete, ConfigOp::Set)));
     }
     (ops, drift)
 }
 
-fn overrides(entries: Vec<crate::kafka::ConfigEntry>) -> BTreeMap<String, String> {
+pub(super) fn overrides(entries: Vec<crate::kafka::ConfigEntry>) -> BTreeMap<String, String> {
     entries
         .into_iter()
         .filter(|e| e.source == ConfigSource::DynamicTopic)

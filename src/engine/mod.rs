@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
+pub use crate::domain::config_sync::{ConfigRow, ConfigStatus};
 pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
 
@@ -468,6 +469,7 @@ pub(crate) enum Request {
     Lifecycle(LifecycleCall),
     RefreshNow { mirror: String, reply: oneshot::Sender<Result<(), EngineError>> },
     Lineage { mirror: String, topic: String, reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>> },
+    TopicConfigs { mirror: String, topic: String, reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>> },
     Shutdown { reply: oneshot::Sender<()> },
 }
 
@@ -595,6 +597,13 @@ impl EngineHandle {
     pub async fn lineage(&self, mirror: &str, topic: &str) -> Result<Option<TopicLineage>, EngineError> {
         let (mirror, topic) = (mirror.to_string(), topic.to_string());
         self.call(|reply| Request::Lineage { mirror, topic, reply }).await
+    }
+
+    /// A mirror topic's configs beside its source topic's, read from both clusters now (off the
+    /// coordinator's loop), with what the topic-config sync makes of each.
+    pub async fn topic_configs(&self, mirror: &str, topic: &str) -> Result<Vec<ConfigRow>, EngineError> {
+        let (mirror, topic) = (mirror.to_string(), topic.to_string());
+        self.call(|reply| Request::TopicConfigs { mirror, topic, reply }).await
     }
 
     /// Re-checks a mirror's source metadata now instead of at the next refresh.

@@ -200,6 +200,17 @@ pub async fn topic_lineage_get(
     Ok(html(pages::lineage(l, &viewer, is_htmx(&headers))?))
 }
 
+pub async fn topic_configs_get(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    headers: HeaderMap,
+    Path((m, t)): Path<(String, String)>,
+) -> Page {
+    crate::engine::validate_topic_name(&t).map_err(|e| UiError::bad_request("Invalid topic name", e.to_string()))?;
+    let rows = ui.app.engine.topic_configs(&m, &t).await.map_err(|e| UiError::engine(&e))?;
+    Ok(html(pages::configs(view::configs(&m, &t, &rows), &viewer, is_htmx(&headers))?))
+}
+
 pub async fn topic_partitions_live(
     State(ui): State<UiState>,
     Extension(viewer): Extension<Viewer>,

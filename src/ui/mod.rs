@@ -96,6 +96,7 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/mirrors/{m}/topics/{t}", get(handlers::topic_get))
         .route("/ui/mirrors/{m}/topics/{t}", get(handlers::topic_partitions_live))
         .route("/mirrors/{m}/topics/{t}/lineage", get(handlers::topic_lineage_get))
+        .route("/mirrors/{m}/topics/{t}/configs", get(handlers::topic_configs_get))
         .route("/mirrors/{m}/confirm", get(handlers::confirm_get))
         .route("/mirrors/{m}/actions", post(handlers::actions_post))
         .route("/mirrors/{m}/delete", post(handlers::mirror_delete_post))

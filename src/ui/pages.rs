@@ -130,6 +130,30 @@ pub fn failback_preview(p: FailbackPreviewView, viewer: &Viewer, fragment: bool)
 }
 
 #[derive(Debug, Template)]
+#[template(path = "pages/configs.html")]
+pub struct ConfigsPage {
+    pub chrome: Chrome,
+    pub c: view::ConfigsView,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/configs.html")]
+pub struct ConfigsFragment {
+    pub c: view::ConfigsView,
+}
+
+/// A topic's configs on both clusters (page, or the topic page's fragment for htmx).
+pub fn configs(c: view::ConfigsView, viewer: &Viewer, fragment: bool) -> Result<String, UiError> {
+    Ok(if fragment {
+        ConfigsFragment { c }.render()?
+    } else {
+        let chrome = Chrome::new(&format!("Configs of {}", c.topic), "overview", Some(viewer.clone()))
+            .crumbs(mirror_crumbs(&c.mirror));
+        ConfigsPage { chrome, c }.render()?
+    })
+}
+
+#[derive(Debug, Template)]
 #[template(path = "pages/lineage.html")]
 pub struct LineagePage {
     pub chrome: Chrome,

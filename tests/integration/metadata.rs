@@ -72,6 +72,19 @@ async fn topic_configs_follow_the_source_and_denied_ones_do_not() {
     assert_eq!(c["retention.ms"], (Some("7200000".into()), ConfigSource::DynamicTopic), "copied at creation");
     assert_eq!(c["compression.type"].0.as_deref(), Some("producer"));
     assert_ne!(c["min.insync.replicas"].1, ConfigSource::DynamicTopic, "placement configs are never copied");
+    // The comparison a topic page shows, read from both clusters.
+    let compared = || async {
+        let rows = eng.handle.topic_configs(&mirror, &topic.name).await.expect("configs read");
+        rows.into_iter()
+            .map(|r| (r.name, (r.source, r.destination, r.wanted, r.status.slug())))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let s = |v: &str| Some(v.to_string());
+    let rows = compared().await;
+    assert_eq!(rows["retention.ms"], (s("7200000"), s("7200000"), s("7200000"), "in_sync"), "{rows:?}");
+    assert_eq!(rows["min.insync.replicas"], (s("1"), None, None, "not_copied"), "{rows:?}");
+    assert_eq!(rows["compression.type"], (None, s("producer"), s("producer"), "in_sync"), "{rows:?}");
+    assert_eq!(rows["segment.bytes"].3, "in_sync");
 
     // A change at the source reaches the destination within two refreshes.
     Cluster::Source
@@ -89,12 +102,19 @@ async fn topic_configs_follow_the_source_and_denied_ones_do_not() {
         .alter_topic_configs(&topic.name, &[("retention.ms".into(), ConfigOp::Set("1000".into()))])
         .await
         .unwrap();
+    // Shown before the sync runs: the destination's value and what the sync will set.
+    assert_eq!(compared().await["retention.ms"], (s("3600000"), s("1000"), s("3600000"), "differs"));
     refresh(&eng, &mirror).await;
     let snap = eng.handle.snapshot();
     let status = snap.mirror(&mirror).unwrap().sync.iter().find(|s| s.kind == SyncKind::TopicConfigs).unwrap().clone();
     assert!(status.last_error.is_none(), "{status:?}");
     assert!(status.warnings.iter().any(|w| w.contains("retention.ms")), "drift reported: {status:?}");
     assert_eq!(dest_configs(&topic.name).await["retention.ms"].0.as_deref(), Some("3600000"));
+    assert_eq!(compared().await["retention.ms"].3, "in_sync", "and in sync again");
+    let e = eng.handle.topic_configs(&mirror, "not-mirrored").await.unwrap_err();
+    assert_eq!(e.kind(), kmirror::engine::ProblemKind::TopicNotInMirror, "{e}");
+    let e = eng.handle.topic_configs("no-such-mirror", &topic.name).await.unwrap_err();
+    assert_eq!(e.kind(), kmirror::engine::ProblemKind::MirrorNotFound, "{e}");
     eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
     eng.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;

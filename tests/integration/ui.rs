@@ -1207,6 +1207,23 @@ async fn csrf_roles_and_pages_without_javascript() {
         }
     }
 
+    // The topic's configs on both clusters: a page without JavaScript, a fragment for htmx.
+    let configs = s.get(&format!("/mirrors/{m}/topics/{}/configs", t.name), Some(&view_cookie), false).await;
+    assert_eq!(configs.status, 200, "{}", configs.text);
+    assert!(
+        configs.text.starts_with("<!doctype html>") && configs.text.contains("Every copied config of"),
+        "{}",
+        configs.text
+    );
+    assert!(configs.text.contains(r#"<tr data-config="compression.type">"#), "{}", configs.text);
+    let fragment = s.get(&format!("/mirrors/{m}/topics/{}/configs", t.name), Some(&view_cookie), true).await;
+    assert!(
+        fragment.text.starts_with("<div id=\"configs-body\">") && !fragment.text.contains("<html"),
+        "{}",
+        fragment.text
+    );
+    assert_eq!(s.get(&format!("/mirrors/{m}/topics/nope/configs"), Some(&view_cookie), false).await.status, 404);
+
     // A standalone engine is one instance owning every slot, and owns every partition.
     let instances = s.get("/instances", Some(&view_cookie), false).await;
     let me = &engine.config.instance_id;

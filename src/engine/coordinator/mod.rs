@@ -286,6 +286,7 @@ impl Request {
             Request::Lifecycle(_) => "lifecycle call",
             Request::RefreshNow { .. } => "refresh now",
             Request::Lineage { .. } => "lineage",
+            Request::TopicConfigs { .. } => "topic configs",
             Request::Shutdown { .. } => "shutdown",
         }
     }
@@ -719,6 +720,7 @@ impl Coordinator {
                 let _ = reply.send(r);
             }
             Request::Lineage { mirror, topic, reply } => self.spawn_lineage(mirror, topic, reply),
+            Request::TopicConfigs { mirror, topic, reply } => self.spawn_topic_configs(mirror, topic, reply),
             Request::Shutdown { .. } => unreachable!("handled in run"),
         }
     }
@@ -1497,6 +1499,49 @@ async fn read_offsets(
         Err(_) => error = Some("destination: timed out".into()),
     }
     (out.into_iter().collect(), error)
+}
+
+impl Coordinator {
+    /// Reads a mirror topic's configs on both clusters off the loop and answers with the
+    /// comparison (`config_sync::compare`).
+    fn spawn_topic_configs(
+        &self,
+        mirror: String,
+        topic: String,
+        reply: tokio::sync::oneshot::Sender<Result<Vec<crate::engine::ConfigRow>, EngineError>>,
+    ) {
+        let Some(m) = self.mirrors.get(&mirror) else {
+            let _ = reply.send(Err(not_found(&mirror)));
+            return;
+        };
+        if !m.topics.contains_key(&topic) {
+            let p = not_in_mirror(&mirror, &topic);
+            let _ = reply.send(Err(EngineError::rejected(p.kind, p.detail)));
+            return;
+        }
+        let (source, destination) = (Arc::clone(&m.source_admin), Arc::clone(&self.destination_admin));
+        tokio::spawn(async move {
+            let (src, dst) = futures_util::future::join(
+                source.describe_topic_configs(&topic),
+                destination.describe_topic_configs(&topic),
+            )
+            .await;
+            let r = match (src, dst) {
+                (Err(e), _) => Err(EngineError::rejected(
+                    ProblemKind::SourceUnreachable,
+                    format!("cannot read the configs of {topic:?} on the source: {e}"),
+                )),
+                (_, Err(e)) => Err(EngineError::rejected(
+                    ProblemKind::DestinationUnavailable,
+                    format!("cannot read the configs of {topic:?} on the destination: {e}"),
+                )),
+                (Ok(s), Ok(d)) => {
+                    Ok(crate::domain::config_sync::compare(&metadata::overrides(s), &metadata::overrides(d)))
+                }
+            };
+            let _ = reply.send(r);
+        });
+    }
 }
 
 fn not_found(mirror: &str) -> EngineError {

@@ -528,3 +528,54 @@ mod tests {
         assert!(behind.contains("quarantine"), "{behind}");
     }
 }
+
+/// A mirror topic's configs beside its source topic's (the topic page's "Topic configs").
+#[derive(Debug, Clone)]
+pub struct ConfigsView {
+    pub mirror: String,
+    pub topic: String,
+    pub topic_href: String,
+    pub rows: Vec<ConfigRowView>,
+    /// Configs the next sync changes.
+    pub differs: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConfigRowView {
+    pub name: String,
+    pub source: String,
+    pub destination: String,
+    /// What the sync sets, for copied configs that differ; else empty.
+    pub wanted: String,
+    pub css: &'static str,
+    pub label: &'static str,
+}
+
+pub fn configs(mirror: &str, topic: &str, rows: &[crate::engine::ConfigRow]) -> ConfigsView {
+    use crate::engine::ConfigStatus;
+    let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "(default)".to_string());
+    ConfigsView {
+        mirror: mirror.to_string(),
+        topic: topic.to_string(),
+        topic_href: topic_href(mirror, topic),
+        differs: rows.iter().filter(|r| r.status == ConfigStatus::Differs).count(),
+        rows: rows
+            .iter()
+            .map(|r| {
+                let (css, label) = match r.status {
+                    ConfigStatus::InSync => ("ok", "in sync"),
+                    ConfigStatus::Differs => ("warn", "next sync sets it"),
+                    ConfigStatus::NotCopied => ("muted", "not copied"),
+                };
+                ConfigRowView {
+                    name: r.name.clone(),
+                    source: value(&r.source),
+                    destination: value(&r.destination),
+                    wanted: if r.status == ConfigStatus::Differs { value(&r.wanted) } else { String::new() },
+                    css,
+                    label,
+                }
+            })
+            .collect(),
+    }
+}
