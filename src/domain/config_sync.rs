@@ -156,7 +156,7 @@ mod tests {
             ("cleanup.policy", "compact"),
         ]);
         let rows = compare(&src, &dst);
-        let view: Vec<(&str, Option<&str>, Option<&str>, Option<&str>, &str)> = rows
+        let view: Vec<_> = rows
             .iter()
             .map(|r| {
                 (r.name.as_str(), r.source.as_deref(), r.destination.as_deref(), r.wanted.as_deref(), r.status.slug())
