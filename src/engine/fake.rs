@@ -895,6 +895,9 @@ pub(crate) struct FakeWorld {
     /// Where the slot group's events go once the engine joined it (`Ports::join_group`): a
     /// test plays the group coordinator by sending assignments and revokes.
     group: Mutex<Option<mpsc::UnboundedSender<MembershipEvent>>>,
+    /// The state records written when the engine joined the slot group (what any instance that
+    /// saw this one own slots can have read).
+    written_at_join: Mutex<Option<Vec<LogRecord>>>,
     /// Where the state tail's batches go once the engine follows it (`Ports::tail_state`): a
     /// test plays what the tail reads.
     tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
@@ -960,6 +963,7 @@ impl FakeWorld {
             quarantine: FakeQuarantine::default(),
             fences: FakeFences::default(),
             group: Mutex::new(None),
+            written_at_join: Mutex::new(None),
             tail: Mutex::new(None),
         })
     }
@@ -972,6 +976,11 @@ impl FakeWorld {
     /// The slot group's event sender, once the engine joined (group ownership).
     pub(crate) fn group_events(&self) -> Option<mpsc::UnboundedSender<MembershipEvent>> {
         lock(&self.group).clone()
+    }
+
+    /// The state records written before the engine joined the slot group.
+    pub(crate) fn written_at_join(&self) -> Option<Vec<LogRecord>> {
+        lock(&self.written_at_join).clone()
     }
 
     /// Adds a source cluster reachable at `bootstrap`.
@@ -1148,6 +1157,7 @@ impl Ports for FakeWorld {
         _config: &EngineConfig,
         events: mpsc::UnboundedSender<MembershipEvent>,
     ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
+        *lock(&self.written_at_join) = Some(self.state.records());
         *lock(&self.group) = Some(events);
         Ok(Box::new(FakeMember))
     }

@@ -157,7 +157,7 @@ impl Coordinator {
     }
 
     /// This instance's heartbeat as of now, whichever writer takes it.
-    fn heartbeat_record(&self) -> pipe::StateWrite {
+    pub(super) fn heartbeat_record(&self) -> pipe::StateWrite {
         persist::instance(&self.config.cluster_name, &self.this_instance(now()), self.state_partitions)
     }
 

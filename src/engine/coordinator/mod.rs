@@ -433,6 +433,14 @@ pub(super) async fn start_with_ports(
         let (state, _) =
             crate::store::MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
         group::check_compatible(&config, state_partitions, &state, now()).map_err(EngineError::Incompatible)?;
+        // Announce this instance (no slots yet) before joining: by the time it owns slots its
+        // heartbeat is in the state topic, so an incompatible instance started after that sees
+        // it live and refuses. Without this the first heartbeat came with the first takeover,
+        // and a second deployment started in that moment (CI did) ran on the same state topic.
+        coord.pending_writes.push(coord.heartbeat_record());
+        if let Err(e) = coord.flush().await {
+            tracing::warn!("cannot announce this instance before joining: {e}");
+        }
         let mut g = group::Group::new(state, &start);
         let (tail_tx, tail_rx) = mpsc::unbounded_channel();
         g.tail = Some(ports.tail_state(&config, &start, tail_tx).map_err(dest_err)?);

@@ -1220,6 +1220,28 @@ fn latest_record<T>(world: &FakeWorld, f: impl Fn(crate::store::StateRecord) -> 
         .find_map(|r| crate::store::decode(r.key.as_deref(), r.value.as_deref()).ok().and_then(&f))
 }
 
+/// Safety at start: an instance's heartbeat is in the state topic before it joins the slot group,
+/// so an incompatible instance started after it owns slots sees it live and refuses (CI once
+/// started one in the moment between the join and the first heartbeat, and it ran).
+#[tokio::test]
+async fn an_instance_announces_itself_before_it_joins_the_slot_group() {
+    let world = FakeWorld::new();
+    let mut c = config();
+    c.ownership = Ownership::Group { session_timeout: Duration::from_secs(10), advertised_url: None };
+    world.destination.add_topic(&c.state_topic, c.state_partitions, 0);
+    let ports: Arc<dyn Ports> = Arc::clone(&world) as Arc<dyn Ports>;
+    let (engine, join) = start_with_ports(c.clone(), ports).await.expect("the engine starts in a slot group");
+    let before_join = world.written_at_join().expect("the engine joined the slot group");
+    let announced = before_join.iter().find_map(|r| match crate::store::decode(r.key.as_deref(), r.value.as_deref()) {
+        Ok(crate::store::StateRecord::Instance(e)) => e.value.filter(|v| v.instance == c.instance_id),
+        _ => None,
+    });
+    let announced = announced.expect("its heartbeat was written before it joined");
+    assert!(announced.slots.is_empty() && announced.cluster_name == c.cluster_name, "{announced:?}");
+    engine.shutdown().await;
+    let _ = join.await;
+}
+
 /// Another instance of the [`GroupRig`]'s cluster.
 const OTHER_INSTANCE: &str = "kmirror-other";
 
