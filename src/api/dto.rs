@@ -605,6 +605,19 @@ pub struct SyncHealth {
     pub acls: SyncKindHealth,
 }
 
+/// Whether a group resumes exactly on the destination after a failover now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailoverReadiness {
+    /// Every committed partition in sync: a failover now resumes the group exactly where its
+    /// last commit before the sync was.
+    Ready,
+    /// See `not_ready_reason`.
+    NotReady,
+    /// No commit on the mirror's synced partitions.
+    NothingCommitted,
+}
+
 /// The consumer-group offset sync of one group.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct GroupSync {
@@ -624,10 +637,7 @@ pub struct GroupSync {
     pub partitions_in_sync: u64,
     /// Of those, partitions with nothing mirrored yet to translate to.
     pub partitions_not_translated: u64,
-    /// `ready` (every committed partition in sync: a failover now resumes the group exactly
-    /// where its last commit before the sync was), `not_ready` (see `not_ready_reason`) or
-    /// `nothing_committed` (no commit on the mirror's synced partitions).
-    pub failover_readiness: String,
+    pub failover_readiness: FailoverReadiness,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_ready_reason: Option<String>,
 }
@@ -635,9 +645,9 @@ pub struct GroupSync {
 impl From<&GroupSyncView> for GroupSync {
     fn from(g: &GroupSyncView) -> Self {
         let (failover_readiness, not_ready_reason) = match g.readiness() {
-            GroupReadiness::Ready => ("ready", None),
-            GroupReadiness::NothingCommitted => ("nothing_committed", None),
-            GroupReadiness::NotReady(why) => ("not_ready", Some(why)),
+            GroupReadiness::Ready => (FailoverReadiness::Ready, None),
+            GroupReadiness::NothingCommitted => (FailoverReadiness::NothingCommitted, None),
+            GroupReadiness::NotReady(why) => (FailoverReadiness::NotReady, Some(why)),
         };
         GroupSync {
             group: g.group.clone(),
@@ -649,7 +659,7 @@ impl From<&GroupSyncView> for GroupSync {
             partitions_committed: g.partitions_committed,
             partitions_in_sync: g.partitions_in_sync,
             partitions_not_translated: g.partitions_not_translated,
-            failover_readiness: failover_readiness.to_string(),
+            failover_readiness,
             not_ready_reason,
         }
     }

@@ -22,7 +22,9 @@ use crate::history::History;
 use crate::ui::format;
 
 use super::auth::ViewerAuth;
-use super::dto::{HealthResponse, InstancesResponse, Mirror, MirrorPath, Operation, Partition, Topic, ts};
+use super::dto::{
+    FailoverReadiness, HealthResponse, InstancesResponse, Mirror, MirrorPath, Operation, Partition, Topic, ts,
+};
 use super::history::{EtaDto, HistorySample};
 use super::mirrors::find_mirror;
 use super::problem::{ApiError, ProblemDetails};
@@ -359,8 +361,8 @@ pub fn markdown(r: &MirrorReport) -> String {
         );
     }
     o.push('\n');
-    let not_ready: Vec<_> = h.groups.iter().filter(|g| g.failover_readiness == "not_ready").collect();
-    let ready = h.groups.iter().filter(|g| g.failover_readiness == "ready").count();
+    let not_ready: Vec<_> = h.groups.iter().filter(|g| g.failover_readiness == FailoverReadiness::NotReady).collect();
+    let ready = h.groups.iter().filter(|g| g.failover_readiness == FailoverReadiness::Ready).count();
     let _ = writeln!(
         o,
         "Consumer groups (failover readiness): {} ready, {} not ready, {} with nothing committed on the mirrored \
