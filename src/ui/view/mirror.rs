@@ -83,7 +83,8 @@ fn group_views(groups: &[GroupSyncView], now: Timestamp) -> (Vec<GroupView>, usi
         GroupReadiness::Ready => 1,
         GroupReadiness::NothingCommitted => 2,
     };
-    refs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.group.cmp(&b.group)));
+    // Ranked once per group (a readiness may format its reason), not once per comparison.
+    refs.sort_by_cached_key(|g| (rank(g), g.group.as_str()));
     let more = refs.len().saturating_sub(GROUP_ROWS);
     let rows = refs
         .into_iter()
