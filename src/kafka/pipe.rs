@@ -1166,9 +1166,9 @@ impl Pipe {
                         part.pending.push(Pending { source_offset, epoch, timestamp, bytes, slot });
                     }
                     self.txn_bytes += bytes as usize;
-                    if self.config.throttle.rate().is_some() {
-                        self.config.throttle.take(bytes, Instant::now());
-                    }
+                    // The loop's `now` (read before the poll) is fine for the bucket: an earlier
+                    // instant only refills less. Without a rate this is one atomic load.
+                    self.config.throttle.take(bytes, now);
                 }
                 Some(Err(e)) => self.on_consumer_error(e),
             }
