@@ -270,6 +270,9 @@ pub enum LineageError {
         /// The committed position's destination end offset.
         committed_end: i64,
     },
+    /// A failback decision without the other direction's lineage (`copied_out`).
+    #[error("no lineage of the other direction to fail back from")]
+    NoReverseLineage,
     /// The committed next source offset is not after the last mirrored source offset.
     #[error("the next source offset {next_source_offset} is not after the last mirrored source offset {last_mirrored}")]
     PositionBeforeStop {
@@ -457,6 +460,88 @@ impl ReverseLineage {
     }
 }
 
+/// Everything one cluster knows about the two-way history of one partition of a topic: its own
+/// mirror's lineage (the mirror that copies the topic *into* this cluster, from the other one)
+/// and, from the other cluster's state, the other direction's (the mirror that copies it *out of*
+/// this cluster).
+///
+/// A record in this cluster's partition is on the other cluster in one of two ways: this side's
+/// mirror wrote it here as a copy of the other side's record, or the other direction's mirror
+/// copied it from here. Each copy is contiguous and starts where the previous direction ended (a
+/// failback adopts the other side's stop point; a resync deletes everything before its new
+/// start), so what is on both sides is a prefix of the log, and its end is
+/// [`Self::divergence_point`]. Every record at or after it was written here and is not on the
+/// other side: exactly what a `DESTINATION_DIVERGED` refusal counts, what a quarantine keeps, and
+/// what its preview reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionLineage {
+    /// This side's mirror: its stop point, when the partition was failed over since it last
+    /// mirrored (everything below it was written by kmirror).
+    pub stop: Option<StopPoint>,
+    /// This side's mirror: its committed position, when it ever mirrored (everything below its
+    /// destination end offset is mirrored data).
+    pub position: Option<MirrorPosition>,
+    /// The other direction's mirror, when the other cluster's state has one that copied this
+    /// topic from here and its lineage applies (`engine::failback::find`): everything below its
+    /// mirrored end was copied there.
+    pub copied_out: Option<ReverseLineage>,
+    /// The other cluster's log start offset for this partition now (`None`: not read). At or past
+    /// the end of what this side's mirror copied from there, the other cluster no longer holds the
+    /// originals of this side's copies (it was resynced from here since, or retention removed
+    /// them all), so those copies are not on the other side any more.
+    pub source_log_start: Option<i64>,
+}
+
+impl PartitionLineage {
+    /// Where the data this side's mirror copied in ends here, if it ever copied or was stopped:
+    /// the stop point's offset (after kmirror's own markers) or the committed end.
+    fn copied_in_end(&self) -> Option<i64> {
+        let ends = [self.stop.map(|s| s.destination_stop_offset), self.position.map(|p| p.destination_end_offset)];
+        ends.into_iter().flatten().max()
+    }
+
+    /// The end, on the other cluster, of what this side's mirror copied from it: the committed
+    /// next source offset, or the record after the last mirrored one.
+    fn copied_in_source_end(&self) -> i64 {
+        match (self.position, self.stop.and_then(|s| s.last_mirrored_source_offset)) {
+            (Some(p), _) => p.next_source_offset,
+            (None, Some(last)) => last + 1,
+            (None, None) => 0,
+        }
+    }
+
+    /// Whether this side's copies still have their originals on the other cluster (see
+    /// [`Self::source_log_start`]).
+    fn copies_in_hold(&self) -> bool {
+        self.source_log_start.is_none_or(|start| start < self.copied_in_source_end())
+    }
+
+    /// The offset here where the records that are not on the other side begin: the end of the
+    /// furthest copy in either direction that still holds, 0 with none (every record is local).
+    ///
+    /// The greatest of the ends, not the first one known: after a round trip (A -> B failed
+    /// over, B -> A failed back and over again) this side's stop point is older than what the
+    /// other direction copied from here since, and after a second round trip the other
+    /// direction's copy is older than this side's new stop point. This side's own copies count
+    /// only while the other cluster still holds their originals: after the other side was
+    /// resynced from here and failed over before it caught up, only what it copied since is
+    /// there.
+    #[must_use]
+    pub fn divergence_point(&self) -> i64 {
+        let own = self.copied_in_end().filter(|_| self.copies_in_hold());
+        let out = self.copied_out.map(|c| c.mirrored_end);
+        own.into_iter().chain(out).max().unwrap_or(0).max(0)
+    }
+
+    /// The offsets of `log` from the divergence point on (an upper bound of the divergent records
+    /// when local writers were transactional: markers are offsets too; a `read_committed` scan
+    /// from [`Self::divergence_point`] counts the records themselves).
+    #[must_use]
+    pub fn divergence(&self, log: LogBounds) -> Divergence {
+        Divergence::after(self.divergence_point(), log)
+    }
+}
+
 /// The committed records of a partition at or after an offset, as a `read_committed` scan finds
 /// them: transaction markers and aborted records are not records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -469,29 +554,33 @@ pub struct RecordScan {
     pub timestamps: Option<(i64, i64)>,
 }
 
-/// Decides where a failback starts (DESIGN.md section 5, issue 18): the old source, now this
-/// mirror's destination, is adopted as it is when it holds no committed record after the
-/// mirrored end (`after`, a scan from [`ReverseLineage::mirrored_end`]); the mirror then starts at
-/// the other side's stop offset and copies only what was written there since the failover.
+/// Decides where a failback starts (DESIGN.md section 5): the old source, now this mirror's
+/// destination, is adopted as it is when it holds no committed record from its divergence point
+/// on (`after`, a scan from [`PartitionLineage::divergence_point`] of `here`, whose `copied_out`
+/// is the other direction's lineage); the mirror then starts at the other side's stop offset and
+/// copies only what was written there since the failover. The same decision serves a restart
+/// after a round trip, where `here` also holds this side's own stop point.
 ///
 /// - Truncation mode `resync`: [`StartDecision::Resync`], as for any start.
-/// - The destination ends before the mirrored end (records the other side has are gone here):
+/// - The destination ends before the divergence point (records that crossed are gone here):
 ///   [`Refusal::DestinationBehind`].
-/// - Committed records after the mirrored end (they never reached the other side):
+/// - Committed records from the divergence point on (they never reached the other side):
 ///   [`Refusal::LocalWrites`] with their exact count and offset range.
 /// - Otherwise incremental from [`ReverseLineage::source_stop_offset`].
 ///
 /// # Errors
 ///
-/// [`LineageError::InvalidLogBounds`] for impossible log bounds.
+/// [`LineageError::InvalidLogBounds`] for impossible log bounds,
+/// [`LineageError::NoReverseLineage`] when `here` has no other direction to fail back from.
 pub fn decide_failback(
-    lineage: &ReverseLineage,
+    here: &PartitionLineage,
     destination: LogBounds,
     after: &RecordScan,
     truncation: Truncation,
     source_log_start_offset: i64,
 ) -> Result<StartDecision, LineageError> {
     destination.validate()?;
+    let lineage = here.copied_out.ok_or(LineageError::NoReverseLineage)?;
     let divergence = match after.offsets {
         Some((first, last)) if after.records > 0 => {
             Divergence { local_records: after.records, range: Some((first, last + 1)) }
@@ -507,14 +596,15 @@ pub fn decide_failback(
             divergence,
         });
     }
-    if destination.high_watermark < lineage.mirrored_end {
+    let lineage_end = here.divergence_point();
+    if destination.high_watermark < lineage_end {
         return Ok(StartDecision::Refuse(Refusal::DestinationBehind {
-            lineage_end: lineage.mirrored_end,
+            lineage_end,
             high_watermark: destination.high_watermark,
         }));
     }
     if divergence.is_diverged() {
-        return Ok(StartDecision::Refuse(Refusal::LocalWrites { lineage_end: lineage.mirrored_end, divergence }));
+        return Ok(StartDecision::Refuse(Refusal::LocalWrites { lineage_end, divergence }));
     }
     Ok(StartDecision::Incremental {
         from_source_offset: lineage.source_stop_offset,
@@ -548,6 +638,9 @@ impl FailbackPreview {
         self.partitions.iter().map(|p| p.records).sum()
     }
 }
+
+#[cfg(test)]
+mod history_tests;
 
 #[cfg(test)]
 mod tests {
@@ -751,7 +844,9 @@ mod tests {
         assert_eq!(ReverseLineage::of(Some(&stop), None).unwrap().mirrored_end, 100);
         assert_eq!(ReverseLineage::of(None, Some(&position(100, 3, 118))), None, "never failed over");
         // A ends at 104 with only transaction markers after 100: no record there.
-        let d = decide_failback(&lineage, LogBounds::new(0, 104), &RecordScan::default(), Truncation::None, 0);
+        let here = PartitionLineage { copied_out: Some(lineage), ..PartitionLineage::default() };
+        assert_eq!(here.divergence_point(), 100);
+        let d = decide_failback(&here, LogBounds::new(0, 104), &RecordScan::default(), Truncation::None, 0);
         assert_eq!(
             d,
             Ok(StartDecision::Incremental { from_source_offset: 120, leader_epoch: -1, destination_end_offset: 104 })
@@ -761,13 +856,14 @@ mod tests {
     #[test]
     fn a_failback_over_records_that_never_crossed_is_refused_with_their_exact_count() {
         let lineage = ReverseLineage { mirrored_end: 100, source_stop_offset: 120 };
+        let here = PartitionLineage { copied_out: Some(lineage), ..PartitionLineage::default() };
         let after = RecordScan { records: 3, offsets: Some((100, 104)), timestamps: Some((5, 9)) };
-        let d = decide_failback(&lineage, LogBounds::new(0, 106), &after, Truncation::None, 0).unwrap();
+        let d = decide_failback(&here, LogBounds::new(0, 106), &after, Truncation::None, 0).unwrap();
         let StartDecision::Refuse(refusal) = d else { panic!("{d:?}") };
         assert_eq!(refusal.divergence(), Some(Divergence { local_records: 3, range: Some((100, 105)) }));
         assert_eq!(refusal.code(), ErrorCode::DestinationDiverged);
         // Resync deletes and mirrors the other side from its log start.
-        let d = decide_failback(&lineage, LogBounds::new(0, 106), &after, Truncation::Resync { quarantine: true }, 7);
+        let d = decide_failback(&here, LogBounds::new(0, 106), &after, Truncation::Resync { quarantine: true }, 7);
         assert!(
             matches!(
                 d,
@@ -782,11 +878,110 @@ mod tests {
             "{d:?}"
         );
         // The old source lost records the other side has: behind.
-        let d = decide_failback(&lineage, LogBounds::new(0, 90), &RecordScan::default(), Truncation::None, 0);
+        let d = decide_failback(&here, LogBounds::new(0, 90), &RecordScan::default(), Truncation::None, 0);
         assert!(matches!(
             d,
             Ok(StartDecision::Refuse(Refusal::DestinationBehind { lineage_end: 100, high_watermark: 90 }))
         ));
-        assert!(decide_failback(&lineage, LogBounds::new(5, 2), &RecordScan::default(), Truncation::None, 0).is_err());
+        assert!(decide_failback(&here, LogBounds::new(5, 2), &RecordScan::default(), Truncation::None, 0).is_err());
+        let none = PartitionLineage::default();
+        assert_eq!(
+            decide_failback(&none, LogBounds::new(0, 9), &RecordScan::default(), Truncation::None, 0),
+            Err(LineageError::NoReverseLineage)
+        );
+    }
+
+    #[test]
+    fn what_never_crossed_starts_after_the_furthest_copy_in_either_direction() {
+        // No lineage: every record is local.
+        assert_eq!(PartitionLineage::default().divergence_point(), 0);
+        assert_eq!(
+            PartitionLineage::default().divergence(LogBounds::new(3, 9)),
+            Divergence { local_records: 6, range: Some((3, 9)) }
+        );
+        // A restart over local writes, nothing copied out: this side's stop point.
+        let own = PartitionLineage {
+            stop: Some(stop(4, Some(99), 41)),
+            position: Some(position(100, 4, 39)),
+            ..PartitionLineage::default()
+        };
+        assert_eq!(own.divergence_point(), 41);
+        // A never stopped partition: its committed end (what follows is kmirror's markers or a
+        // foreign write, never mirrored data).
+        let running = PartitionLineage { position: Some(position(100, 4, 39)), ..PartitionLineage::default() };
+        assert_eq!(running.divergence_point(), 39);
+        // After a round trip: the other direction copied this side's local writes 41..2141 out,
+        // and only what came after that never crossed. Taking the stop point alone would keep
+        // 2,000 records the other side has.
+        let round_trip = PartitionLineage {
+            copied_out: Some(ReverseLineage { mirrored_end: 2_141, source_stop_offset: 900 }),
+            ..own
+        };
+        assert_eq!(round_trip.divergence_point(), 2_141);
+        assert_eq!(
+            round_trip.divergence(LogBounds::new(0, 2_144)),
+            Divergence { local_records: 3, range: Some((2_141, 2_144)) }
+        );
+        // After a second round trip this side mirrored more since the other direction's copy:
+        // its new stop point is the furthest.
+        let second = PartitionLineage {
+            stop: Some(stop(5, Some(150), 3_000)),
+            position: Some(position(151, 5, 2_998)),
+            copied_out: Some(ReverseLineage { mirrored_end: 2_141, source_stop_offset: 900 }),
+            source_log_start: Some(0),
+        };
+        assert_eq!(second.divergence_point(), 3_000);
+        // The other side was resynced from here since and failed over after copying up to
+        // 2,141: the originals of this side's copies are gone there, and 2,141.. is not there.
+        let resynced = PartitionLineage { source_log_start: Some(151), ..second };
+        assert_eq!(resynced.divergence_point(), 2_141);
+        // Without a copy out, nothing here is on the other side any more.
+        assert_eq!(PartitionLineage { copied_out: None, ..resynced }.divergence_point(), 0);
+        // Retention removed only some of the originals: the copies count (they reached it).
+        assert_eq!(PartitionLineage { source_log_start: Some(150), ..second }.divergence_point(), 3_000);
+    }
+
+    #[test]
+    fn a_failback_after_a_round_trip_counts_from_the_divergence_point_not_the_old_stop() {
+        // This side's stop point at 41, the other direction copied up to 2,141 from here.
+        let here = PartitionLineage {
+            stop: Some(stop(4, Some(99), 41)),
+            position: Some(position(100, 4, 39)),
+            copied_out: Some(ReverseLineage { mirrored_end: 2_141, source_stop_offset: 900 }),
+            source_log_start: Some(0),
+        };
+        // Three strays after the copy.
+        let after = RecordScan { records: 3, offsets: Some((2_141, 2_143)), timestamps: None };
+        let d = decide_failback(&here, LogBounds::new(0, 2_144), &after, Truncation::None, 0).unwrap();
+        assert_eq!(
+            d,
+            StartDecision::Refuse(Refusal::LocalWrites {
+                lineage_end: 2_141,
+                divergence: Divergence { local_records: 3, range: Some((2_141, 2_144)) },
+            })
+        );
+        // None: the round trip resumes from the other side's stop offset.
+        let d = decide_failback(&here, LogBounds::new(0, 2_141), &RecordScan::default(), Truncation::None, 0);
+        assert_eq!(
+            d,
+            Ok(StartDecision::Incremental { from_source_offset: 900, leader_epoch: -1, destination_end_offset: 2_141 })
+        );
+    }
+
+    #[test]
+    fn what_a_failover_leaves_behind_is_what_the_failback_will_find_diverged() {
+        // The failover dialog's failback note counts the lag; the other side's failback counts
+        // from the divergence point its lineage gives. They are the same number.
+        for (next, lso) in [(100, 130), (100, 100), (0, 7)] {
+            let p = position(next, 3, 80);
+            let s = stop(3, (next > 0).then_some(next - 1), 82);
+            let other_side =
+                PartitionLineage { copied_out: ReverseLineage::of(Some(&s), Some(&p)), ..PartitionLineage::default() };
+            assert_eq!(
+                other_side.divergence(LogBounds::new(0, lso)).local_records,
+                failover_impact(next, lso).unmirrored_records,
+                "next {next}, lso {lso}"
+            );
+        }
     }
 }

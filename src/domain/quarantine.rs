@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::lineage::ReverseLineage;
-use super::record::StopPoint;
+#[cfg(doc)]
+use super::lineage::PartitionLineage;
 
 /// Header naming the topic a quarantined record was copied from (UTF-8).
 pub const HEADER_TOPIC: &str = "kmirror.diverged.topic";
@@ -30,28 +30,12 @@ pub fn quarantine_topic(topic: &str) -> String {
     format!("{topic}{SUFFIX}")
 }
 
-/// The first divergent offset of a destination partition, before the log start is applied:
-///
-/// - a restart in the same direction over local writes: the stop point's destination stop
-///   offset (everything from it on was written here after the failover);
-/// - a failback: the end of what the other direction's mirror copied from here
-///   ([`ReverseLineage::mirrored_end`]);
-/// - no lineage at all: 0, every record (what the resync deletes).
-///
-/// Exactly the start of the range a `DESTINATION_DIVERGED` refusal reports, so what is kept is
-/// what the refusal said would be lost.
-#[must_use]
-pub fn divergent_from(stop: Option<&StopPoint>, reverse: Option<&ReverseLineage>) -> i64 {
-    match (stop, reverse) {
-        (Some(s), _) => s.destination_stop_offset,
-        (None, Some(r)) => r.mirrored_end,
-        (None, None) => 0,
-    }
-}
-
-/// The range a quarantine copies from one partition, half-open `[from, end)`: from the divergent
-/// start (not below the log start: deleted records are gone) to the last stable offset (records
-/// of a transaction still open are not committed records yet). Empty when `from >= end`.
+/// The range a quarantine copies from one partition, half-open `[from, end)`: from its divergence
+/// point ([`PartitionLineage::divergence_point`], where the records that never reached the other
+/// side begin: exactly the start of the range a `DESTINATION_DIVERGED` refusal reports, so what is
+/// kept is what the refusal said would be lost), not below the log start (deleted records are
+/// gone), to the last stable offset (records of a transaction still open are not committed
+/// records yet). Empty when `from >= end`.
 #[must_use]
 pub fn range(divergent_from: i64, log_start: i64, last_stable: i64) -> (i64, i64) {
     let from = divergent_from.max(log_start);
@@ -144,13 +128,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_divergent_range_starts_where_the_refusal_says() {
-        let stop =
-            StopPoint { last_mirror_epoch: 1, last_mirrored_source_offset: Some(9), destination_stop_offset: 40 };
-        let rev = ReverseLineage { mirrored_end: 25, source_stop_offset: 30 };
-        assert_eq!(divergent_from(Some(&stop), Some(&rev)), 40, "restart: the stop point");
-        assert_eq!(divergent_from(None, Some(&rev)), 25, "failback: what crossed");
-        assert_eq!(divergent_from(None, None), 0, "no lineage: everything");
+    fn the_range_starts_at_the_divergence_point_within_the_log() {
         assert_eq!(range(25, 0, 31), (25, 31));
         assert_eq!(range(25, 28, 31), (28, 31), "deleted records are gone");
         assert_eq!(range(25, 0, 20), (25, 25), "nothing divergent: empty");

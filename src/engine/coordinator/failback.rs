@@ -11,7 +11,9 @@
 //! moved to the other side translate back exactly.
 
 use super::lifecycle::offsets_of;
-use crate::domain::lineage::{FailbackCopy, FailbackPreview, LogBounds, RecordScan, StartDecision, decide_failback};
+use crate::domain::lineage::{
+    FailbackCopy, FailbackPreview, LogBounds, PartitionLineage, RecordScan, StartDecision, decide_failback,
+};
 use crate::domain::offset_map::{OffsetMap, Run};
 
 use super::*;
@@ -34,6 +36,8 @@ impl Coordinator {
     /// failback, and the caller refuses to adopt a topic with records), an error when the
     /// lineage exists but cannot be used, or when records here never reached the other side
     /// (`DESTINATION_DIVERGED`, with their count, offsets and time range per partition).
+    /// `source_starts`: the source's log starts, when this mirror has its own lineage of the
+    /// topic (a restart; a first start has none).
     pub(super) async fn failback_plan(
         &self,
         mirror: &str,
@@ -41,6 +45,7 @@ impl Coordinator {
         dest_topic_id: &str,
         partitions: i32,
         dest_ends: &BTreeMap<i32, i64>,
+        source_starts: Option<&BTreeMap<i32, i64>>,
     ) -> Result<Option<FailbackPlan>, Problem> {
         let remote = self.source_state(mirror, &format!("to look for a failback lineage of {topic:?}"), "").await?;
         let found =
@@ -58,9 +63,10 @@ impl Coordinator {
         let starts = offsets_of(dest, topic, parts.clone(), OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
             .await
             .map_err(unavailable)?;
+        let here = self.lineage_here(mirror, topic, partitions, Some(&found), source_starts);
         let mut ranges = Vec::new();
         for p in parts.clone() {
-            let Some(l) = found.partitions.get(&p) else {
+            if !found.partitions.contains_key(&p) {
                 return Err(Problem {
                     kind: ProblemKind::DestinationDiverged,
                     detail: format!(
@@ -69,8 +75,8 @@ impl Coordinator {
                         found.mirror
                     ),
                 });
-            };
-            let from = l.mirrored_end.max(starts.get(&p).copied().unwrap_or(0));
+            }
+            let from = here[&p].divergence_point().max(starts.get(&p).copied().unwrap_or(0));
             ranges.push((p, from, stable.get(&p).copied().unwrap_or(0)));
         }
         let scans = self.ports.scan_destination(&self.config, topic, ranges).await.map_err(unavailable)?;
@@ -82,11 +88,11 @@ impl Coordinator {
         };
         let mut diverged = Vec::new();
         for p in parts {
-            let lineage = found.partitions[&p];
+            let (here, copied) = (here[&p], found.partitions[&p].mirrored_end);
             let scan = scans.get(&p).copied().unwrap_or_default();
             let after = RecordScan { records: scan.records, offsets: scan.offsets, timestamps: scan.timestamps };
             let bounds = LogBounds::observed(starts.get(&p).copied(), dest_ends.get(&p).copied().unwrap_or(0));
-            match decide_failback(&lineage, bounds, &after, Truncation::None, 0) {
+            match decide_failback(&here, bounds, &after, Truncation::None, 0) {
                 Ok(StartDecision::Refuse(why)) => {
                     let when = match scan.timestamps {
                         Some((a, b)) => {
@@ -94,10 +100,16 @@ impl Coordinator {
                         }
                         None => String::new(),
                     };
+                    let point = here.divergence_point();
+                    let ours = if point > copied {
+                        format!(", and this mirror's own writes end at offset {point}")
+                    } else {
+                        String::new()
+                    };
                     let what = match why.divergence() {
                         Some(d) => format!(
-                            "{d}{when} never reached the other side (the mirror {:?} copied up to offset {})",
-                            found.mirror, lineage.mirrored_end
+                            "{d}{when} never reached the other side (the mirror {:?} copied up to offset {copied}{ours})",
+                            found.mirror
                         ),
                         None => why.to_string(),
                     };
@@ -126,6 +138,49 @@ impl Coordinator {
         }
         plan.preview.partitions = self.failback_copies(mirror, topic, &plan.positions).await?;
         Ok(Some(plan))
+    }
+
+    /// What this cluster knows of the two-way history of each partition of `topic` (its
+    /// [`PartitionLineage`]): this mirror's own stop point and committed position, what the
+    /// other direction's mirror (`found`, from the source's state) copied from here, and the
+    /// source's log starts (`source_starts`, whether it still holds what this mirror copied from
+    /// it; see [`Self::source_starts`]). The one input
+    /// of every "which records here never reached the other side" question: the refusal, its
+    /// preview, the quarantine copy and the quarantine's preview.
+    pub(super) fn lineage_here(
+        &self,
+        mirror: &str,
+        topic: &str,
+        partitions: i32,
+        found: Option<&crate::engine::failback::FoundLineage>,
+        source_starts: Option<&BTreeMap<i32, i64>>,
+    ) -> BTreeMap<i32, PartitionLineage> {
+        let own = self.mirrors.get(mirror).and_then(|m| m.topics.get(topic));
+        (0..partitions)
+            .map(|p| {
+                let record = own.and_then(|t| t.partitions.get(&p)).map(|rt| &rt.record);
+                let lineage = PartitionLineage {
+                    stop: record.and_then(|r| r.stop_point),
+                    position: record.and_then(|r| r.position),
+                    copied_out: found.and_then(|f| f.partitions.get(&p).copied()),
+                    source_log_start: source_starts.and_then(|s| s.get(&p).copied()),
+                };
+                (p, lineage)
+            })
+            .collect()
+    }
+
+    /// The source's log start offsets of `topic`'s partitions, for [`Self::lineage_here`].
+    pub(super) async fn source_starts(
+        &self,
+        mirror: &str,
+        topic: &str,
+        partitions: i32,
+    ) -> Result<BTreeMap<i32, i64>, Problem> {
+        let source = &*self.mirrors[mirror].source_admin;
+        offsets_of(source, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))
     }
 
     /// What a failback of `topic` copies from the source per partition: from each start
@@ -202,7 +257,7 @@ impl Coordinator {
             .await
             .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
         let Some((p, end)) = ends.iter().find(|(_, end)| **end > 0) else { return Ok(None) };
-        match self.failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &ends).await? {
+        match self.failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &ends, None).await? {
             Some(plan) => Ok(Some(plan.preview)),
             None => Err(Problem {
                 kind: ProblemKind::DestinationTopicConflict,

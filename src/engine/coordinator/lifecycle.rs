@@ -1,9 +1,8 @@
 //! Lifecycle calls: start (with its prepare), pause, resume and stop, each checked against the
 //! state machine, persisted, then carried out on the data path.
 
-use crate::domain::lineage::{
-    FailbackPreview, LogBounds, Refusal, StartDecision, StartInput, decide_start, divergence,
-};
+use super::failback::FailbackPlan;
+use crate::domain::lineage::{FailbackPreview, LogBounds, Refusal, StartDecision, StartInput, decide_start};
 use crate::domain::quarantine::{self, QuarantinedPartition};
 use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
 
@@ -181,9 +180,34 @@ impl Coordinator {
                         return Err(p);
                     }
                 }
-                self.first_rejection(mirror, topic, kind, op.name()).map(|()| None)
+                self.first_rejection(mirror, topic, kind, op.name())?;
+                if op == (LifecycleOp::Start { truncation: Truncation::None }) {
+                    // The restart's own check: refused over records that never crossed, or the
+                    // failback plan of a round trip (what it will copy).
+                    return self.validate_restart(mirror, topic).await;
+                }
+                Ok(None)
             }
         }
+    }
+
+    /// `validate_only` of a restart of `topic` (in `mirror`, stopped): the start's own check
+    /// (`restart_plan`), on the destination topic as it is now.
+    async fn validate_restart(&self, mirror: &str, topic: &str) -> Result<Option<FailbackPreview>, Problem> {
+        let Some(t) = self.mirrors[mirror].topics.get(topic) else { return Ok(None) };
+        let dest = &*self.destination_admin;
+        let d = match dest.describe_topic(topic).await {
+            Ok(d) => d,
+            // Deleted since the failover: the start recreates it, nothing is in the way.
+            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(None),
+            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+        };
+        let partitions = d.partitions.len() as i32;
+        let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        let plan = self.restart_plan(mirror, topic, t, &d.topic_id.to_string(), partitions, &ends).await?;
+        Ok(plan.map(|p| p.preview))
     }
 
     /// Starts (or restarts) `topic`; with `resync` + `quarantine`, what the quarantine copied
@@ -314,7 +338,7 @@ impl Coordinator {
                     if ends.iter().any(|o| o.offset > 0) {
                         let by_partition: BTreeMap<i32, i64> = ends.iter().map(|o| (o.partition, o.offset)).collect();
                         failback = self
-                            .failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &by_partition)
+                            .failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &by_partition, None)
                             .await?;
                     }
                     if failback.is_none()
@@ -380,41 +404,9 @@ impl Coordinator {
         // the refusal `prepare` gives a retry).
         if let Some(t) = &existing
             && truncation == Truncation::None
-            && t.partitions.values().any(|rt| rt.record.stop_point.is_some())
         {
-            let dest_starts =
-                offsets_of(&**dest, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
-                    .await
-                    .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-            let mut diverged = Vec::new();
-            for (p, rt) in &t.partitions {
-                if rt.record.state != PartitionState::Stopped {
-                    continue;
-                }
-                if let Some(stop) = rt.record.stop_point {
-                    let hwm = dest_ends.get(p).copied().unwrap_or(0);
-                    let bounds = LogBounds::observed(dest_starts.get(p).copied(), hwm);
-                    if let Ok(divergence) = divergence(&stop, bounds)
-                        && divergence.is_diverged()
-                    {
-                        let why = Refusal::LocalWrites { lineage_end: stop.destination_stop_offset, divergence };
-                        diverged.push(format!("partition {p}: {why}"));
-                    }
-                }
-            }
-            if !diverged.is_empty() {
-                // The writes here after the stop point may be the other direction's: a round
-                // trip (A -> B failed over, B -> A failed back and over again, now A -> B again)
-                // resumes from where that mirror stopped, when everything here crossed over.
-                failback =
-                    self.failback_plan(mirror, topic, &dest_topic.topic_id.to_string(), partitions, &dest_ends).await?;
-                if failback.is_none() {
-                    return Err(Problem {
-                        kind: ProblemKind::DestinationDiverged,
-                        detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
-                    });
-                }
-            }
+            failback =
+                self.restart_plan(mirror, topic, t, &dest_topic.topic_id.to_string(), partitions, &dest_ends).await?;
         }
 
         // Resync with quarantine: the records the resync will delete that never reached the other
@@ -465,11 +457,69 @@ impl Coordinator {
         self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await.map(|()| quarantined)
     }
 
+    /// The check of a restart (`truncation` none) of `topic`, already in `mirror` as `t`, whose
+    /// destination topic (`dest_topic_id`, ends `dest_ends`) may hold records written after a
+    /// failover: refused with `DESTINATION_DIVERGED` and the exact count and range of the records
+    /// that never reached the other side, or the failback plan of a round trip (A -> B failed
+    /// over, B -> A failed back and over again, now A -> B again: the writes here after the stop
+    /// point are the other direction's copies, and the restart resumes from where that mirror
+    /// stopped). `None`: nothing in the way, an ordinary restart. The start and its preview both
+    /// ask this, so they cannot disagree.
+    async fn restart_plan(
+        &self,
+        mirror: &str,
+        topic: &str,
+        t: &TopicRt,
+        dest_topic_id: &str,
+        partitions: i32,
+        dest_ends: &BTreeMap<i32, i64>,
+    ) -> Result<Option<FailbackPlan>, Problem> {
+        if !t.partitions.values().any(|rt| rt.record.stop_point.is_some()) {
+            return Ok(None);
+        }
+        let dest = &*self.destination_admin;
+        let dest_starts = offsets_of(dest, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
+            .await
+            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        // First this mirror's own lineage (cheap: ListOffsets); only when something here is not
+        // on the source by it is the source's state read, to see whether it crossed over.
+        let source_starts = self.source_starts(mirror, topic, partitions).await?;
+        let mut diverged = Vec::new();
+        for (p, lineage) in self.lineage_here(mirror, topic, partitions, None, Some(&source_starts)) {
+            let stopped = t.partitions.get(&p).is_some_and(|rt| rt.record.state == PartitionState::Stopped);
+            let Some(stop) = lineage.stop.filter(|_| stopped) else { continue };
+            let hwm = dest_ends.get(&p).copied().unwrap_or(0);
+            let divergence = lineage.divergence(LogBounds::observed(dest_starts.get(&p).copied(), hwm));
+            if divergence.is_diverged() {
+                let why = if lineage.divergence_point() < stop.destination_stop_offset {
+                    format!(
+                        "{divergence} are not on the source: it no longer holds the records this mirror copied from                          it (log start {}), so restart with truncation mode `resync`",
+                        source_starts.get(&p).copied().unwrap_or(0)
+                    )
+                } else {
+                    Refusal::LocalWrites { lineage_end: stop.destination_stop_offset, divergence }.to_string()
+                };
+                diverged.push(format!("partition {p}: {why}"));
+            }
+        }
+        if diverged.is_empty() {
+            return Ok(None);
+        }
+        match self.failback_plan(mirror, topic, dest_topic_id, partitions, dest_ends, Some(&source_starts)).await? {
+            Some(plan) => Ok(Some(plan)),
+            None => Err(Problem {
+                kind: ProblemKind::DestinationDiverged,
+                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
+            }),
+        }
+    }
+
     /// Copies the divergent records of the destination's `topic` to `<topic>.kmirror-diverged`
     /// before a resync deletes them (with `dry_run`, the preview: counts what it would copy, after
-    /// the same checks); answers for each partition that has divergent records. Per partition the divergent range is the one a `DESTINATION_DIVERGED`
-    /// refusal reports (`domain::quarantine::divergent_from`), up to the last stable offset. A
-    /// destination topic that does not exist has nothing to keep.
+    /// the same checks); answers for each partition that has divergent records. Per partition the
+    /// divergent range is the one a `DESTINATION_DIVERGED` refusal reports (from the divergence
+    /// point of `divergent_starts`), up to the last stable offset. A destination topic that does
+    /// not exist has nothing to keep.
     pub(super) async fn quarantine_divergent(
         &self,
         mirror: &str,
@@ -577,9 +627,11 @@ impl Coordinator {
         }
     }
 
-    /// Where the divergent records of each partition of `topic` start: after this mirror's stop
-    /// point (a restart over local writes), after what the other direction's mirror copied from
-    /// here (a failback: the source's state says), or at 0 when there is no lineage at all.
+    /// Where the records of each partition of `topic` that never reached the other side start
+    /// (`PartitionLineage::divergence_point`): after the furthest of this mirror's own writes and
+    /// the other direction's copy from here, as the source's state records it; at 0 with no
+    /// lineage at all. The same computation as the refusal's (`failback_plan`), so a quarantine
+    /// keeps exactly what the refusal said would be lost.
     async fn divergent_starts(
         &self,
         mirror: &str,
@@ -587,34 +639,39 @@ impl Coordinator {
         topic_id: &str,
         partitions: i32,
     ) -> Result<BTreeMap<i32, i64>, Problem> {
-        if let Some(t) = self.mirrors[mirror].topics.get(topic)
-            && t.partitions.values().any(|rt| rt.record.stop_point.is_some())
-        {
-            return Ok((0..partitions)
-                .map(|p| {
-                    let stop = t.partitions.get(&p).and_then(|rt| rt.record.stop_point.as_ref());
-                    (p, quarantine::divergent_from(stop, None))
-                })
-                .collect());
-        }
         let remote = self
             .source_state(
                 mirror,
-                &format!("to find which records of {topic:?} to quarantine"),
+                &format!("to find which records of {topic:?} reached it and need no quarantine"),
                 "; nothing was copied or deleted",
             )
             .await?;
-        // A lineage that does not apply here (another cluster's, a recreated topic) is no
-        // lineage: every record is kept, the safe side.
+        // A lineage that does not apply here (another cluster's, a recreated topic, a mirror
+        // there still copying from here) explains nothing: only this mirror's own lineage counts,
+        // and every record after it is kept, the safe side.
         let found = match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(topic_id)) {
             Ok(found) => found,
             Err(p) => {
-                tracing::info!(%mirror, %topic, "quarantine: the source's lineage does not apply ({}); every record is quarantined", p.detail);
+                tracing::info!(%mirror, %topic, "quarantine: the source's lineage does not apply ({}); only this mirror's own lineage counts", p.detail);
                 None
             }
         };
-        Ok((0..partitions)
-            .map(|p| (p, quarantine::divergent_from(None, found.as_ref().and_then(|f| f.partitions.get(&p)))))
+        let source_starts = match self.source_starts(mirror, topic, partitions).await {
+            Ok(starts) => starts,
+            Err(p) => {
+                return Err(Problem {
+                    kind: p.kind,
+                    detail: format!(
+                        "{}: cannot tell which records of {topic:?} the source still holds; nothing was copied or deleted",
+                        p.detail
+                    ),
+                });
+            }
+        };
+        Ok(self
+            .lineage_here(mirror, topic, partitions, found.as_ref(), Some(&source_starts))
+            .into_iter()
+            .map(|(p, lineage)| (p, lineage.divergence_point()))
             .collect())
     }
 
