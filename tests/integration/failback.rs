@@ -25,7 +25,7 @@ fn actor() -> Actor {
 
 /// An engine attached to A (the rig's source cluster), keeping its state in a topic of the given
 /// name there; the same name as the engine on B uses, so it finds B's state under it.
-async fn engine_on_a(state_topic: &str) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+pub(crate) async fn engine_on_a(state_topic: &str) -> (EngineHandle, tokio::task::JoinHandle<()>) {
     let id = unique("eng-a");
     let mut config = EngineConfig::new(Cluster::Source.bootstrap());
     config.state_topic = state_topic.to_string();
@@ -41,7 +41,7 @@ async fn lifecycle(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp)
 }
 
 /// Creates on `h` (attached to A) a mirror whose source is B: the failback direction.
-async fn create_failback_mirror(h: &EngineHandle) -> String {
+pub(crate) async fn create_failback_mirror(h: &EngineHandle) -> String {
     let m2 = unique("m2");
     h.create_mirror(
         MirrorSpec {
@@ -80,12 +80,12 @@ pub(crate) async fn failed_over_from_a(
 }
 
 /// The same call with `validate_only`.
-async fn preview(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
+pub(crate) async fn preview(h: &EngineHandle, mirror: &str, topic: &str, op: LifecycleOp) -> engine::OpResult {
     h.lifecycle(mirror, TopicSelector::Names(vec![topic.to_string()]), op, true, actor()).await.expect("call")
 }
 
 /// Waits until `mirror` on `h` has mirrored `topic` up to B's last stable offset.
-async fn caught_up_from_b(h: &EngineHandle, mirror: &str, topic: &str, partitions: i32) {
+pub(crate) async fn caught_up_from_b(h: &EngineHandle, mirror: &str, topic: &str, partitions: i32) {
     let q: Vec<_> = (0..partitions).map(|p| (topic.to_string(), p, OffsetSpec::Latest)).collect();
     eventually(&format!("{mirror} caught up with B's {topic}"), Duration::from_secs(90), || async {
         let lso = Cluster::Destination.admin().list_offsets(&q, IsolationLevel::ReadCommitted).await.ok()?;
@@ -249,7 +249,7 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
 }
 
 /// Produces `records` in one transaction on `cluster`, committed or aborted.
-fn produce_txn(cluster: Cluster, topic: &str, records: &[Rec], commit: bool) {
+pub(crate) fn produce_txn(cluster: Cluster, topic: &str, records: &[Rec], commit: bool) {
     use rdkafka::producer::Producer;
     let p = producer(cluster, &[("transactional.id", &unique("fb-tx"))]);
     p.init_transactions(Duration::from_secs(30)).unwrap();

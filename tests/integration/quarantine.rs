@@ -3,7 +3,8 @@
 //! last mirrored one. The failback `m2` (B into A, an engine attached to A) refuses with their
 //! count; with `resync` + `quarantine` they are first copied to `<topic>.kmirror-diverged` on A
 //! with their original coordinates, then A is resynced and equals B. A quarantine topic holding
-//! foreign records is refused, and the preview says what the run then does.
+//! foreign records is refused, and the preview says what the run then does. After a round trip
+//! (A -> B, B -> A, strays on B) the quarantine holds the strays and nothing the other side has.
 
 use std::time::Duration;
 
@@ -193,4 +194,143 @@ async fn failback_with_quarantine_keeps_the_divergent_records_then_resyncs() {
         let _ = Cluster::Source.admin().delete_topic(t).await;
     }
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// The round trip: m1 A -> B failed over, B the primary for 2,000 records, failed back by m2
+/// B -> A (incremental) and failed over again, A the primary for 800 more; then 3 stray records
+/// land directly on B. A restart of m1 with quarantine keeps exactly those 3: B's 2,000 records
+/// as the primary are on A already (m2 copied them), and replaying the quarantine into A creates
+/// no duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_round_trip_the_quarantine_holds_only_what_never_crossed() {
+    use crate::failback::{caught_up_from_b, create_failback_mirror, engine_on_a, preview, produce_txn};
+    const P: i32 = 4;
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "quar-rt", P, &[]).await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce_txn(Cluster::Source, &t, &keyed(400, P, "a-first"), true);
+        produce_aborted(&t, P, 20);
+    })
+    .await
+    .unwrap();
+
+    // m1: A -> B, caught up, failed over; B takes 2,000 transactional records as the primary.
+    let b = crate::engine::TestEngine::start().await;
+    let m1 = unique("m1");
+    b.create_mirror(&m1).await;
+    b.op_ok(&m1, &[&topic.name], START).await;
+    b.wait_caught_up(&m1, &topic.name, P).await;
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    let b_config = b.config.clone();
+    b.stop().await;
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce_txn(Cluster::Destination, &t, &keyed(2_000, P, "b-primary"), true))
+        .await
+        .unwrap();
+
+    // m2: B -> A, incremental (the preview says 2,000 to copy), caught up, failed over.
+    let (a, a_join) = engine_on_a(&b_config.state_topic).await;
+    let m2 = create_failback_mirror(&a).await;
+    let p = preview(&a, &m2, &topic.name, START).await;
+    assert_eq!(p.failback.get(&topic.name).map(|f| f.records()), Some(2_000), "{p:?}");
+    let r = call(&a, &m2, &topic.name, START, false).await;
+    assert!(r.results[0].ok, "{r:?}");
+    caught_up_from_b(&a, &m2, &topic.name, P).await;
+    assert_eq!(assert_same_content(&topic.name, P).await, 2_400);
+    let r = call(&a, &m2, &topic.name, LifecycleOp::Stop, false).await;
+    assert!(r.results[0].ok, "{r:?}");
+
+    // A is the primary again (800 records); 3 strays are written directly to B's copy, one in
+    // each of partitions 0, 1 and 2.
+    let t = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce_txn(Cluster::Source, &t, &keyed(800, P, "a-again"), true);
+        produce(Cluster::Destination, &t, &keyed(3, P, "stray"));
+    })
+    .await
+    .unwrap();
+    let t = topic.name.clone();
+    let strays: Vec<_> = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &t, P))
+        .await
+        .unwrap()
+        .into_values()
+        .flatten()
+        .filter(|r| header(r, "tag") == Some("stray"))
+        .collect();
+    assert_eq!(strays.len(), 3);
+
+    // m1's restart is refused naming exactly the strays, and its preview says the same.
+    let b = crate::engine::TestEngine::with_config(b_config).await;
+    let p = call(&b.handle, &m1, &topic.name, START, true).await;
+    let r = call(&b.handle, &m1, &topic.name, START, false).await;
+    assert_eq!(p.results[0].error, r.results[0].error, "the preview is the start's answer");
+    let refusal = r.results[0].error.as_ref().expect("refused");
+    assert_eq!(refusal.kind, ProblemKind::DestinationDiverged, "{refusal:?}");
+    for s in &strays {
+        let named = format!("partition {}: 1 local record at offsets {}..{}", s.partition, s.offset, s.offset + 1);
+        assert!(refusal.detail.contains(&named), "{named:?} in {}", refusal.detail);
+    }
+    assert!(!refusal.detail.contains("partition 3:"), "{}", refusal.detail);
+    assert!(refusal.detail.contains(&format!("the mirror {m2:?} copied up to offset")), "{}", refusal.detail);
+
+    // With quarantine: the preview counts the 3, the run copies the 3, then the resync converges.
+    let p = call(&b.handle, &m1, &topic.name, QUARANTINE, true).await;
+    assert!(p.results[0].ok, "{p:?}");
+    let previewed = p.quarantined[&topic.name].clone();
+    assert_eq!(previewed.iter().map(|q| q.records).sum::<i64>(), 3, "{previewed:?}");
+    let r = call(&b.handle, &m1, &topic.name, QUARANTINE, false).await;
+    assert!(r.results[0].ok, "{r:?}");
+    assert_eq!(r.quarantined[&topic.name], previewed, "the run did what the preview said");
+    let q = quarantine_topic(&topic.name);
+    let qn = q.clone();
+    let kept: Vec<_> = tokio::task::spawn_blocking(move || read_all(Cluster::Destination, &qn, P))
+        .await
+        .unwrap()
+        .into_values()
+        .flatten()
+        .collect();
+    assert_eq!(kept.len(), 3, "only the strays: {kept:?}");
+    for s in &strays {
+        let copy = kept.iter().find(|k| k.value == s.value).unwrap_or_else(|| panic!("{s:?} kept"));
+        assert_eq!((copy.partition, &copy.key, copy.timestamp), (s.partition, &s.key, s.timestamp));
+        assert_eq!(header(copy, HEADER_TOPIC), Some(topic.name.as_str()));
+        assert_eq!(header(copy, HEADER_PARTITION), Some(s.partition.to_string().as_str()));
+        assert_eq!(header(copy, HEADER_OFFSET), Some(s.offset.to_string().as_str()));
+        assert!(header(copy, HEADER_TOPIC_ID).is_some());
+    }
+    b.wait_caught_up(&m1, &topic.name, P).await;
+    assert_eq!(assert_same_content(&topic.name, P).await, 3_200, "B equals A record for record");
+
+    // Replaying the quarantine into A (its purpose) adds exactly the strays: none was there.
+    let t = topic.name.clone();
+    let replayed = tokio::task::spawn_blocking(move || {
+        let on_a: std::collections::BTreeSet<Vec<u8>> =
+            read_all(Cluster::Source, &t, P).into_values().flatten().filter_map(|r| r.value).collect();
+        let replay: Vec<crate::support::Rec> = kept
+            .iter()
+            .map(|k| crate::support::Rec {
+                partition: k.partition,
+                key: k.key.clone(),
+                value: k.value.clone(),
+                headers: k.headers.clone(),
+                timestamp: k.timestamp,
+            })
+            .collect();
+        assert!(replay.iter().all(|r| !on_a.contains(r.value.as_ref().unwrap())), "a quarantined record is on A");
+        produce(Cluster::Source, &t, &replay);
+        read_all(Cluster::Source, &t, P).into_values().flatten().filter_map(|r| r.value).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let distinct: std::collections::BTreeSet<_> = replayed.iter().collect();
+    assert_eq!((replayed.len(), distinct.len()), (3_203, 3_203), "no duplicate on A after the replay");
+
+    b.op_ok(&m1, &[&topic.name], LifecycleOp::Stop).await;
+    b.stop().await;
+    a.shutdown().await;
+    let _ = a_join.await;
+    for t in [&topic.name, &q] {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
 }
