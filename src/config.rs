@@ -46,14 +46,26 @@ pub struct FileConfig {
     pub secrets: Option<SecretsFile>,
 }
 
-/// Which references (`${env:NAME}`, `${file:/path}`) in client properties kmirror resolves.
+/// Secrets: which references (`${env:NAME}`, `${file:/path}`) in client properties kmirror
+/// resolves, and the key that encrypts secret values stored in the state topic.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretsFile {
     /// Directories whose files `${file:...}` may name (default `/run/secrets`).
     pub file_dirs: Option<Vec<String>>,
+    /// Environment variables `${env:...}` may name in mirror definitions: names or `*` globs
+    /// (default none; `KMIRROR_*` never).
+    pub env_allow: Option<Vec<String>>,
     /// Refuse plaintext values of secret properties (default false).
     pub require_references: Option<bool>,
+    /// File with the key (32 random bytes, base64) that encrypts secret values in the state
+    /// topic (`KMIRROR_SECRETS_KEY_FILE`).
+    pub key_file: Option<PathBuf>,
+    /// The key before a rotation: values it encrypted still open, and are encrypted under
+    /// `key_file` on their next write (`KMIRROR_SECRETS_PREVIOUS_KEY_FILE`).
+    pub previous_key_file: Option<PathBuf>,
+    /// Store plaintext secret values when there is no key (default false: refused).
+    pub allow_plaintext: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,6 +164,10 @@ pub struct Overrides {
     /// `KMIRROR_ADMIN_TOKEN`: one admin token for bootstrap (ignored when empty).
     pub admin_token: Option<String>,
     pub no_auth: bool,
+    /// `--secrets-key-file` / `KMIRROR_SECRETS_KEY_FILE` (over `[secrets] key_file`).
+    pub secrets_key_file: Option<PathBuf>,
+    /// `--secrets-previous-key-file` / `KMIRROR_SECRETS_PREVIOUS_KEY_FILE`.
+    pub secrets_previous_key_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Overrides {
@@ -280,10 +296,52 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
         secret_references.file_dirs = dirs;
     }
     secret_references.require_references = secrets_file.require_references.unwrap_or(false);
+    if let Some(allow) = secrets_file.env_allow {
+        for a in &allow {
+            if a.is_empty() || !a.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*') {
+                return Err(err("secrets.env_allow", format!("{a:?} must be letters, digits, underscores and *")));
+            }
+        }
+        secret_references.env_allow = allow;
+    }
+    // The deployment's own configuration may reference the variables it names (the
+    // destination's credentials): the operator who writes this file controls the environment.
+    // They are resolved here, once (a process's environment does not change), so the policy in
+    // force for mirror definitions, which an API admin writes, stays `env_allow` alone: a
+    // mirror must not be able to send the destination's password to a source of its choosing.
+    let mut dest_policy = secret_references.clone();
+    dest_policy.env_allow.extend(engine.destination_properties.values().filter_map(|v| {
+        match crate::domain::secrets::Reference::parse(v) {
+            Some(crate::domain::secrets::Reference::Env(var)) => Some(var.to_string()),
+            _ => None,
+        }
+    }));
     // The same allow list and reference policy as a mirror's source properties; the error names
     // the property, never its value.
-    crate::domain::secrets::validate(&engine.destination_properties, &secret_references)
+    crate::domain::secrets::validate(&engine.destination_properties, &dest_policy)
         .map_err(|e| err("destination.properties", e.to_string()))?;
+    for (name, value) in engine.destination_properties.iter_mut() {
+        if let Some(crate::domain::secrets::Reference::Env(var)) = crate::domain::secrets::Reference::parse(value) {
+            *value = std::env::var(var).map_err(|_| {
+                err("destination.properties", format!("{name:?}: environment variable {var} is not set (or not UTF-8)"))
+            })?;
+        }
+    }
+    let read_key = |field: &str, path: &std::path::Path| {
+        crate::store::seal::SecretKey::read(path).map_err(|e| err(field, e.to_string()))
+    };
+    let key = match o.secrets_key_file.as_ref().or(secrets_file.key_file.as_ref()) {
+        Some(p) => Some(read_key("secrets.key_file", p)?),
+        None => None,
+    };
+    let previous = match o.secrets_previous_key_file.as_ref().or(secrets_file.previous_key_file.as_ref()) {
+        Some(p) => Some(read_key("secrets.previous_key_file", p)?),
+        None => None,
+    };
+    if previous.is_some() && key.is_none() {
+        return Err(err("secrets.previous_key_file", "needs secrets.key_file (the new key) beside it"));
+    }
+    engine.sealer = crate::store::seal::Sealer::new(key, previous, secrets_file.allow_plaintext.unwrap_or(false));
     let ef = file.engine.unwrap_or_default();
     // Read first: the rest of `ef` is taken apart below.
     let retry = retry_policy(&ef)?;
@@ -515,6 +573,57 @@ metadata_refresh_interval_ms = 10000
         ] {
             assert_eq!(policy(extra).unwrap_err().field, field, "{extra}");
         }
+    }
+
+    #[test]
+    fn secrets_keys_and_the_env_allow_list_are_read_and_checked() {
+        let dir = std::env::temp_dir().join(format!("kmirror-config-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (key, text) = crate::store::seal::SecretKey::generate();
+        let key_path = dir.join("k");
+        std::fs::write(&key_path, format!("{text}\n")).unwrap();
+        let with = |secrets: &str| {
+            let file = format!("[destination]\nbootstrap_servers = \"a:1\"\n[secrets]\n{secrets}");
+            resolve(Some(parse_file(&file).unwrap()), &Overrides::default())
+        };
+        let c = with(&format!("key_file = {:?}\nenv_allow = [\"DR_*\"]\n", key_path.display().to_string())).unwrap();
+        assert_eq!(c.engine.sealer.key_id(), Some(key.id()));
+        assert_eq!(c.secret_references.env_allow, vec!["DR_*".to_string()]);
+        assert!(!format!("{c:?}").contains(&text), "the key never shows");
+        // No key and no allow_plaintext: plaintext secrets will be refused.
+        assert!(!with("").unwrap().engine.sealer.accepts_plaintext());
+        assert!(with("allow_plaintext = true\n").unwrap().engine.sealer.accepts_plaintext());
+        // Errors name the field, never the key.
+        let bad = dir.join("bad");
+        std::fs::write(&bad, "c2hvcnQ=").unwrap();
+        let e = with(&format!("key_file = {:?}\n", bad.display().to_string())).unwrap_err();
+        assert_eq!(e.field, "secrets.key_file");
+        assert!(e.to_string().contains("generate-key"), "{e}");
+        let e = with("key_file = \"/nonexistent/kmirror.key\"\n").unwrap_err();
+        assert_eq!(e.field, "secrets.key_file");
+        let e = with(&format!("previous_key_file = {:?}\n", key_path.display().to_string())).unwrap_err();
+        assert_eq!(e.field, "secrets.previous_key_file");
+        assert_eq!(with("env_allow = [\"A-B\"]\n").unwrap_err().field, "secrets.env_allow");
+        // The flag (KMIRROR_SECRETS_KEY_FILE) wins over the file.
+        let o = Overrides { secrets_key_file: Some(key_path.clone()), ..Default::default() };
+        let file = "[destination]\nbootstrap_servers = \"a:1\"\n[secrets]\nkey_file = \"/nonexistent\"\n";
+        assert_eq!(resolve(Some(parse_file(file).unwrap()), &o).unwrap().engine.sealer.key_id(), Some(key.id()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_destination_may_reference_the_variables_its_own_file_names_and_they_resolve_at_load() {
+        // PATH is set in every process; it stands for the destination's password variable.
+        let path = std::env::var("PATH").unwrap();
+        let file = "[destination]\nbootstrap_servers = \"a:1\"\n[destination.properties]\n\"sasl.password\" = \"${env:PATH}\"\n";
+        let c = resolve(Some(parse_file(file).unwrap()), &Overrides::default()).unwrap();
+        assert_eq!(c.engine.destination_properties["sasl.password"], path);
+        // ...but mirror definitions do not get that variable.
+        assert!(!c.secret_references.allows_env("PATH"));
+        let unset = file.replace("PATH", "KMIRROR_TEST_NO_SUCH_VARIABLE_ZZ").replace("KMIRROR_", "NO_");
+        let e = resolve(Some(parse_file(&unset).unwrap()), &Overrides::default()).unwrap_err();
+        assert_eq!(e.field, "destination.properties");
+        assert!(e.to_string().contains("is not set"), "{e}");
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub async fn run(
     engine.metadata_refresh_interval = Duration::from_secs(15);
     // The mock clusters answer fast or never (requests they do not serve time out).
     engine.request_timeout = Duration::from_secs(3);
+    // The demo's state lives as long as the process: a key of its own seals the secrets a user
+    // gives the New mirror form, as a real deployment's key would.
+    engine.sealer = crate::store::seal::Sealer::new(Some(crate::store::seal::SecretKey::generate().0), None, false);
     let token = options.token.clone().unwrap_or_else(random_token);
     let auth = TokenStore::new(vec![TokenEntry { name: "demo".into(), token: token.clone(), role: Role::Admin }]);
     let source_bootstrap = clusters.source_bootstrap.clone();

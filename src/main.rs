@@ -23,6 +23,20 @@ enum Command {
     /// Run everything on this machine with no Kafka installed: two in-process mock clusters, a
     /// demo mirror with live traffic, and the dashboard and API.
     Demo(DemoArgs),
+    /// Keys for secrets at rest.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+#[derive(Subcommand)]
+enum SecretsCommand {
+    /// Write a new key for `[secrets] key_file` (32 random bytes, base64): to FILE (created with
+    /// mode 0600, never overwritten), or to standard output.
+    GenerateKey {
+        /// Where to write the key.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -100,6 +114,14 @@ struct ServeArgs {
     /// must then be addressed to a loopback `Host` (and come from no other `Origin`).
     #[arg(long)]
     no_auth: bool,
+    /// The key that encrypts secret property values in the state topic (32 random bytes,
+    /// base64; `kmirror secrets generate-key`). Every instance of a deployment needs the same.
+    #[arg(long, env = "KMIRROR_SECRETS_KEY_FILE")]
+    secrets_key_file: Option<std::path::PathBuf>,
+    /// The key before a rotation: what it encrypted still decrypts, and is encrypted under the
+    /// new key on its next write.
+    #[arg(long, env = "KMIRROR_SECRETS_PREVIOUS_KEY_FILE")]
+    secrets_previous_key_file: Option<std::path::PathBuf>,
 }
 
 /// Loads and validates the configuration; an error names the field (exit code 2).
@@ -131,6 +153,8 @@ fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror
         tokens: args.tokens.clone(),
         admin_token: std::env::var("KMIRROR_ADMIN_TOKEN").ok(),
         no_auth: args.no_auth,
+        secrets_key_file: args.secrets_key_file.clone(),
+        secrets_previous_key_file: args.secrets_previous_key_file.clone(),
     };
     kmirror::config::resolve(file, &overrides)
 }
@@ -249,6 +273,31 @@ fn main() -> ExitCode {
         Command::Openapi => {
             print!("{}", kmirror::api::openapi_json());
             ExitCode::SUCCESS
+        }
+        Command::Secrets(SecretsCommand::GenerateKey { output }) => generate_key(output.as_deref()),
+    }
+}
+
+fn generate_key(output: Option<&std::path::Path>) -> ExitCode {
+    let (key, text) = kmirror::store::seal::SecretKey::generate();
+    let Some(path) = output else {
+        println!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written =
+        options.open(path).and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
+    match written {
+        Ok(()) => {
+            eprintln!("kmirror: wrote a new secrets key (id {}) to {}", key.id(), path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kmirror: cannot write {}: {e}", path.display());
+            ExitCode::from(2)
         }
     }
 }

@@ -32,6 +32,17 @@ use std::fmt;
 /// The placeholder shown instead of a secret value.
 pub const REDACTED: &str = "[redacted]";
 
+/// How a secret value sealed for storage begins (`store::seal`): `${sealed:v1:<key id>:<data>}`.
+/// Never accepted from a client (a value starting with `${` must be a reference), so nobody can
+/// hand kmirror another mirror's sealed secret.
+pub const SEALED_PREFIX: &str = "${sealed:v1:";
+
+/// Whether a stored value is sealed (see [`SEALED_PREFIX`]).
+#[must_use]
+pub fn is_sealed(value: &str) -> bool {
+    value.starts_with(SEALED_PREFIX)
+}
+
 /// How kmirror treats one client property name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PropertyClass {
@@ -285,6 +296,11 @@ impl<'a> Reference<'a> {
 pub struct ReferencePolicy {
     /// Directories whose files `${file:...}` may name (absolute, no `..`).
     pub file_dirs: Vec<String>,
+    /// Environment variables `${env:...}` may name: exact names or `*` globs (`DR_*`). Empty by
+    /// default: the process environment holds more than mirror secrets (cloud credentials, other
+    /// services' passwords), and a mirror definition must not be a way to read it. `KMIRROR_*`
+    /// never, whatever the list says.
+    pub env_allow: Vec<String>,
     /// Refuse plaintext values of secret properties: every secret must be a reference.
     pub require_references: bool,
 }
@@ -292,8 +308,47 @@ pub struct ReferencePolicy {
 impl Default for ReferencePolicy {
     fn default() -> ReferencePolicy {
         // Docker's secret mount; Kubernetes users mount theirs where they like and add it.
-        ReferencePolicy { file_dirs: vec!["/run/secrets".to_string()], require_references: false }
+        ReferencePolicy {
+            file_dirs: vec!["/run/secrets".to_string()],
+            env_allow: Vec::new(),
+            require_references: false,
+        }
     }
+}
+
+impl ReferencePolicy {
+    /// Whether `${env:var}` may resolve: `var` matches an `env_allow` entry (`*` stands for any
+    /// run of characters) and is not one of kmirror's own variables.
+    #[must_use]
+    pub fn allows_env(&self, var: &str) -> bool {
+        !var.to_ascii_uppercase().starts_with(ENV_RESERVED_PREFIX) && self.env_allow.iter().any(|p| glob_match(p, var))
+    }
+}
+
+/// Whole-string match of `text` against `pattern`, where `*` matches any run of characters
+/// (including none) and every other character itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // The classic two-pointer match with backtracking to the last star: linear in practice,
+    // quadratic at worst, on names of at most a few dozen characters.
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < t.len() {
+        if i < p.len() && p[i] != '*' && p[i] == t[j] {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
 }
 
 /// Environment variables a reference may never name: kmirror's own settings hold its API tokens.
@@ -367,6 +422,18 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
             return Err(PropertyError::Value { name: name.clone(), problem: "value contains a NUL byte".into() });
         }
         match Reference::parse(value) {
+            // A reference resolves only where a secret belongs: in a public property its value
+            // would be shown (on pages, in the API) or sent where the definition says
+            // (`client.id` travels in every request header), and librdkafka quotes bad values
+            // in its errors (`sasl.mechanism`).
+            Some(_) if classify(name) != PropertyClass::Secret => {
+                return Err(PropertyError::Reference {
+                    name: name.clone(),
+                    problem: "references (${env:NAME}, ${file:/path}) are accepted in secret properties only \
+                              (sasl.password, ssl.key.password, ...); give this value as it is"
+                        .into(),
+                });
+            }
             Some(r) => check_reference(name, &r, policy)?,
             None if value.starts_with("${") => {
                 return Err(PropertyError::Reference {
@@ -385,6 +452,17 @@ pub fn validate(properties: &BTreeMap<String, String>, policy: &ReferencePolicy)
 
 /// The kind of librdkafka client a property is given to. librdkafka's admin clients are
 /// producers.
+/// The first secret property of `properties` given as a plaintext value (not a reference, not
+/// the `[redacted]` placeholder that keeps a stored value): what a deployment without a key for
+/// secrets at rest refuses.
+#[must_use]
+pub fn first_plaintext_secret(properties: &BTreeMap<String, String>) -> Option<&str> {
+    properties
+        .iter()
+        .find(|(k, v)| classify(k) == PropertyClass::Secret && Reference::parse(v).is_none() && v.as_str() != REDACTED)
+        .map(|(k, _)| k.as_str())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientKind {
     Consumer,
@@ -472,6 +550,11 @@ pub fn check_reference(name: &str, r: &Reference<'_>, policy: &ReferencePolicy) 
             if var.to_ascii_uppercase().starts_with(ENV_RESERVED_PREFIX) {
                 return problem(format!(
                     "${{env:{var}}}: kmirror's own {ENV_RESERVED_PREFIX}* variables cannot be referenced"
+                ));
+            }
+            if !policy.allows_env(var) {
+                return problem(format!(
+                    "${{env:{var}}}: this kmirror does not allow that variable (list it in [secrets] env_allow, or use a ${{file:/path}} reference)"
                 ));
             }
             Ok(())
@@ -566,7 +649,7 @@ mod tests {
 
     #[test]
     fn code_loading_and_fixed_properties_are_refused_by_name_only() {
-        let policy = ReferencePolicy::default();
+        let policy = ReferencePolicy { env_allow: vec!["SRC_*".into()], ..ReferencePolicy::default() };
         for (name, want) in [
             ("plugin.library.paths", "loads code"),
             ("ssl.engine.location", "loads code"),
@@ -599,17 +682,25 @@ mod tests {
 
     #[test]
     fn references_follow_the_policy() {
-        let policy =
-            ReferencePolicy { file_dirs: vec!["/run/secrets".into(), "/etc/kmirror/".into()], ..Default::default() };
+        let policy = ReferencePolicy {
+            file_dirs: vec!["/run/secrets".into(), "/etc/kmirror/".into()],
+            env_allow: vec!["SRC_*".into(), "PW".into(), "KMIRROR_*".into()],
+            ..Default::default()
+        };
         assert_eq!(Reference::parse("${env:PW}"), Some(Reference::Env("PW")));
         assert_eq!(Reference::parse("${file:/run/secrets/pw}"), Some(Reference::File("/run/secrets/pw")));
         assert_eq!(Reference::parse("pre${env:PW}"), None);
         let ok = |v: &str| validate(&props(&[("sasl.password", v)]), &policy);
         ok("${env:SRC_PASSWORD}").unwrap();
+        ok("${env:PW}").unwrap();
         ok("${file:/run/secrets/src-password}").unwrap();
         ok("${file:/etc/kmirror/pw}").unwrap();
         for bad in [
             "${env:KMIRROR_ADMIN_TOKEN}",
+            // Not on the allow list.
+            "${env:HOME}",
+            "${env:PWD}",
+            "${env:AWS_SECRET_ACCESS_KEY}",
             "${env:kmirror_x}",
             "${env:A-B}",
             "${env:}",
@@ -628,6 +719,36 @@ mod tests {
             Err(PropertyError::PlaintextSecret { .. })
         ));
         validate(&props(&[("sasl.password", "${env:PW}"), ("client.id", "plain-is-fine")]), &strict).unwrap();
+    }
+
+    #[test]
+    fn references_are_refused_outside_secret_properties() {
+        let policy = ReferencePolicy { env_allow: vec!["*".into()], ..Default::default() };
+        for name in ["sasl.mechanism", "client.id", "sasl.username", "ssl.ca.location", "security.protocol"] {
+            for value in ["${env:DR_SASL_PASSWORD}", "${file:/run/secrets/pw}"] {
+                let e = validate(&props(&[(name, value)]), &policy).unwrap_err();
+                assert!(matches!(&e, PropertyError::Reference { name: n, .. } if n == name), "{name}: {e:?}");
+                assert!(e.to_string().contains("secret properties only"), "{e}");
+            }
+        }
+        validate(&props(&[("sasl.password", "${env:DR_SASL_PASSWORD}")]), &policy).unwrap();
+    }
+
+    #[test]
+    fn environment_variables_resolve_only_by_name_or_glob() {
+        let policy = ReferencePolicy { env_allow: vec!["DR_*".into(), "EXACT".into()], ..Default::default() };
+        assert!(policy.allows_env("DR_SASL_PASSWORD"));
+        assert!(policy.allows_env("DR_"));
+        assert!(policy.allows_env("EXACT"));
+        assert!(!policy.allows_env("EXACTLY"));
+        assert!(!policy.allows_env("XDR_A"));
+        assert!(!ReferencePolicy::default().allows_env("DR_SASL_PASSWORD"), "nothing by default");
+        let all = ReferencePolicy { env_allow: vec!["*".into()], ..Default::default() };
+        assert!(all.allows_env("ANYTHING"));
+        assert!(!all.allows_env("KMIRROR_ADMIN_TOKEN") && !all.allows_env("kmirror_x"), "never kmirror's own");
+        for (p, t, m) in [("a*b*c", "aXbYc", true), ("a*b*c", "abc", true), ("a*b*c", "acb", false), ("**", "", true)] {
+            assert_eq!(glob_match(p, t), m, "{p} {t}");
+        }
     }
 
     #[test]

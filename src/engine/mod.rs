@@ -81,6 +81,10 @@ pub struct EngineConfig {
     /// `mirror.failed.retry.*`); `max_attempts` 0 leaves every FAILED partition to an operator
     /// (`topics:recover`).
     pub retry_policy: crate::domain::RetryPolicy,
+    /// Seals secret property values before they are written to the state topic and opens them
+    /// when read (`[secrets] key_file`): without a key, plaintext secrets are refused unless the
+    /// deployment allows them (`allow_plaintext`).
+    pub sealer: crate::store::seal::Sealer,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -92,6 +96,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("cluster_name", &self.cluster_name)
             .field("instance_id", &self.instance_id)
             .field("ownership", &self.ownership)
+            .field("secrets_key", &self.sealer.key_id())
             .finish_non_exhaustive()
     }
 }
@@ -120,6 +125,7 @@ impl EngineConfig {
             metadata_refresh_interval: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             retry_policy: crate::domain::RetryPolicy::DEFAULT,
+            sealer: crate::store::seal::Sealer::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! destination offset, so compaction keeps every batch). MirrorPartitionState records are written
 //! by the coordinator on lifecycle transitions. Loading merges the two: the further position wins.
 
+use crate::store::seal::Sealer;
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 use std::str::FromStr;
@@ -194,12 +195,13 @@ fn truncation_from(t: TruncationValue) -> Truncation {
     }
 }
 
-pub(crate) fn mirror(m: &StoredMirror, n: i32) -> StateWrite {
+/// The Mirror record of `m`, its secret values sealed by `sealer` (`store::seal`).
+pub(crate) fn mirror(m: &StoredMirror, n: i32, sealer: &Sealer) -> StateWrite {
     let value = MirrorValue {
         name: m.spec.name.clone(),
         source: SourceClusterValue {
             bootstrap_servers: m.spec.source.bootstrap_servers.clone(),
-            properties: m.spec.source.properties.clone(),
+            properties: sealer.seal_properties(&m.spec.name, &m.spec.source.properties),
         },
         expected_source_cluster_id: m.spec.expected_source_cluster_id.clone(),
         created_at: m.created_at.as_millis(),
@@ -523,7 +525,7 @@ fn partition_record(v: &PartitionStateValue) -> Result<PartitionRecord, String> 
 
 /// Rebuilds the engine's model from the records of `__mirror_state`. Records that cannot be
 /// decoded or applied are skipped and described in the returned warnings.
-pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
+pub(crate) fn load(records: &[LogRecord], sealer: &Sealer) -> (Loaded, Vec<String>) {
     let (state, skipped) = MaterializedState::rebuild(records.iter().map(|r| (r.key.as_deref(), r.value.as_deref())));
     let mut warnings: Vec<String> = skipped
         .iter()
@@ -532,15 +534,15 @@ pub(crate) fn load(records: &[LogRecord]) -> (Loaded, Vec<String>) {
             format!("skipped state record at partition {} offset {}: {}", r.partition, r.offset, s.error)
         })
         .collect();
-    let loaded = load_state(&state, &mut warnings);
+    let loaded = load_state(&state, &mut warnings, sealer);
     (loaded, warnings)
 }
 
 /// The engine's model of everything in `state` (see [`load`]).
-pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>) -> Loaded {
+pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>, sealer: &Sealer) -> Loaded {
     let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
     for mv in state.mirrors() {
-        let stored = stored_mirror(mv);
+        let stored = stored_mirror(mv, sealer);
         let mut topics = Vec::new();
         for tv in state.topics_of(&mv.name) {
             topics.push(loaded_topic(state, &mv.name, tv, Some(&mut loaded.offset_maps), warnings));
@@ -552,14 +554,17 @@ pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>) 
     loaded
 }
 
-/// A mirror's definition as stored.
-pub(crate) fn stored_mirror(mv: &MirrorValue) -> StoredMirror {
+/// A mirror's definition as stored, its sealed secret values opened by `sealer`. A value that
+/// does not open (sealed under a key this instance does not have) stays sealed: clients built
+/// with it fail, and the engine reports that mirror's data path as failed with the reason
+/// (`Sealer::unseal_properties` on what is left).
+pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
     StoredMirror {
         spec: MirrorSpec {
             name: mv.name.clone(),
             source: SourceSpec {
                 bootstrap_servers: mv.source.bootstrap_servers.clone(),
-                properties: mv.source.properties.clone(),
+                properties: sealer.unseal_properties(&mv.name, &mv.source.properties).0,
             },
             expected_source_cluster_id: mv.expected_source_cluster_id.clone(),
             sync: SyncSpec {
@@ -706,7 +711,7 @@ mod tests {
             key: Some(br#"{"type":"Mirror","version":0,"mirror":"m"}"#.to_vec()),
             value: Some(old.to_vec()),
         }];
-        let (loaded, warnings) = load(&records);
+        let (loaded, warnings) = load(&records, &Sealer::default());
         assert!(warnings.is_empty(), "{warnings:?}");
         let stored = &loaded.mirrors[0].stored;
         let binding = |resource_type, name: &str, pattern_type, principal: &str, operation, permission| AclBinding {
@@ -739,7 +744,7 @@ mod tests {
                 ),
             ]
         );
-        let written = String::from_utf8(mirror(stored, 4).value.unwrap()).unwrap();
+        let written = String::from_utf8(mirror(stored, 4, &Sealer::default()).value.unwrap()).unwrap();
         assert!(
             written.contains(
                 r#""created_acls":[{"resource_type":"topic","name":"ord","pattern_type":"prefixed","principal":"User:alice","host":"*","operation":"read","permission":"allow"},{"resource_type":"group","name":"billing","pattern_type":"literal","principal":"User:bob","host":"*","operation":"all","permission":"deny"}]"#
@@ -749,7 +754,7 @@ mod tests {
         // And the new form loads back to the same bindings.
         let records =
             [LogRecord { partition: 0, offset: 0, key: records[0].key.clone(), value: Some(written.into_bytes()) }];
-        assert_eq!(load(&records).0.mirrors[0].stored.created_acls, stored.created_acls);
+        assert_eq!(load(&records, &Sealer::default()).0.mirrors[0].stored.created_acls, stored.created_acls);
     }
 
     /// Every binding kmirror can create survives the store unchanged.
@@ -799,7 +804,7 @@ mod tests {
             topic_record("orders", "T-orders", 2),
         ]);
         let started = std::time::Instant::now();
-        let (loaded, warnings) = load(&records);
+        let (loaded, warnings) = load(&records, &Sealer::default());
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "loading took {:?}", started.elapsed());
         let topics: Vec<(&str, usize)> =
             loaded.mirrors[0].topics.iter().map(|t| (t.name.as_str(), t.partitions.len())).collect();
@@ -832,7 +837,7 @@ mod tests {
             topic_record("orders", "T-orders", 1),
             partition_state("m", "orders", "T-orders", 0, &record, 4, None),
         ]);
-        let (loaded, warnings) = load(&records);
+        let (loaded, warnings) = load(&records, &Sealer::default());
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(loaded.mirrors[0].topics[0].partitions, [(0, record)]);
     }

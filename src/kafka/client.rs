@@ -8,7 +8,7 @@
 //! last moment, and every error names a property, never its value (rdkafka's own config errors end
 //! with `<key> <value>`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::RwLock;
 
 use rdkafka::ClientConfig;
@@ -107,10 +107,70 @@ impl rdkafka::ClientContext for EofReaderContext {
 
 impl rdkafka::consumer::ConsumerContext for EofReaderContext {}
 
-/// The value a property stands for: the value itself, or what its reference names.
+/// Secret values handed to librdkafka by this process (as given, or as their references
+/// resolved): whatever error text a client library raises, [`scrub_secrets`] takes them out
+/// before it is shown, logged or stored. A set, so a value used by many clients is kept once;
+/// values shorter than [`MIN_SCRUBBED_LEN`] are left alone (they would garble every message
+/// without hiding anything).
+static SECRET_VALUES: RwLock<BTreeSet<String>> = RwLock::new(BTreeSet::new());
+
+/// See [`SECRET_VALUES`].
+const MIN_SCRUBBED_LEN: usize = 4;
+
+/// At most this many distinct values are remembered (a long-running process whose secrets
+/// rotate): past it the oldest-sorted are dropped, never the newest.
+const MAX_SCRUBBED_VALUES: usize = 4_096;
+
+fn remember_secret(value: &str) {
+    if value.len() < MIN_SCRUBBED_LEN {
+        return;
+    }
+    let mut set = SECRET_VALUES.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if set.contains(value) {
+        return;
+    }
+    if set.len() >= MAX_SCRUBBED_VALUES
+        && let Some(first) = set.iter().next().cloned()
+    {
+        set.remove(&first);
+    }
+    set.insert(value.to_string());
+}
+
+/// `text` with every secret value this process handed to a client replaced by the placeholder.
+/// Applied to every [`KafkaError`] when it is displayed, so no error text that leaves the Kafka
+/// layer (API answers, the audit trail, the state topic, health, the report, logs) carries one.
+pub(crate) fn scrub_secrets(text: &str) -> String {
+    let set = SECRET_VALUES.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = text.to_string();
+    // Longest first: a secret that contains another is replaced whole.
+    let mut values: Vec<&String> = set.iter().filter(|v| out.contains(v.as_str())).collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    for v in values {
+        out = out.replace(v.as_str(), secrets::REDACTED);
+    }
+    out
+}
+
+/// The value a property stands for: the value itself, or what its reference names (under the
+/// policy in force).
 fn resolve(name: &str, value: &str) -> KafkaResult<String> {
+    let resolved = resolve_with(name, value, &reference_policy())?;
+    if secrets::classify(name) != PropertyClass::Public {
+        remember_secret(&resolved);
+    }
+    Ok(resolved)
+}
+
+fn resolve_with(name: &str, value: &str, policy: &ReferencePolicy) -> KafkaResult<String> {
+    if secrets::is_sealed(value) {
+        // Left sealed because this instance has no key that opens it (the engine says which).
+        return Err(KafkaError::Client(format!(
+            "property {name:?} is stored encrypted under a key this instance does not have"
+        )));
+    }
     let Some(reference) = Reference::parse(value) else { return Ok(value.to_string()) };
-    secrets::check_reference(name, &reference, &reference_policy()).map_err(|e| KafkaError::Client(e.to_string()))?;
+    secrets::check_reference(name, &reference, policy).map_err(|e| KafkaError::Client(e.to_string()))?;
     match reference {
         Reference::Env(var) => std::env::var(var).map_err(|_| {
             KafkaError::Client(format!("property {name:?}: environment variable {var} is not set (or not UTF-8)"))
@@ -333,16 +393,34 @@ mod tests {
     fn references_resolve_at_build_time() {
         // std::env::set_var is unsafe in edition 2024 (threads): use a variable that is set.
         let path = std::env::var("PATH").unwrap();
-        let cfg = client_config(None, "h:1", &props(&[("sasl.password", "${env:PATH}")]), &[]).unwrap();
-        assert_eq!(cfg.get("sasl.password"), Some(path.as_str()));
-        let e = client_config(None, "h:1", &props(&[("sasl.password", "${env:KMIRROR_NO_SUCH_VAR_XYZ}")]), &[])
-            .unwrap_err();
+        let policy = ReferencePolicy { env_allow: vec!["PATH".into(), "NO_SUCH_*".into()], ..Default::default() };
+        assert_eq!(resolve_with("sasl.password", "${env:PATH}", &policy).unwrap(), path);
+        let e = resolve_with("sasl.password", "${env:KMIRROR_NO_SUCH_VAR_XYZ}", &policy).unwrap_err();
         assert!(e.to_string().contains("KMIRROR_"), "{e}");
-        let e =
-            client_config(None, "h:1", &props(&[("sasl.password", "${env:NO_SUCH_VAR_XYZ_123}")]), &[]).unwrap_err();
+        let e = resolve_with("sasl.password", "${env:NO_SUCH_VAR_XYZ_123}", &policy).unwrap_err();
         assert!(e.to_string().contains("NO_SUCH_VAR_XYZ_123 is not set"), "{e}");
-        let e = client_config(None, "h:1", &props(&[("sasl.password", "${file:/run/secrets/kmirror-none}")]), &[])
-            .unwrap_err();
+        let e = resolve_with("sasl.password", "${env:HOME}", &policy).unwrap_err();
+        assert!(e.to_string().contains("env_allow"), "not allowed by name: {e}");
+        let e = resolve_with("sasl.password", "${file:/run/secrets/kmirror-none}", &policy).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn secret_values_given_to_clients_are_scrubbed_from_every_kafka_error() {
+        let p = props(&[("sasl.password", "scrub-me-hunter2"), ("sasl.username", "alice-public")]);
+        client_config(None, "h:1", &p, &[]).unwrap();
+        let e = KafkaError::Kafka {
+            operation: "DescribeCluster",
+            resource: "cluster".into(),
+            code: super::super::error::KafkaCode { code: 58, name: "SASL_AUTHENTICATION_FAILED".into() },
+            message: "Unsupported SASL mechanism: scrub-me-hunter2 (user alice-public)".into(),
+        };
+        let text = e.to_string();
+        assert!(!text.contains("scrub-me-hunter2"), "{text}");
+        assert!(text.contains("[redacted]") && text.contains("alice-public"), "public values stay: {text}");
+        assert!(!KafkaError::Client("bad: scrub-me-hunter2".into()).to_string().contains("hunter2"));
+        // Short values are not scrubbed (they would garble everything).
+        remember_secret("abc");
+        assert!(scrub_secrets("abc abc").contains("abc"));
     }
 }

@@ -62,23 +62,52 @@ impl KafkaCode {
 }
 
 /// What went wrong in a call to a Kafka cluster.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// Displayed with every secret value this process gave a client scrubbed out
+/// (`client::scrub_secrets`): a broker's or librdkafka's message may quote a property value, and
+/// this text goes to API answers, the audit trail, the state topic and the log.
+#[derive(Debug, Clone)]
 pub enum KafkaError {
     /// The broker (or librdkafka) answered with an error code.
-    #[error("{operation} failed for {resource}: {code}: {message}")]
     Kafka { operation: &'static str, resource: String, code: KafkaCode, message: String },
     /// No answer within the deadline. The request may or may not have been applied.
-    #[error("{operation} timed out after {after:?} (resource {resource})")]
     Timeout { operation: &'static str, resource: String, after: Duration },
     /// The request could not be built: a name with a NUL byte, an empty list, a bad config.
-    #[error("{operation}: invalid argument: {message}")]
     InvalidArgument { operation: &'static str, message: String },
     /// The client could not be created (bad client properties, for example).
-    #[error("cannot create Kafka client: {0}")]
     Client(String),
     /// A blocking admin task was cancelled or panicked (the runtime is shutting down).
-    #[error("{operation}: background task failed: {message}")]
     Task { operation: &'static str, message: String },
+}
+
+impl std::fmt::Display for KafkaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            KafkaError::Kafka { operation, resource, code, message } => {
+                format!("{operation} failed for {resource}: {code}: {message}")
+            }
+            KafkaError::Timeout { operation, resource, after } => {
+                format!("{operation} timed out after {} (resource {resource})", humane(*after))
+            }
+            KafkaError::InvalidArgument { operation, message } => format!("{operation}: invalid argument: {message}"),
+            KafkaError::Client(message) => format!("cannot create Kafka client: {message}"),
+            KafkaError::Task { operation, message } => format!("{operation}: background task failed: {message}"),
+        };
+        f.write_str(&super::client::scrub_secrets(&text))
+    }
+}
+
+impl std::error::Error for KafkaError {}
+
+/// A duration as people write it (`10s`, `1.5s`, `250ms`), not as `Debug` does.
+fn humane(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_secs() == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 impl KafkaError {

@@ -11,6 +11,7 @@
 
 pub mod partitioning;
 pub mod records;
+pub mod seal;
 pub mod state;
 
 pub use partitioning::{mirror_partition, murmur2, state_partition};

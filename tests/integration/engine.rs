@@ -44,6 +44,7 @@ impl TestEngine {
         config.instance_id = format!("kmirror-{id}");
         config.cluster_name = format!("kmirror-{id}");
         config.metadata_refresh_interval = Duration::from_secs(3600);
+        config.sealer = test_sealer();
         config
     }
 

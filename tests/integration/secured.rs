@@ -101,6 +101,7 @@ async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
         config.instance_id = format!("kmirror-{id}");
         config.cluster_name = format!("kmirror-{id}");
         config.metadata_refresh_interval = Duration::from_secs(3600);
+        config.sealer = test_sealer();
         let engine = TestEngine::with_config(config).await;
         let mirror = unique("sec-m");
         engine
@@ -288,4 +289,144 @@ async fn serve_resolves_an_env_reference_for_the_destination_and_never_logs_it()
     for f in [config, log, bad] {
         let _ = std::fs::remove_file(f);
     }
+}
+
+/// Secrets at rest: a mirror's SCRAM password given in plaintext is stored encrypted in the
+/// state topic (no record holds it), the mirror authenticates with it; an instance with another
+/// key fails only that mirror's data path, with the reason, while a mirror without secrets runs
+/// on; with the old key as the previous one it works again, and its next write is encrypted
+/// under the new key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_encrypted_at_rest_and_a_wrong_key_fails_only_that_mirror() {
+    use kmirror::engine::{DataPathStatus, MirrorUpdate};
+    use kmirror::store::seal::{Sealer, SecretKey};
+    let _rig = shared().await;
+    let password = env("KMIRROR_TEST_SASL_PASSWORD");
+    let secured = TestTopic::create(Cluster::Source, "sec-rest", 1, &[]).await;
+    let plain = TestTopic::create(Cluster::Source, "sec-rest-plain", 1, &[]).await;
+    let recs = |n: usize, tag: &str| -> Vec<Rec> {
+        (0..n)
+            .map(|i| Rec {
+                partition: 0,
+                key: None,
+                value: Some(format!("{tag}-{i}").into_bytes()),
+                headers: vec![],
+                timestamp: None,
+            })
+            .collect()
+    };
+    produce(Cluster::Source, &secured.name, &recs(20, "s"));
+    produce(Cluster::Source, &plain.name, &recs(20, "p"));
+    let mut config = TestEngine::config();
+    let engine = TestEngine::with_config(config.clone()).await;
+    let (m_sec, m_plain) = (unique("rest-sec"), unique("rest-plain"));
+    let spec = |name: &str, bootstrap: String, properties| MirrorSpec {
+        name: name.to_string(),
+        source: SourceSpec { bootstrap_servers: bootstrap, properties },
+        expected_source_cluster_id: None,
+        sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
+    };
+    engine
+        .handle
+        .create_mirror(spec(&m_sec, env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"), sasl(&password)), actor())
+        .await
+        .expect("create the SCRAM mirror");
+    engine.create_mirror(&m_plain).await;
+    const START: LifecycleOp = LifecycleOp::Start { truncation: kmirror::engine::Truncation::None };
+    engine.op_ok(&m_sec, &[&secured.name], START).await;
+    engine.op_ok(&m_plain, &[&plain.name], START).await;
+    engine.wait_caught_up(&m_sec, &secured.name, 1).await;
+    engine.wait_caught_up(&m_plain, &plain.name, 1).await;
+
+    // No record of the state topic holds the password; the mirror's record holds it sealed.
+    let raw = |state_topic: String| async move {
+        tokio::task::spawn_blocking(move || {
+            crate::engine::read_all(Cluster::Destination, &state_topic, 4)
+                .into_values()
+                .flatten()
+                .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).to_string())
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap()
+    };
+    let records = raw(config.state_topic.clone()).await;
+    assert!(!records.is_empty());
+    assert!(records.iter().all(|r| !r.contains(&password)), "the password is in the state topic");
+    let sealed_under = |records: &[String], id: &str| {
+        records.iter().any(|r| r.contains(&format!("\"sasl.password\":\"${{sealed:v1:{id}:")) && r.contains(&m_sec))
+    };
+    assert!(sealed_under(&records, test_key().id()), "sealed under the test key");
+    engine.stop().await;
+
+    // Another key: only the SCRAM mirror fails, saying why; the other one mirrors on.
+    let other = SecretKey::from_bytes(&[0x77; 32]);
+    config.sealer = Sealer::new(Some(other.clone()), None, false);
+    let engine = TestEngine::with_config(config.clone()).await;
+    let why = eventually("the SCRAM mirror's data path failed", Duration::from_secs(60), || async {
+        match &engine.handle.snapshot().mirror(&m_sec)?.data_path {
+            DataPathStatus::Failed { message } => Some(message.clone()),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(why.contains("does not have") && why.contains(test_key().id()), "{why}");
+    assert!(!why.contains(&password), "{why}");
+    produce(Cluster::Source, &plain.name, &recs(5, "p2"));
+    engine.wait_caught_up(&m_plain, &plain.name, 1).await;
+    engine.stop().await;
+
+    // Rotation: the old key as the previous one opens it; the next write seals under the new.
+    config.sealer = Sealer::new(Some(other.clone()), Some(test_key()), false);
+    let engine = TestEngine::with_config(config.clone()).await;
+    produce(Cluster::Source, &secured.name, &recs(5, "s2"));
+    engine.wait_caught_up(&m_sec, &secured.name, 1).await;
+    let update = MirrorUpdate { replication_throttle_bytes_per_sec: Some(50 << 20), ..Default::default() };
+    engine.handle.update_mirror(&m_sec, update, actor()).await.expect("update");
+    let records = raw(config.state_topic.clone()).await;
+    assert!(sealed_under(&records, other.id()), "re-encrypted under the new key");
+    assert!(records.iter().all(|r| !r.contains(&password)));
+    for (m, t) in [(&m_sec, &secured.name), (&m_plain, &plain.name)] {
+        engine.op_ok(m, &[t], LifecycleOp::Stop).await;
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
+    engine.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&config.state_topic).await;
+}
+
+/// A reference is accepted in secret properties only: `sasl.mechanism: ${env:...}` would have
+/// answered "Unsupported SASL mechanism: <the value>" (and stored it in the audit trail), and
+/// `client.id: ${env:...}` sent the value in every request header. Environment variables resolve
+/// only when the deployment allows them by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_resolve_only_in_secret_properties_and_only_allowed_variables() {
+    let _rig = shared().await;
+    let engine = TestEngine::start().await;
+    let create = |properties: BTreeMap<String, String>| {
+        let handle = engine.handle.clone();
+        let spec = MirrorSpec {
+            name: unique("sec-ref"),
+            source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties },
+            expected_source_cluster_id: None,
+            sync: Default::default(),
+            replication_throttle_bytes_per_sec: None,
+        };
+        async move { handle.create_mirror(spec, actor()).await }
+    };
+    // PATH is set in every test process: were it resolved, its value would show.
+    let path = std::env::var("PATH").unwrap();
+    for (name, value) in
+        [("sasl.mechanism", "${env:PATH}"), ("client.id", "${env:PATH}"), ("sasl.username", "${env:PATH}")]
+    {
+        let e = create(props(&[(name, value.to_string())])).await.expect_err("refused");
+        assert_eq!(e.kind(), ProblemKind::InvalidProperty, "{name}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(name) && text.contains("secret properties only"), "{text}");
+        assert!(!text.contains(&path), "{text}");
+    }
+    // In a secret property, a variable the deployment did not allow is refused by name.
+    let e = create(props(&[("sasl.password", "${env:PATH}".to_string())])).await.expect_err("not allowed");
+    assert!(e.to_string().contains("env_allow") && !e.to_string().contains(&path), "{e}");
+    engine.stop().await;
 }

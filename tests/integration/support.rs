@@ -153,6 +153,17 @@ impl Drop for TestTopic {
     }
 }
 
+/// The key the test engines seal secrets at rest with (one for every test, so engines that share
+/// a state topic open each other's records).
+pub fn test_key() -> kmirror::store::seal::SecretKey {
+    kmirror::store::seal::SecretKey::from_bytes(&[0x5e; 32])
+}
+
+/// A sealer with [`test_key`].
+pub fn test_sealer() -> kmirror::store::seal::Sealer {
+    kmirror::store::seal::Sealer::new(Some(test_key()), None, false)
+}
+
 /// A record to produce: key, value, headers, timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec {

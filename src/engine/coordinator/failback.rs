@@ -365,5 +365,6 @@ async fn read_source_state(
             kind: ProblemKind::SourceUnreachable,
             detail: format!("cannot read the source's {state_topic} {why}: {e}{then}"),
         })?;
-    Ok(persist::load(&records).0)
+    // The other cluster's secrets are not this instance's to open.
+    Ok(persist::load(&records, &Default::default()).0)
 }

@@ -528,7 +528,8 @@ impl Coordinator {
         }
         if operations_changed && let Some(g) = self.group.as_ref() {
             let mut warnings = Vec::new();
-            let all = persist::load_state(&g.state, &mut warnings).operations;
+            // Operations only: no secret is opened.
+            let all = persist::load_state(&g.state, &mut warnings, &Default::default()).operations;
             let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
             *ops = all.into_iter().rev().take(persist::MAX_OPERATIONS).rev().collect();
         }
@@ -649,7 +650,7 @@ impl Coordinator {
                 }
             }
             Some(v) => {
-                let stored = persist::stored_mirror(v);
+                let stored = persist::stored_mirror(v, &self.config.sealer);
                 let Some(m) = self.mirrors.get_mut(name) else {
                     self.add_mirror(stored);
                     tracing::info!(mirror = %name, "mirror created by another instance");
@@ -662,6 +663,7 @@ impl Coordinator {
                 let source_changed = stored.spec.source != m.stored.spec.source;
                 m.stored = stored;
                 m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
+                self.check_secrets_open(name);
                 if source_changed {
                     self.source_changed(name).await;
                 }

@@ -184,6 +184,9 @@ struct MirrorRt {
     /// (changed live when the definition changes).
     throttle: Arc<crate::domain::throttle::Throttle>,
     failback_watch_in_flight: bool,
+    /// A secret of the mirror's definition that this instance cannot decrypt (sealed under a key
+    /// it does not have): its data path is not started, and reports this.
+    secret_error: Option<String>,
 }
 
 impl MirrorRt {
@@ -375,7 +378,7 @@ pub(super) async fn start_with_ports(
     // First read: which mirrors exist.
     let records = read_state(&config, &*ports).await?;
     let in_group = matches!(config.ownership, Ownership::Group { .. });
-    let (mut loaded, warnings) = persist::load(&records);
+    let (mut loaded, warnings) = persist::load(&records, &config.sealer);
     for w in &warnings {
         tracing::warn!(target: "kmirror::state", "{w}");
     }
@@ -483,7 +486,7 @@ pub(super) async fn start_with_ports(
     }
     coord.wait_ready(ready).await;
     let records = read_state(&config, &*ports).await?;
-    let (mut loaded, _) = persist::load(&records);
+    let (mut loaded, _) = persist::load(&records, &config.sealer);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
     coord.restore(loaded).await;
@@ -990,8 +993,27 @@ impl Coordinator {
             pipe_restarts: 0,
             failbacks: BTreeMap::new(),
             failback_watch_in_flight: false,
+            secret_error: None,
         };
-        self.mirrors.insert(name, m);
+        self.mirrors.insert(name.clone(), m);
+        self.check_secrets_open(&name);
+    }
+
+    /// Marks `mirror`'s data path failed when a secret of its definition is still sealed (this
+    /// instance has no key that opens it), or clears that mark once it opens. Only that mirror
+    /// stops; every other mirror runs on.
+    pub(super) fn check_secrets_open(&mut self, mirror: &str) {
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        let error = self.config.sealer.unseal_properties(mirror, &m.stored.spec.source.properties).1;
+        match (&error, &m.secret_error) {
+            (Some(e), _) => {
+                tracing::error!(%mirror, "cannot decrypt the mirror's stored secret: {e}");
+                m.data_path = DataPathStatus::Failed { message: e.to_string() };
+            }
+            (None, Some(_)) => m.data_path = DataPathStatus::Starting,
+            (None, None) => {}
+        }
+        m.secret_error = error.map(|e| e.to_string());
     }
 
     /// Fences the transactional ids of the single-pipe-per-mirror layout for `mirrors` (see
@@ -1041,7 +1063,26 @@ impl Coordinator {
             ));
         }
         check_group_patterns(&spec.sync)?;
+        self.check_plaintext_secrets(&spec.source.properties)?;
         check_throttle(spec.replication_throttle_bytes_per_sec)
+    }
+
+    /// A secret given as a plaintext value is stored sealed when this deployment has a key for
+    /// secrets at rest; without one it is refused (unless the deployment allows plaintext
+    /// secrets), with how to configure a key or give a reference instead.
+    fn check_plaintext_secrets(&self, given: &BTreeMap<String, String>) -> Result<(), EngineError> {
+        match crate::domain::secrets::first_plaintext_secret(given) {
+            Some(name) if !self.config.sealer.accepts_plaintext() => Err(EngineError::rejected(
+                ProblemKind::InvalidProperty,
+                format!(
+                    "property {name:?} is a secret given in plaintext, and this kmirror has no key to store it \
+                     encrypted: configure one ([secrets] key_file or KMIRROR_SECRETS_KEY_FILE; `kmirror secrets \
+                     generate-key` writes one), or give the value as a reference (${{file:/path}} or ${{env:NAME}}), \
+                     or allow plaintext secrets at rest ([secrets] allow_plaintext = true)"
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Creates a mirror whose source answered with `cluster` (asked off the loop: see
@@ -1070,7 +1111,7 @@ impl Coordinator {
             ));
         }
         let stored = StoredMirror { spec, created_at: now(), updated_at: now(), created_acls: Vec::new() };
-        self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
+        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         self.flush().await?;
         let name = stored.spec.name.clone();
         self.add_mirror(stored);
@@ -1087,6 +1128,16 @@ impl Coordinator {
         self.check_writable()?;
         let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
         let mut stored = m.stored.clone();
+        if let Some(source) = &update.source {
+            // The same checks as a create (the client properties were checked by the handle).
+            if source.bootstrap_servers.trim().is_empty() {
+                return Err(EngineError::rejected(
+                    ProblemKind::InvalidName,
+                    "source.bootstrap_servers must not be empty",
+                ));
+            }
+            self.check_plaintext_secrets(&source.properties)?;
+        }
         if let Some(mut source) = update.source {
             // Secrets are write-only: a redacted value sent back means "keep the stored one".
             for (k, v) in source.properties.iter_mut() {
@@ -1113,11 +1164,12 @@ impl Coordinator {
         // for an unchanged secret, does not).
         let source_changed = stored.spec.source != m.stored.spec.source;
         stored.updated_at = now();
-        self.pending_writes.push(persist::mirror(&stored, self.state_partitions));
+        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         self.flush().await?;
         let m = self.mirrors.get_mut(name).expect("checked above");
         m.stored = stored;
         m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
+        self.check_secrets_open(name);
         if source_changed {
             self.source_changed(name).await;
         }

@@ -226,7 +226,7 @@ impl Coordinator {
         }
         let probe = {
             let m = &self.mirrors[mirror];
-            persist::mirror(&m.stored, self.state_partitions)
+            persist::mirror(&m.stored, self.state_partitions, &self.config.sealer)
         };
         self.pending_writes.push(probe);
         let probed = self.flush().await;

@@ -57,7 +57,8 @@ impl Coordinator {
                     ports.read_remote_state(&source.bootstrap_servers, &source.properties, &state_topic, timeout);
                 let found = match read.await {
                     Ok(records) => {
-                        let remote = persist::load(&records).0;
+                        // The other cluster's secrets are not this instance's to open.
+                        let remote = persist::load(&records, &Default::default()).0;
                         Ok(topics
                             .into_iter()
                             .filter_map(|t| {
@@ -342,7 +343,7 @@ impl Coordinator {
         }
         if let Some(created) = report.created_acls {
             m.stored.created_acls = created;
-            let w = persist::mirror(&m.stored, self.state_partitions);
+            let w = persist::mirror(&m.stored, self.state_partitions, &self.config.sealer);
             self.pending_writes.push(w);
         }
         // Source topic deleted (two refreshes in a row), recreated (new topic ID), or resized.

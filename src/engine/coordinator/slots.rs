@@ -97,6 +97,12 @@ impl Coordinator {
     /// is initialised (and the slot's previous writer fenced).
     pub(super) fn spawn_pipe(&mut self, mirror: &str, slot: i32) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let m = self.mirrors.get(mirror)?;
+        if let Some(why) = &m.secret_error {
+            // Its clients cannot authenticate: the data path stays failed with the reason.
+            let message = why.clone();
+            self.mirrors.get_mut(mirror)?.data_path = DataPathStatus::Failed { message };
+            return None;
+        }
         let config = PipeConfig {
             mirror: mirror.to_string(),
             slot,

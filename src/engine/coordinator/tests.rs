@@ -1846,14 +1846,16 @@ async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaini
     let start = rig.long_start(Duration::from_millis(30)).await;
     // The mirror's definition as another instance would write it after a PATCH of its source.
     let stored = latest_record(&rig.g.rig.world, |r| match r {
-        crate::store::StateRecord::Mirror(e) if e.key.mirror == "m" => e.value.map(|v| persist::stored_mirror(&v)),
+        crate::store::StateRecord::Mirror(e) if e.key.mirror == "m" => {
+            e.value.map(|v| persist::stored_mirror(&v, &Default::default()))
+        }
         _ => None,
     })
     .expect("the mirror's record");
     let mut changed = stored.clone();
     changed.spec.source.bootstrap_servers = "other:9092".into();
     changed.updated_at = Timestamp::from_millis(stored.updated_at.as_millis() + 1_000);
-    let w = persist::mirror(&changed, 4);
+    let w = persist::mirror(&changed, 4, &Default::default());
     let record = LogRecord { partition: w.partition, offset: 1_000, key: Some(w.key), value: w.value };
     rig.g.tail.send(TailBatch { records: vec![record], positions: Vec::new() }).unwrap();
     let r = tokio::time::timeout(DEADLINE, start).await.expect("the start ends").expect("no panic").expect("answered");
@@ -1865,4 +1867,105 @@ async fn a_source_changed_elsewhere_during_a_long_start_is_asked_for_the_remaini
         .count();
     assert!(ok >= 1 && refused >= 1 && ok + refused == LONG_START_TOPICS, "{r:?}");
     rig.shutdown().await;
+}
+
+fn sealed_config(key: Option<u8>, previous: Option<u8>, allow_plaintext: bool) -> EngineConfig {
+    use crate::store::seal::{Sealer, SecretKey};
+    let mut c = config();
+    let k = |b: u8| SecretKey::from_bytes(&[b; 32]);
+    c.sealer = Sealer::new(key.map(k), previous.map(k), allow_plaintext);
+    c
+}
+
+fn with_password(name: &str, password: &str) -> MirrorSpec {
+    let mut s = spec(name, SOURCE);
+    s.source.properties.insert("sasl.username".into(), "alice".into());
+    s.source.properties.insert("sasl.password".into(), password.into());
+    s
+}
+
+/// The stored `sasl.password` of mirror `name`, as the state topic holds it now.
+fn stored_password(world: &FakeWorld, name: &str) -> String {
+    latest_record(world, |r| match r {
+        crate::store::StateRecord::Mirror(e) if e.key.mirror == name => {
+            e.value.and_then(|v| v.source.properties.get("sasl.password").cloned())
+        }
+        _ => None,
+    })
+    .expect("the mirror's record")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plaintext_secret_is_refused_without_a_key_and_stored_encrypted_with_one() {
+    // No key: refused with how to fix it; nothing stored.
+    let rig = Rig::with_config(sealed_config(None, None, false)).await;
+    let e = rig.engine.create_mirror(with_password("m", "hunter2-secret"), actor()).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::InvalidProperty, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("key_file") && text.contains("generate-key") && text.contains("${file:"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(rig.engine.snapshot().mirror("m").is_none());
+    // A reference needs no key (it names no secret).
+    let mut by_ref = with_password("r", "${file:/run/secrets/pw}").source.properties;
+    by_ref.remove("sasl.username");
+    assert_eq!(crate::domain::secrets::first_plaintext_secret(&by_ref), None);
+    // The deployment may allow plaintext at rest: stored as given.
+    let rig = rig.restart_with(sealed_config(None, None, true)).await;
+    rig.engine.create_mirror(with_password("p", "hunter2-plain"), actor()).await.expect("allowed");
+    assert_eq!(stored_password(&rig.world, "p"), "hunter2-plain");
+    // With a key: accepted, sealed in the state topic, never in plaintext.
+    let rig = rig.restart_with(sealed_config(Some(1), None, false)).await;
+    rig.engine.create_mirror(with_password("m", "hunter2-secret"), actor()).await.expect("create");
+    let stored = stored_password(&rig.world, "m");
+    assert!(crate::store::seal::is_sealed(&stored) && !stored.contains("hunter2"), "{stored}");
+    // PATCH checks the same way: without a key a new plaintext secret is refused, `[redacted]`
+    // keeps the stored one, and an empty bootstrap is refused as on create.
+    let rig = rig.restart_with(sealed_config(None, None, false)).await;
+    let update = MirrorUpdate { source: Some(with_password("p", "new-plain").source), ..Default::default() };
+    let e = rig.engine.update_mirror("p", update, actor()).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::InvalidProperty, "{e}");
+    let source = SourceSpec { bootstrap_servers: " ".into(), properties: BTreeMap::new() };
+    let empty = MirrorUpdate { source: Some(source), ..Default::default() };
+    let e = rig.engine.update_mirror("p", empty, actor()).await.unwrap_err();
+    assert!(e.to_string().contains("bootstrap_servers must not be empty"), "{e}");
+    rig.engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_fails_only_that_mirrors_data_path_and_a_rotation_re_encrypts_on_the_next_write() {
+    let rig = Rig::with_config(sealed_config(Some(1), None, false)).await;
+    rig.source.add_topic("orders", 1, 5);
+    rig.engine.create_mirror(with_password("secret", "hunter2-secret"), actor()).await.expect("create");
+    rig.mirroring("plain", "orders", 1, 5).await;
+    let under_1 = stored_password(&rig.world, "secret");
+    // Another key, and no previous key: the secret does not open. That mirror's data path is
+    // failed with the reason; the other mirror keeps mirroring.
+    let rig = rig.restart_with(sealed_config(Some(2), None, false)).await;
+    let why = rig
+        .until("the secret mirror's data path failed", |s| match &s.mirror("secret")?.data_path {
+            DataPathStatus::Failed { message } => Some(message.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(why.contains("does not have") && why.contains("previous_key_file"), "{why}");
+    rig.source.produce("orders", 0, 3);
+    rig.caught_up("plain", "orders").await;
+    assert_eq!(stored_password(&rig.world, "secret"), under_1, "left as it was");
+    // Rotation: the new key with the old one as previous opens it; the next write seals it
+    // under the new key.
+    let rig = rig.restart_with(sealed_config(Some(2), Some(1), false)).await;
+    rig.until("the secret mirror's data path is not failed", |s| {
+        (!matches!(s.mirror("secret")?.data_path, DataPathStatus::Failed { .. })).then_some(())
+    })
+    .await;
+    let update = MirrorUpdate { replication_throttle_bytes_per_sec: Some(1 << 20), ..Default::default() };
+    rig.engine.update_mirror("secret", update, actor()).await.expect("update");
+    let after = stored_password(&rig.world, "secret");
+    let new_id = crate::store::seal::SecretKey::from_bytes(&[2; 32]).id().to_string();
+    assert!(after.contains(&new_id) && after != under_1, "re-encrypted under the new key: {after}");
+    // The new key alone opens it now.
+    let rig = rig.restart_with(sealed_config(Some(2), None, false)).await;
+    let snap = rig.engine.snapshot();
+    assert!(!matches!(snap.mirror("secret").unwrap().data_path, DataPathStatus::Failed { .. }));
+    rig.engine.shutdown().await;
 }
