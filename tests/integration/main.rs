@@ -15,6 +15,7 @@ mod kafka_admin;
 mod membership;
 mod metadata;
 mod quarantine;
+mod responsiveness;
 mod secured;
 mod support;
 mod ui;

@@ -1,10 +1,8 @@
 //! Lifecycle calls: start (with its prepare), pause, resume and stop, each checked against the
 //! state machine, persisted, then carried out on the data path.
 
-use super::failback::FailbackPlan;
-use crate::domain::lineage::{FailbackPreview, LogBounds, Refusal, StartDecision, StartInput, decide_start};
-use crate::domain::quarantine::{self, QuarantinedPartition};
-use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
+use crate::domain::lineage::{FailbackPreview, LogBounds, StartDecision, StartInput, decide_start};
+use crate::domain::quarantine::QuarantinedPartition;
 
 use super::*;
 
@@ -72,7 +70,10 @@ impl Coordinator {
                     Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
                     Ok(()) if validate_only => match self.validate(mirror, &topic, op).await {
                         // The preview of a quarantine is the copy's own count, without copying.
-                        Ok(_) if op == QUARANTINE => self.quarantine_divergent(mirror, &topic, true).await,
+                        Ok(_) if op == QUARANTINE => {
+                            self.off_loop_plan(mirror, &topic, |p| async move { p.quarantine_divergent(true).await })
+                                .await
+                        }
                         Ok(preview) => {
                             if let Some(preview) = preview {
                                 failback.insert(topic.clone(), preview);
@@ -151,7 +152,7 @@ impl Coordinator {
     /// `validate_only`: would the operation be accepted for this topic?
     /// A failback start also answers what it will copy.
     pub(super) async fn validate(
-        &self,
+        &mut self,
         mirror: &str,
         topic: &str,
         op: LifecycleOp,
@@ -159,19 +160,22 @@ impl Coordinator {
         let m = &self.mirrors[mirror];
         let kind = op.event_kind();
         match m.topics.get(topic) {
-            None if matches!(op, LifecycleOp::Start { .. }) => match self.source_topic(&*m.source_admin, topic).await {
-                // A destination topic with records: adopted only by a failback (its preview is
-                // the same decision the start makes, DESTINATION_DIVERGED with the counts).
-                Ok(src) if op == LifecycleOp::Start { truncation: Truncation::None } => {
-                    self.validate_adoption(mirror, topic, src.partitions.len() as i32).await
+            None if matches!(op, LifecycleOp::Start { .. }) => {
+                match self.source_topic(&*m.source_admin.clone(), topic).await {
+                    // A destination topic with records: adopted only by a failback (its preview is
+                    // the same decision the start makes, DESTINATION_DIVERGED with the counts).
+                    Ok(src) if op == LifecycleOp::Start { truncation: Truncation::None } => {
+                        let n = src.partitions.len() as i32;
+                        self.off_loop_plan(mirror, topic, move |p| async move { p.validate_adoption(n).await }).await
+                    }
+                    Ok(_) => Ok(None),
+                    Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
+                        kind: ProblemKind::TopicNotFound,
+                        detail: format!("topic {topic:?} does not exist on the source cluster"),
+                    }),
+                    Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
                 }
-                Ok(_) => Ok(None),
-                Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
-                    kind: ProblemKind::TopicNotFound,
-                    detail: format!("topic {topic:?} does not exist on the source cluster"),
-                }),
-                Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
-            },
+            }
             None => Err(not_in_mirror(mirror, topic)),
             Some(_) => {
                 if op == LifecycleOp::Recover {
@@ -184,30 +188,11 @@ impl Coordinator {
                 if op == (LifecycleOp::Start { truncation: Truncation::None }) {
                     // The restart's own check: refused over records that never crossed, or the
                     // failback plan of a round trip (what it will copy).
-                    return self.validate_restart(mirror, topic).await;
+                    return self.off_loop_plan(mirror, topic, |p| async move { p.validate_restart().await }).await;
                 }
                 Ok(None)
             }
         }
-    }
-
-    /// `validate_only` of a restart of `topic` (in `mirror`, stopped): the start's own check
-    /// (`restart_plan`), on the destination topic as it is now.
-    async fn validate_restart(&self, mirror: &str, topic: &str) -> Result<Option<FailbackPreview>, Problem> {
-        let Some(t) = self.mirrors[mirror].topics.get(topic) else { return Ok(None) };
-        let dest = &*self.destination_admin;
-        let d = match dest.describe_topic(topic).await {
-            Ok(d) => d,
-            // Deleted since the failover: the start recreates it, nothing is in the way.
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(None),
-            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
-        };
-        let partitions = d.partitions.len() as i32;
-        let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
-            .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-        let plan = self.restart_plan(mirror, topic, t, &d.topic_id.to_string(), partitions, &ends).await?;
-        Ok(plan.map(|p| p.preview))
     }
 
     /// Starts (or restarts) `topic`; with `resync` + `quarantine`, what the quarantine copied
@@ -309,7 +294,7 @@ impl Coordinator {
                 ),
             });
         }
-        let dest = &self.destination_admin;
+        let dest = Arc::clone(&self.destination_admin);
         let mut failback = None;
         // The destination's ends, when the adoption check below read them already: one
         // ListOffsets less per topic (a start of 100 topics makes these calls one topic at a time).
@@ -337,8 +322,11 @@ impl Coordinator {
                     // failback (the source's state has the lineage).
                     if ends.iter().any(|o| o.offset > 0) {
                         let by_partition: BTreeMap<i32, i64> = ends.iter().map(|o| (o.partition, o.offset)).collect();
+                        let id = d.topic_id.to_string();
                         failback = self
-                            .failback_plan(mirror, topic, &d.topic_id.to_string(), partitions, &by_partition, None)
+                            .off_loop_plan(mirror, topic, move |p| async move {
+                                p.failback_plan(&id, partitions, &by_partition, None).await
+                            })
                             .await?;
                     }
                     if failback.is_none()
@@ -394,7 +382,7 @@ impl Coordinator {
         };
         let dest_ends = match ends_read {
             Some(ends) => ends,
-            None => offsets_of(&**dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
+            None => offsets_of(&*dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
                 .await
                 .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?,
         };
@@ -402,11 +390,11 @@ impl Coordinator {
         // A restart must not silently mirror over local writes (DESIGN.md section 5): refused
         // before anything changes, with the lineage's own count and range (the same words as
         // the refusal `prepare` gives a retry).
-        if let Some(t) = &existing
-            && truncation == Truncation::None
-        {
-            failback =
-                self.restart_plan(mirror, topic, t, &dest_topic.topic_id.to_string(), partitions, &dest_ends).await?;
+        if existing.is_some() && truncation == Truncation::None {
+            let (id, ends) = (dest_topic.topic_id.to_string(), dest_ends.clone());
+            failback = self
+                .off_loop_plan(mirror, topic, move |p| async move { p.restart_plan(&id, partitions, &ends).await })
+                .await?;
         }
 
         // Resync with quarantine: the records the resync will delete that never reached the other
@@ -415,7 +403,7 @@ impl Coordinator {
         // producers must be stopped: a record written after this copy and before the deletion
         // would be deleted without a copy (the README's failback runbook says so).
         let quarantined = if truncation == (Truncation::Resync { quarantine: true }) {
-            self.quarantine_divergent(mirror, topic, false).await?
+            self.off_loop_plan(mirror, topic, |p| async move { p.quarantine_divergent(false).await }).await?
         } else {
             Vec::new()
         };
@@ -455,224 +443,6 @@ impl Coordinator {
             return Err(self.unrecorded(mirror, &parts, &e).await);
         }
         self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await.map(|()| quarantined)
-    }
-
-    /// The check of a restart (`truncation` none) of `topic`, already in `mirror` as `t`, whose
-    /// destination topic (`dest_topic_id`, ends `dest_ends`) may hold records written after a
-    /// failover: refused with `DESTINATION_DIVERGED` and the exact count and range of the records
-    /// that never reached the other side, or the failback plan of a round trip (A -> B failed
-    /// over, B -> A failed back and over again, now A -> B again: the writes here after the stop
-    /// point are the other direction's copies, and the restart resumes from where that mirror
-    /// stopped). `None`: nothing in the way, an ordinary restart. The start and its preview both
-    /// ask this, so they cannot disagree.
-    async fn restart_plan(
-        &self,
-        mirror: &str,
-        topic: &str,
-        t: &TopicRt,
-        dest_topic_id: &str,
-        partitions: i32,
-        dest_ends: &BTreeMap<i32, i64>,
-    ) -> Result<Option<FailbackPlan>, Problem> {
-        if !t.partitions.values().any(|rt| rt.record.stop_point.is_some()) {
-            return Ok(None);
-        }
-        let dest = &*self.destination_admin;
-        let dest_starts = offsets_of(dest, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
-            .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
-        // First this mirror's own lineage (cheap: ListOffsets); only when something here is not
-        // on the source by it is the source's state read, to see whether it crossed over.
-        let source_starts = self.source_starts(mirror, topic, partitions).await?;
-        let mut diverged = Vec::new();
-        for (p, lineage) in self.lineage_here(mirror, topic, partitions, None, Some(&source_starts)) {
-            let stopped = t.partitions.get(&p).is_some_and(|rt| rt.record.state == PartitionState::Stopped);
-            let Some(stop) = lineage.stop.filter(|_| stopped) else { continue };
-            let hwm = dest_ends.get(&p).copied().unwrap_or(0);
-            let divergence = lineage.divergence(LogBounds::observed(dest_starts.get(&p).copied(), hwm));
-            if divergence.is_diverged() {
-                let why = if lineage.divergence_point() < stop.destination_stop_offset {
-                    format!(
-                        "{divergence} are not on the source: it no longer holds the records this mirror copied from                          it (log start {}), so restart with truncation mode `resync`",
-                        source_starts.get(&p).copied().unwrap_or(0)
-                    )
-                } else {
-                    Refusal::LocalWrites { lineage_end: stop.destination_stop_offset, divergence }.to_string()
-                };
-                diverged.push(format!("partition {p}: {why}"));
-            }
-        }
-        if diverged.is_empty() {
-            return Ok(None);
-        }
-        match self.failback_plan(mirror, topic, dest_topic_id, partitions, dest_ends, Some(&source_starts)).await? {
-            Some(plan) => Ok(Some(plan)),
-            None => Err(Problem {
-                kind: ProblemKind::DestinationDiverged,
-                detail: format!("DESTINATION_DIVERGED: topic {topic:?}: {}", diverged.join("; ")),
-            }),
-        }
-    }
-
-    /// Copies the divergent records of the destination's `topic` to `<topic>.kmirror-diverged`
-    /// before a resync deletes them (with `dry_run`, the preview: counts what it would copy, after
-    /// the same checks); answers for each partition that has divergent records. Per partition the
-    /// divergent range is the one a `DESTINATION_DIVERGED` refusal reports (from the divergence
-    /// point of `divergent_starts`), up to the last stable offset. A destination topic that does
-    /// not exist has nothing to keep.
-    pub(super) async fn quarantine_divergent(
-        &self,
-        mirror: &str,
-        topic: &str,
-        dry_run: bool,
-    ) -> Result<Vec<QuarantinedPartition>, Problem> {
-        let target = quarantine::quarantine_topic(topic);
-        let unavailable = |e: KafkaError| Problem {
-            kind: ProblemKind::DestinationUnavailable,
-            detail: format!(
-                "cannot quarantine the divergent records of {topic:?} to {target:?} ({e}); nothing was deleted, and a retry copies only what is not there yet"
-            ),
-        };
-        let dest = &*self.destination_admin;
-        let d = match dest.describe_topic(topic).await {
-            Ok(d) => d,
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(Vec::new()),
-            Err(e) => return Err(unavailable(e)),
-        };
-        let topic_id = d.topic_id.to_string();
-        let n = d.partitions.len() as i32;
-        let froms = self.divergent_starts(mirror, topic, &topic_id, n).await?;
-        let starts = offsets_of(dest, topic, 0..n, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
-            .await
-            .map_err(unavailable)?;
-        let stable = offsets_of(dest, topic, 0..n, OffsetSpec::Latest, IsolationLevel::ReadCommitted)
-            .await
-            .map_err(unavailable)?;
-        let ranges: Vec<(i32, i64, i64)> = (0..n)
-            .map(|p| {
-                let at = |m: &BTreeMap<i32, i64>| m.get(&p).copied().unwrap_or(0);
-                let (from, end) = quarantine::range(at(&froms), at(&starts), at(&stable));
-                (p, from, end)
-            })
-            .collect();
-        if ranges.iter().all(|(_, from, end)| from >= end) {
-            // Nothing diverged: nothing to copy, and no quarantine topic to create or check.
-            return Ok(Vec::new());
-        }
-        let mut existing = match dest.describe_topic(&target).await {
-            Ok(t) => Some(t),
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => None,
-            Err(e) => return Err(unavailable(e)),
-        };
-        if existing.is_none() && !dry_run {
-            // Same partition count: each record keeps its partition number.
-            match dest.create_topic(&target, n, -1, &[]).await {
-                Ok(()) => {}
-                Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
-                Err(e) => return Err(unavailable(e)),
-            }
-            let deadline = tokio::time::Instant::now() + self.config.request_timeout;
-            while existing.is_none() {
-                match dest.describe_topic(&target).await {
-                    Ok(t) if t.partitions.len() as i32 >= n && t.partitions.iter().all(|p| p.leader.is_some()) => {
-                        existing = Some(t);
-                    }
-                    _ if tokio::time::Instant::now() >= deadline => {
-                        return Err(Problem {
-                            kind: ProblemKind::DestinationUnavailable,
-                            detail: format!(
-                                "quarantine topic {target:?} was created but did not become available; nothing was deleted"
-                            ),
-                        });
-                    }
-                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        }
-        let target_partitions = existing.as_ref().map_or(0, |t| t.partitions.len() as i32);
-        let target_ends = if target_partitions > 0 {
-            offsets_of(dest, &target, 0..target_partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
-                .await
-                .map_err(unavailable)?
-                .into_iter()
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let job = QuarantineJob {
-            topic: topic.to_string(),
-            topic_id,
-            ranges,
-            target: target.clone(),
-            target_partitions,
-            target_ends,
-        };
-        match self.ports.quarantine(&self.config, job, dry_run).await {
-            Ok(done) => {
-                if !dry_run {
-                    let copied: i64 = done.values().map(|q| q.records).sum();
-                    tracing::info!(%mirror, %topic, %target, records = copied, "quarantine: divergent records copied before the resync");
-                }
-                // Only partitions with divergent records: the same answer whether the
-                // destination topic exists yet or not (a start creates it empty first).
-                Ok(done.into_values().filter(|q| q.offsets.is_some()).collect())
-            }
-            Err(e @ QuarantineError::Foreign { .. }) => Err(Problem {
-                kind: ProblemKind::QuarantineConflict,
-                detail: format!(
-                    "{e}; nothing was copied or deleted: move those records elsewhere and delete {target:?} (or its records), then start again"
-                ),
-            }),
-            Err(QuarantineError::Kafka(e)) => Err(unavailable(e)),
-        }
-    }
-
-    /// Where the records of each partition of `topic` that never reached the other side start
-    /// (`PartitionLineage::divergence_point`): after the furthest of this mirror's own writes and
-    /// the other direction's copy from here, as the source's state records it; at 0 with no
-    /// lineage at all. The same computation as the refusal's (`failback_plan`), so a quarantine
-    /// keeps exactly what the refusal said would be lost.
-    async fn divergent_starts(
-        &self,
-        mirror: &str,
-        topic: &str,
-        topic_id: &str,
-        partitions: i32,
-    ) -> Result<BTreeMap<i32, i64>, Problem> {
-        let remote = self
-            .source_state(
-                mirror,
-                &format!("to find which records of {topic:?} reached it and need no quarantine"),
-                "; nothing was copied or deleted",
-            )
-            .await?;
-        // A lineage that does not apply here (another cluster's, a recreated topic, a mirror
-        // there still copying from here) explains nothing: only this mirror's own lineage counts,
-        // and every record after it is kept, the safe side.
-        let found = match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(topic_id)) {
-            Ok(found) => found,
-            Err(p) => {
-                tracing::info!(%mirror, %topic, "quarantine: the source's lineage does not apply ({}); only this mirror's own lineage counts", p.detail);
-                None
-            }
-        };
-        let source_starts = match self.source_starts(mirror, topic, partitions).await {
-            Ok(starts) => starts,
-            Err(p) => {
-                return Err(Problem {
-                    kind: p.kind,
-                    detail: format!(
-                        "{}: cannot tell which records of {topic:?} the source still holds; nothing was copied or deleted",
-                        p.detail
-                    ),
-                });
-            }
-        };
-        Ok(self
-            .lineage_here(mirror, topic, partitions, found.as_ref(), Some(&source_starts))
-            .into_iter()
-            .map(|(p, lineage)| (p, lineage.divergence_point()))
-            .collect())
     }
 
     /// Finishes PREPARING for `partitions`: decides start positions, moves them to MIRRORING and
@@ -823,7 +593,7 @@ impl Coordinator {
         topics: &BTreeMap<String, Vec<i32>>,
     ) -> Result<BTreeMap<String, StartReads>, Option<(ProblemKind, KafkaError)>> {
         let source = self.mirrors[mirror].source_admin.clone();
-        let dest = &self.destination_admin;
+        let dest = Arc::clone(&self.destination_admin);
         let request = |spec: OffsetSpec| -> Vec<(String, i32, OffsetSpec)> {
             topics.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p, spec))).collect()
         };

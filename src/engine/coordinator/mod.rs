@@ -53,6 +53,8 @@ mod slots;
 mod group;
 // Failback: adopting the old source's topic from the lineage in the source's state.
 mod failback;
+// Start planning off the loop: failback plans, divergence checks, quarantine copies.
+mod planning;
 
 use crate::clock::now;
 

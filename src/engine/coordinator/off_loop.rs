@@ -68,6 +68,11 @@ pub(super) struct OffLoop {
 }
 
 impl OffLoop {
+    /// A stop or pause is being handled now.
+    pub(super) fn serving_priority(&self) -> bool {
+        self.serving_priority
+    }
+
     pub(super) fn is_creating(&self, name: &str) -> bool {
         self.creating.contains(name)
     }
