@@ -272,11 +272,11 @@ impl TokenStore {
                 if let Some(suppressed) = self.failures.may_log(now) {
                     let message = match scope {
                         ThrottleScope::Address => {
-                            "Authentication failed: unknown token; too many failed attempts from this client address \
+                            "Authentication refused: unknown token, and too many failed attempts from this client address \
                              (refused until Retry-After; valid tokens are still accepted)."
                         }
                         ThrottleScope::Everyone => {
-                            "Authentication failed: unknown token; too many failed attempts from all clients together \
+                            "Authentication refused: unknown token, and too many failed attempts from all clients together \
                              (refused until Retry-After; valid tokens are still accepted)."
                         }
                     };

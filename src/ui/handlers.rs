@@ -637,8 +637,8 @@ pub async fn signin_post(
                 ThrottleScope::Everyone => "from all clients",
             };
             let message = format!(
-                "That token is not valid, and there were too many failed sign-ins {from}. Try again in {secs} seconds \
-                 (a valid token is accepted at any time)."
+                "Too many failed sign-ins {from}, and that token is not valid either. Try again in {secs} seconds (a \
+                 valid token signs in at any time)."
             );
             let body = signin_page(&ui, expected, &next, Some(message))?;
             let mut resp = (StatusCode::TOO_MANY_REQUESTS, html(body)).into_response();
