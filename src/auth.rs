@@ -22,18 +22,18 @@
 //! work: they are not counted again and their log lines are rate-limited
 //! ([`LOG_LINES_PER_WINDOW`] per [`LOG_WINDOW`]; client address and path, never the credential).
 //!
-//! Why "valid credentials pass" does not help a guesser: a throttled address does learn whether
-//! its guess was right (200 rather than 429), just as it would from 401 when not throttled, so
-//! the limiter cannot make guessing slower without refusing valid tokens from that address, which
-//! is the lockout this design removes. What makes guessing hopeless is the token space, enforced
-//! at startup: at least [`MIN_TOKEN_LEN`] characters (`openssl rand -hex 32` gives 64 characters,
-//! 256 bits; even 32 random hex characters are 128 bits, and finding one of 10 such tokens at a
-//! million guesses per second takes more than 10^23 years), so the guess rate a server can answer
-//! does not matter. The comparison leaks no partial match, so a
-//! guess teaches nothing about the next one. What the limiter still does: it tells misbehaving
-//! or misconfigured clients to back off (`Retry-After`), keeps the log readable, and bounds the
-//! work failures cause; a credential that is checked no differently whether the address is
-//! throttled or not cannot be used to probe the limiter either.
+//! Why this does not let a guesser go faster in any way that matters: no limiter can serve a
+//! valid token from an address and also hide from that address whether a token is valid (the
+//! answer, 200 or 429, says so). Refusing everything from a throttled address (the old rule) was
+//! the only way to slow one address's guesses, at the price of a lockout anybody could trigger,
+//! and behind an ingress, for everybody. Guessing is made hopeless instead by the token space,
+//! enforced at startup: at least [`MIN_TOKEN_LEN`] printable characters (`openssl rand -hex 32`
+//! gives 64, 256 bits; even 32 random hex characters are 128 bits, and finding one of 10 such
+//! tokens at a million guesses per second takes more than 10^23 years), and by the constant-time
+//! check, which leaks no partial match, so a guess teaches nothing about the next one. What the
+//! limiter is still for: a misconfigured or misbehaving client is told to back off (429 with
+//! `Retry-After`) rather than answered 401 at full speed, the log stays readable, and a failure
+//! costs one comparison plus one bucket update under a short lock that valid requests never take.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
