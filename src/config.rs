@@ -247,8 +247,8 @@ fn parse_token_file_spec(spec: &str) -> Result<TokenEntry, ConfigError> {
 /// The largest token file read: a token is at most [`crate::auth::MAX_TOKEN_LEN`] bytes.
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
-/// The token in `path`: the file's contents without trailing line breaks. Errors name the file
-/// and the token (`name`), never the contents.
+/// The token in `path`: the file's contents without trailing line breaks, checked like every
+/// token. Errors name the file and the token (`name`), never the contents.
 fn read_token_file(field: &str, name: &str, path: &std::path::Path) -> Result<String, ConfigError> {
     let shown = path.display();
     let meta =
@@ -269,6 +269,7 @@ fn read_token_file(field: &str, name: &str, path: &std::path::Path) -> Result<St
     if token.is_empty() {
         return Err(err(field, format!("{shown} (token of {name:?}) is empty")));
     }
+    check_token(field, name, token).map_err(|e| err(field, format!("{shown}: {}", e.message)))?;
     Ok(token.to_string())
 }
 
@@ -842,6 +843,9 @@ metadata_refresh_interval_ms = 10000
             assert!(e.message.contains(says), "{spec}: {e}");
             let text = e.to_string();
             assert!(!text.contains("tiny-secret") && !text.contains(secret), "{spec}: {e}");
+            if let Some(path) = spec.splitn(3, ':').nth(2).filter(|p| !p.is_empty() && !spec.contains("root")) {
+                assert!(text.contains(path), "{spec} names the file: {e}");
+            }
             if !spec.contains("root") && spec.matches(':').count() == 2 && !spec.ends_with(':') {
                 assert!(text.contains("\"ops\""), "{spec} names the token: {e}");
             }
