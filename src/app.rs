@@ -175,7 +175,8 @@ impl RunConfig {
             let store = TokenStore::new(config.tokens.clone());
             if store.is_empty() {
                 tracing::warn!(
-                    "no tokens configured: every API call will be refused (add --token or KMIRROR_ADMIN_TOKEN)"
+                    "no tokens configured: every API call will be refused (add --token-file, KMIRROR_<ROLE>_TOKEN or \
+                     [[auth.tokens]])"
                 );
             }
             store

@@ -102,7 +102,8 @@ pub struct AuthFile {
 }
 
 /// A token: given inline (`token`) or, better, read from an environment variable (`token_env`)
-/// so the file holds no secret.
+/// or a file (`token_file`, its contents without the trailing line break) so the configuration
+/// holds no secret.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenFile {
@@ -110,6 +111,7 @@ pub struct TokenFile {
     pub role: String,
     pub token: Option<String>,
     pub token_env: Option<String>,
+    pub token_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for TokenFile {
@@ -159,10 +161,13 @@ pub struct Overrides {
     pub commit_interval_ms: Option<u64>,
     pub early_commit_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
-    /// `name:role:token` specs.
+    /// `--token name:role:token` specs (visible in `ps`: a warning says so).
     pub tokens: Vec<String>,
-    /// `KMIRROR_ADMIN_TOKEN`: one admin token for bootstrap (ignored when empty).
-    pub admin_token: Option<String>,
+    /// `--token-file name:role:/path` specs.
+    pub token_files: Vec<String>,
+    /// The set ones of [`role_token_variables`] (`KMIRROR_ADMIN_TOKEN`, `KMIRROR_VIEWER_TOKEN_FILE`,
+    /// ...) by name; an empty value is unset.
+    pub role_token_env: BTreeMap<String, String>,
     pub no_auth: bool,
     /// `--secrets-key-file` / `KMIRROR_SECRETS_KEY_FILE` (over `[secrets] key_file`).
     pub secrets_key_file: Option<PathBuf>,
@@ -176,7 +181,8 @@ impl std::fmt::Debug for Overrides {
             .field("listen", &self.listen)
             .field("destination_bootstrap", &self.destination_bootstrap)
             .field("tokens", &self.tokens.len())
-            .field("admin_token", &self.admin_token.is_some())
+            .field("token_files", &self.token_files)
+            .field("role_token_env", &self.role_token_env.keys().collect::<Vec<_>>())
             .field("no_auth", &self.no_auth)
             .finish_non_exhaustive()
     }
@@ -193,6 +199,9 @@ pub struct ServeConfig {
     pub engine: EngineConfig,
     /// Which secret references client properties may use (`[secrets]`).
     pub secret_references: crate::domain::secrets::ReferencePolicy,
+    /// What to warn about once logging runs (e.g. tokens given on the command line); never a
+    /// secret.
+    pub warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for ServeConfig {
@@ -205,6 +214,7 @@ impl std::fmt::Debug for ServeConfig {
             .field("no_auth", &self.no_auth)
             .field("engine", &self.engine)
             .field("secret_references", &self.secret_references)
+            .field("warnings", &self.warnings)
             .finish()
     }
 }
@@ -232,6 +242,145 @@ fn parse_token_spec(spec: &str) -> Result<TokenEntry, ConfigError> {
     let role: Role = role.parse().map_err(|e: String| err("token", e))?;
     check_token("token", name, token)?;
     Ok(TokenEntry { name: name.to_string(), role, token: token.to_string() })
+}
+
+/// A `--token-file name:role:/path` spec: the token is the file's contents.
+fn parse_token_file_spec(spec: &str) -> Result<TokenEntry, ConfigError> {
+    let field = "token-file";
+    let mut it = spec.splitn(3, ':');
+    let (Some(name), Some(role), Some(path)) = (it.next(), it.next(), it.next()) else {
+        return Err(err(field, format!("{spec:?} must look like name:role:/path/to/file")));
+    };
+    if path.is_empty() {
+        return Err(err(field, format!("{spec:?} names no file (name:role:/path/to/file)")));
+    }
+    let role: Role = role.parse().map_err(|e: String| err(field, e))?;
+    let token = read_token_file(field, name, std::path::Path::new(path))?;
+    check_token(field, name, &token)?;
+    Ok(TokenEntry { name: name.to_string(), role, token })
+}
+
+/// The largest token file read: a token is at most [`crate::auth::MAX_TOKEN_LEN`] bytes.
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The token in `path`: the file's contents without trailing line breaks, checked like every
+/// token. Errors name the file and the token (`name`), never the contents.
+fn read_token_file(field: &str, name: &str, path: &std::path::Path) -> Result<String, ConfigError> {
+    let shown = path.display();
+    let meta =
+        std::fs::metadata(path).map_err(|e| err(field, format!("cannot read {shown} (token of {name:?}): {e}")))?;
+    if !meta.is_file() {
+        return Err(err(field, format!("{shown} (token of {name:?}) is not a regular file")));
+    }
+    if meta.len() > MAX_TOKEN_FILE_BYTES {
+        return Err(err(
+            field,
+            format!("{shown} (token of {name:?}) has {} bytes: a token file holds only the token", meta.len()),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| err(field, format!("cannot read {shown} (token of {name:?}): {e}")))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| err(field, format!("{shown} (token of {name:?}) is not text (UTF-8)")))?;
+    let token = text.trim_end_matches(['\n', '\r']);
+    if token.is_empty() {
+        return Err(err(field, format!("{shown} (token of {name:?}) is empty")));
+    }
+    check_token(field, name, token).map_err(|e| err(field, format!("{shown}: {}", e.message)))?;
+    Ok(token.to_string())
+}
+
+/// The environment variable of a role's token (`KMIRROR_ADMIN_TOKEN`, ...); with `file`, the
+/// variable naming a file that holds it (`KMIRROR_ADMIN_TOKEN_FILE`).
+pub fn role_token_variable(role: Role, file: bool) -> String {
+    let suffix = if file { "_FILE" } else { "" };
+    format!("KMIRROR_{}_TOKEN{suffix}", role.as_str().to_ascii_uppercase())
+}
+
+/// Every role token variable: `KMIRROR_<ROLE>_TOKEN` and `KMIRROR_<ROLE>_TOKEN_FILE`.
+pub fn role_token_variables() -> Vec<String> {
+    Role::ALL.iter().flat_map(|r| [role_token_variable(*r, false), role_token_variable(*r, true)]).collect()
+}
+
+/// What `ps` shows about `--token`; logged as a warning when it is used.
+pub const COMMAND_LINE_TOKEN_WARNING: &str =
+    "tokens on the command line are visible to other users in ps; use --token-file or KMIRROR_<ROLE>_TOKEN";
+
+/// Every configured token: `[[auth.tokens]]`, `--token`, `--token-file`, then the role variables
+/// (one token each; a variable an entry's `token_env` already names is that entry, not another
+/// token). The same token for two roles is refused (which would it be?); the same token twice
+/// for one role counts once.
+fn resolve_tokens(
+    auth: &AuthFile,
+    o: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<TokenEntry>, ConfigError> {
+    let mut tokens = Vec::new();
+    for (i, t) in auth.tokens.iter().enumerate() {
+        let field = format!("auth.tokens[{i}]");
+        let role: Role = t.role.parse().map_err(|e: String| err(&format!("{field}.role"), e))?;
+        let token = match (&t.token, &t.token_env, &t.token_file) {
+            (Some(tok), None, None) => tok.clone(),
+            (None, Some(var), None) => env(var)
+                .ok_or_else(|| err(&format!("{field}.token_env"), format!("environment variable {var} is not set")))?,
+            (None, None, Some(path)) => read_token_file(&format!("{field}.token_file"), &t.name, path)?,
+            _ => return Err(err(&field, "set exactly one of token, token_env, token_file")),
+        };
+        check_token(&field, &t.name, &token)?;
+        tokens.push(TokenEntry { name: t.name.clone(), role, token });
+    }
+    for spec in &o.tokens {
+        tokens.push(parse_token_spec(spec)?);
+    }
+    if !o.tokens.is_empty() {
+        let names: Vec<&str> = o.tokens.iter().filter_map(|s| s.split(':').next()).collect();
+        warnings.push(format!("{COMMAND_LINE_TOKEN_WARNING} (--token given for {})", names.join(", ")));
+    }
+    for spec in &o.token_files {
+        tokens.push(parse_token_file_spec(spec)?);
+    }
+    let set = |name: &str| o.role_token_env.get(name).filter(|v| !v.trim().is_empty());
+    for role in Role::ALL {
+        let (var, file_var) = (role_token_variable(role, false), role_token_variable(role, true));
+        let named_by_entry = |v: &str| auth.tokens.iter().any(|t| t.token_env.as_deref() == Some(v));
+        let (name, token) = match (set(&var).filter(|_| !named_by_entry(&var)), set(&file_var)) {
+            (None, None) => continue,
+            (Some(_), Some(_)) => return Err(err(&var, format!("set only one of {var} and {file_var}"))),
+            (Some(token), None) => {
+                let name = format!("{} ({var})", role.as_str());
+                check_token(&var, &name, token)?;
+                (name, token.clone())
+            }
+            (None, Some(path)) => {
+                let name = format!("{} ({file_var})", role.as_str());
+                let token = read_token_file(&file_var, &name, std::path::Path::new(path))?;
+                check_token(&file_var, &name, &token)?;
+                (name, token)
+            }
+        };
+        tokens.push(TokenEntry { name, role, token });
+    }
+    // Startup only: no need for constant time here.
+    let mut unique: Vec<TokenEntry> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match unique.iter().find(|u| u.token == t.token) {
+            None => unique.push(t),
+            Some(u) if u.role == t.role => {}
+            Some(u) => {
+                return Err(err(
+                    "auth.tokens",
+                    format!(
+                        "{:?} ({}) and {:?} ({}) have the same token: give each role its own",
+                        u.name,
+                        u.role.as_str(),
+                        t.name,
+                        t.role.as_str()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(unique)
 }
 
 /// A token needs a name and at least [`crate::auth::MIN_TOKEN_LEN`] characters; the error names
@@ -444,27 +593,8 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     }
     engine.retry_policy = retry;
     let auth = file.auth.unwrap_or_default();
-    let mut tokens = Vec::new();
-    for (i, t) in auth.tokens.iter().enumerate() {
-        let field = format!("auth.tokens[{i}]");
-        let role: Role = t.role.parse().map_err(|e: String| err(&format!("{field}.role"), e))?;
-        let token = match (&t.token, &t.token_env) {
-            (Some(tok), None) => tok.clone(),
-            (None, Some(var)) => std::env::var(var)
-                .map_err(|_| err(&format!("{field}.token_env"), format!("environment variable {var} is not set")))?,
-            _ => return Err(err(&field, "set exactly one of token, token_env")),
-        };
-        check_token(&field, &t.name, &token)?;
-        tokens.push(TokenEntry { name: t.name.clone(), role, token });
-    }
-    for spec in &o.tokens {
-        tokens.push(parse_token_spec(spec)?);
-    }
-    if let Some(token) = o.admin_token.as_ref().filter(|t| !t.trim().is_empty()) {
-        let name = "admin (KMIRROR_ADMIN_TOKEN)";
-        check_token("KMIRROR_ADMIN_TOKEN", name, token)?;
-        tokens.push(TokenEntry { name: name.to_string(), role: Role::Admin, token: token.clone() });
-    }
+    let mut warnings = Vec::new();
+    let tokens = resolve_tokens(&auth, o, &|var| std::env::var(var).ok(), &mut warnings)?;
     let no_auth = o.no_auth || auth.no_auth;
     if no_auth && !listen.ip().is_loopback() {
         return Err(err("auth.no_auth", format!("is only accepted with a loopback listen address, not {listen}")));
@@ -480,7 +610,7 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
             Some((t.cert, t.key))
         }
     };
-    Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine, secret_references })
+    Ok(ServeConfig { listen, log_format, tls, tokens, no_auth, engine, secret_references, warnings })
 }
 
 /// The FAILED partitions' retry policy from `[engine]` (KIP-1279's `mirror.failed.retry.*`, with
@@ -647,20 +777,228 @@ metadata_refresh_interval_ms = 10000
         let o = Overrides { tokens: vec!["cli:admin:tiny-secret".into()], ..Default::default() };
         let e = resolve(Some(parse_file(base).unwrap()), &o).unwrap_err();
         assert!(e.to_string().contains("\"cli\"") && !e.to_string().contains("tiny-secret"), "{e}");
-        let o = Overrides { admin_token: Some("x".into()), ..Default::default() };
+        let env = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let o = Overrides { role_token_env: env(&[("KMIRROR_ADMIN_TOKEN", "x")]), ..Default::default() };
         let e = resolve(Some(parse_file(base).unwrap()), &o).unwrap_err();
         assert_eq!(e.field, "KMIRROR_ADMIN_TOKEN", "{e}");
         let long = "k".repeat(32);
         let o = Overrides {
-            admin_token: Some(long.clone()),
-            tokens: vec![format!("cli:viewer:{long}")],
+            role_token_env: env(&[("KMIRROR_ADMIN_TOKEN", &long)]),
+            tokens: vec![format!("cli:viewer:{}", "v".repeat(32))],
             ..Default::default()
         };
         let c = resolve(Some(parse_file(base).unwrap()), &o).unwrap();
         assert_eq!(c.tokens.len(), 2);
         assert_eq!(c.tokens[1].role, Role::Admin);
-        let o = Overrides { admin_token: Some("  ".into()), ..Default::default() };
+        let o = Overrides { role_token_env: env(&[("KMIRROR_ADMIN_TOKEN", "  ")]), ..Default::default() };
         assert!(resolve(Some(parse_file(base).unwrap()), &o).unwrap().tokens.is_empty(), "empty means unset");
+    }
+
+    /// A file in a fresh temporary directory, removed with it.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> TempDir {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "kmirror-config-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        fn file(&self, name: &str, contents: &[u8]) -> String {
+            let p = self.0.join(name);
+            std::fs::write(&p, contents).unwrap();
+            p.to_str().unwrap().to_string()
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const BASE: &str = "[destination]\nbootstrap_servers = \"a:1\"\n";
+
+    fn with(o: &Overrides) -> Result<ServeConfig, ConfigError> {
+        resolve(Some(parse_file(BASE).unwrap()), o)
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn every_role_has_a_token_variable_and_a_file_variable() {
+        assert_eq!(
+            role_token_variables(),
+            [
+                "KMIRROR_VIEWER_TOKEN",
+                "KMIRROR_VIEWER_TOKEN_FILE",
+                "KMIRROR_OPERATOR_TOKEN",
+                "KMIRROR_OPERATOR_TOKEN_FILE",
+                "KMIRROR_ADMIN_TOKEN",
+                "KMIRROR_ADMIN_TOKEN_FILE",
+            ]
+        );
+        let dir = TempDir::new();
+        let (viewer, operator, admin) = ("v".repeat(32), "o".repeat(40), "a".repeat(64));
+        let admin_file = dir.file("admin", format!("{admin}\n").as_bytes());
+        let o = Overrides {
+            role_token_env: env(&[
+                ("KMIRROR_VIEWER_TOKEN", &viewer),
+                ("KMIRROR_OPERATOR_TOKEN", &operator),
+                ("KMIRROR_ADMIN_TOKEN_FILE", &admin_file),
+            ]),
+            ..Default::default()
+        };
+        let c = with(&o).unwrap();
+        let got: Vec<(&str, Role, &str)> =
+            c.tokens.iter().map(|t| (t.name.as_str(), t.role, t.token.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("viewer (KMIRROR_VIEWER_TOKEN)", Role::Viewer, viewer.as_str()),
+                ("operator (KMIRROR_OPERATOR_TOKEN)", Role::Operator, operator.as_str()),
+                ("admin (KMIRROR_ADMIN_TOKEN_FILE)", Role::Admin, admin.as_str()),
+            ]
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let shown = format!("{c:?} {o:?}");
+        assert!(!shown.contains(&viewer) && !shown.contains(&admin), "{shown}");
+        // One of the two per role.
+        let o = Overrides {
+            role_token_env: env(&[("KMIRROR_ADMIN_TOKEN", &admin), ("KMIRROR_ADMIN_TOKEN_FILE", &admin_file)]),
+            ..Default::default()
+        };
+        let e = with(&o).unwrap_err();
+        assert!(e.to_string().contains("set only one of KMIRROR_ADMIN_TOKEN and KMIRROR_ADMIN_TOKEN_FILE"), "{e}");
+        // A short token from a variable names the variable, not the value.
+        let o = Overrides { role_token_env: env(&[("KMIRROR_OPERATOR_TOKEN", "tiny-secret")]), ..Default::default() };
+        let e = with(&o).unwrap_err();
+        assert_eq!(e.field, "KMIRROR_OPERATOR_TOKEN");
+        assert!(e.message.contains("32 characters") && !e.to_string().contains("tiny-secret"), "{e}");
+        // A variable an entry's token_env names is that entry, not a second token.
+        let f = parse_file(&format!(
+            "{BASE}[[auth.tokens]]\nname = \"grafana\"\nrole = \"viewer\"\ntoken_env = \"KMIRROR_VIEWER_TOKEN\"\n"
+        ))
+        .unwrap();
+        let o = Overrides { role_token_env: env(&[("KMIRROR_VIEWER_TOKEN", &viewer)]), ..Default::default() };
+        let lookup = |v: &str| o.role_token_env.get(v).cloned();
+        let tokens = resolve_tokens(&f.auth.unwrap(), &o, &lookup, &mut Vec::new()).unwrap();
+        assert_eq!(tokens.len(), 1, "{tokens:?}");
+        assert_eq!((tokens[0].name.as_str(), tokens[0].role), ("grafana", Role::Viewer));
+    }
+
+    #[test]
+    fn token_files_from_flags_variables_and_the_file() {
+        let dir = TempDir::new();
+        let secret = "file-token-0123456789abcdef0123456789";
+        let lf = dir.file("lf", format!("{secret}\n").as_bytes());
+        let crlf = dir.file("crlf", format!("{secret}-2\r\n").as_bytes());
+        let bare = dir.file("bare", format!("{secret}-3").as_bytes());
+        let o = Overrides {
+            token_files: vec![format!("ops:operator:{lf}"), format!("ci:admin:{crlf}"), format!("ro:viewer:{bare}")],
+            ..Default::default()
+        };
+        let c = with(&o).unwrap();
+        let got: Vec<(&str, Role, &str)> =
+            c.tokens.iter().map(|t| (t.name.as_str(), t.role, t.token.as_str())).collect();
+        let (two, three) = (format!("{secret}-2"), format!("{secret}-3"));
+        assert_eq!(got, [("ops", Role::Operator, secret), ("ci", Role::Admin, &two), ("ro", Role::Viewer, &three)]);
+        assert!(c.warnings.is_empty(), "token files are not on the command line");
+        // In the TOML file.
+        let f = parse_file(&format!(
+            "{BASE}[[auth.tokens]]\nname = \"oncall\"\nrole = \"operator\"\ntoken_file = \"{lf}\"\n"
+        ))
+        .unwrap();
+        let c = resolve(Some(f), &Overrides::default()).unwrap();
+        assert_eq!((c.tokens[0].name.as_str(), c.tokens[0].token.as_str()), ("oncall", secret));
+        let f = parse_file(&format!(
+            "{BASE}[[auth.tokens]]\nname = \"x\"\nrole = \"operator\"\ntoken = \"{secret}\"\ntoken_file = \"{lf}\"\n"
+        ))
+        .unwrap();
+        let e = resolve(Some(f), &Overrides::default()).unwrap_err();
+        assert_eq!(e.field, "auth.tokens[0]");
+        assert!(e.message.contains("exactly one of token, token_env, token_file"), "{e}");
+
+        // Every bad file is one clear error naming the file and the token, never the contents.
+        let short = dir.file("short", b"tiny-secret\n");
+        let empty = dir.file("empty", b"\n");
+        let spaced = dir.file("spaced", format!("{secret}  \n").as_bytes());
+        let binary = dir.file("binary", &[0xff, 0xfe, 0x00, 0x41]);
+        let big = dir.file("big", "b".repeat(5000).as_bytes());
+        let missing = dir.0.join("missing").to_str().unwrap().to_string();
+        let folder = dir.0.to_str().unwrap().to_string();
+        for (spec, says) in [
+            (format!("ops:operator:{short}"), "shorter than 32 characters"),
+            (format!("ops:operator:{empty}"), "is empty"),
+            (format!("ops:operator:{spaced}"), "printable ASCII"),
+            (format!("ops:operator:{binary}"), "is not text"),
+            (format!("ops:operator:{big}"), "has 5000 bytes"),
+            (format!("ops:operator:{missing}"), "cannot read"),
+            (format!("ops:operator:{folder}"), "is not a regular file"),
+            (format!("ops:root:{lf}"), "unknown role"),
+            ("ops:operator".to_string(), "name:role:/path"),
+            ("ops:operator:".to_string(), "names no file"),
+        ] {
+            let e = with(&Overrides { token_files: vec![spec.clone()], ..Default::default() }).unwrap_err();
+            assert_eq!(e.field, "token-file", "{spec}: {e}");
+            assert!(e.message.contains(says), "{spec}: {e}");
+            let text = e.to_string();
+            assert!(!text.contains("tiny-secret") && !text.contains(secret), "{spec}: {e}");
+            if let Some(path) = spec.splitn(3, ':').nth(2).filter(|p| !p.is_empty() && !spec.contains("root")) {
+                assert!(text.contains(path), "{spec} names the file: {e}");
+            }
+            if !spec.contains("root") && spec.matches(':').count() == 2 && !spec.ends_with(':') {
+                assert!(text.contains("\"ops\""), "{spec} names the token: {e}");
+            }
+        }
+        let e =
+            with(&Overrides { role_token_env: env(&[("KMIRROR_VIEWER_TOKEN_FILE", &missing)]), ..Default::default() })
+                .unwrap_err();
+        assert_eq!(e.field, "KMIRROR_VIEWER_TOKEN_FILE");
+        assert!(e.message.contains("cannot read") && e.message.contains(&missing), "{e}");
+        let f = parse_file(&format!(
+            "{BASE}[[auth.tokens]]\nname = \"oncall\"\nrole = \"operator\"\ntoken_file = \"{short}\"\n"
+        ))
+        .unwrap();
+        let e = resolve(Some(f), &Overrides::default()).unwrap_err();
+        assert!(e.message.contains("\"oncall\"") && !e.to_string().contains("tiny-secret"), "{e}");
+    }
+
+    #[test]
+    fn command_line_tokens_are_warned_about_and_one_token_has_one_role() {
+        let (a, b) = ("a".repeat(32), "b".repeat(32));
+        let c = with(&Overrides { tokens: vec![format!("ops:operator:{a}")], ..Default::default() }).unwrap();
+        assert_eq!(c.warnings.len(), 1);
+        assert!(
+            c.warnings[0].starts_with(COMMAND_LINE_TOKEN_WARNING) && c.warnings[0].contains("ops"),
+            "{:?}",
+            c.warnings
+        );
+        assert!(!c.warnings[0].contains(&a));
+        // The same token for two roles is ambiguous; for one role it counts once.
+        let o = Overrides {
+            tokens: vec![format!("ops:operator:{a}")],
+            role_token_env: env(&[("KMIRROR_ADMIN_TOKEN", &a)]),
+            ..Default::default()
+        };
+        let e = with(&o).unwrap_err();
+        assert!(e.message.contains("\"ops\" (operator)") && e.message.contains("same token"), "{e}");
+        assert!(!e.to_string().contains(&a), "{e}");
+        let o = Overrides {
+            tokens: vec![format!("ops:operator:{a}"), format!("ops2:operator:{a}"), format!("ro:viewer:{b}")],
+            role_token_env: env(&[("KMIRROR_OPERATOR_TOKEN", &a)]),
+            ..Default::default()
+        };
+        let names: Vec<String> = with(&o).unwrap().tokens.into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["ops", "ro"]);
     }
 
     #[test]

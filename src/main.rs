@@ -106,10 +106,15 @@ struct ServeArgs {
     #[arg(long, env = "KMIRROR_LISTEN")]
     listen: Option<String>,
     /// A bearer token, as `name:role:token` (role: viewer, operator or admin; the token at least
-    /// 32 characters, e.g. `openssl rand -hex 32`). Repeatable. `KMIRROR_ADMIN_TOKEN` adds one
-    /// admin token for bootstrap.
+    /// 32 characters, e.g. `openssl rand -hex 32`). Repeatable. Visible to other users in `ps`:
+    /// prefer --token-file or KMIRROR_<ROLE>_TOKEN.
     #[arg(long = "token", value_name = "NAME:ROLE:TOKEN")]
     tokens: Vec<String>,
+    /// A bearer token read from a file, as `name:role:/path` (the file holds the token, a trailing
+    /// line break is ignored). Repeatable. KMIRROR_VIEWER_TOKEN, KMIRROR_OPERATOR_TOKEN and
+    /// KMIRROR_ADMIN_TOKEN (or their _FILE variants, naming a file) add one token of that role.
+    #[arg(long = "token-file", value_name = "NAME:ROLE:PATH")]
+    token_files: Vec<String>,
     /// Turn authentication off. Accepted only when listening on a loopback address; requests
     /// must then be addressed to a loopback `Host` (and come from no other `Origin`).
     #[arg(long)]
@@ -151,12 +156,30 @@ fn load_config(args: &ServeArgs) -> Result<kmirror::config::ServeConfig, kmirror
         early_commit_interval_ms: args.early_commit_interval_ms,
         metadata_refresh_interval_ms: args.metadata_refresh_interval_ms,
         tokens: args.tokens.clone(),
-        admin_token: std::env::var("KMIRROR_ADMIN_TOKEN").ok(),
+        token_files: args.token_files.clone(),
+        role_token_env: role_token_env()?,
         no_auth: args.no_auth,
         secrets_key_file: args.secrets_key_file.clone(),
         secrets_previous_key_file: args.secrets_previous_key_file.clone(),
     };
     kmirror::config::resolve(file, &overrides)
+}
+
+/// The set `KMIRROR_<ROLE>_TOKEN` and `KMIRROR_<ROLE>_TOKEN_FILE` variables.
+fn role_token_env() -> Result<std::collections::BTreeMap<String, String>, kmirror::config::ConfigError> {
+    let mut found = std::collections::BTreeMap::new();
+    for var in kmirror::config::role_token_variables() {
+        match std::env::var(&var) {
+            Ok(value) => {
+                found.insert(var, value);
+            }
+            Err(std::env::VarError::NotPresent) => {}
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(kmirror::config::ConfigError { field: var, message: "is not valid UTF-8".into() });
+            }
+        }
+    }
+    Ok(found)
 }
 
 fn init_logging(format: &str) {
@@ -244,6 +267,9 @@ fn main() -> ExitCode {
                 }
             };
             if args.check_config {
+                for w in &config.warnings {
+                    eprintln!("kmirror: warning: {w}");
+                }
                 println!("{config:#?}");
                 return ExitCode::SUCCESS;
             }
@@ -251,6 +277,9 @@ fn main() -> ExitCode {
                 kmirror::config::LogFormat::Json => "json",
                 kmirror::config::LogFormat::Text => "text",
             });
+            for w in &config.warnings {
+                tracing::warn!("{w}");
+            }
             runtime.block_on(serve(config))
         }
         Command::Demo(args) => {

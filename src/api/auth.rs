@@ -3,9 +3,9 @@
 //! Handlers take one of [`ViewerAuth`], [`OperatorAuth`] or [`AdminAuth`] as their FIRST
 //! argument: extractors run in argument order, so an unauthenticated or under-privileged caller
 //! is refused (401 / 403) before the path or body is even looked at. The token itself never
-//! leaves this module: only the identity's name and role travel on. Unknown tokens are throttled
-//! per client address (429 with `Retry-After`, see [`crate::auth::FailureLimiter`]) and logged
-//! with the address and path, never the token.
+//! leaves this module: only the identity's name and role travel on. A valid token is always
+//! accepted; unknown ones are throttled per client address and for everyone (429 with
+//! `Retry-After`, see [`crate::auth`]) and logged with the address and path, never the token.
 
 use std::net::SocketAddr;
 
@@ -60,7 +60,9 @@ pub fn authorize(parts: &Parts, state: &AppState, needed: Role) -> Result<Caller
         match state.auth.authenticate_from(token, address.map(|a| a.ip()), parts.uri.path()) {
             Ok(identity) => Some(identity),
             Err(AuthFailure::Invalid) => None,
-            Err(AuthFailure::Throttled { retry_after }) => return Err(ApiError::too_many_failures(retry_after)),
+            Err(AuthFailure::Throttled { retry_after, scope }) => {
+                return Err(ApiError::too_many_failures(retry_after, scope));
+            }
         }
     };
     let Some(identity) = identity else {

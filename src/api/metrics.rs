@@ -2,8 +2,11 @@
 //! engine's snapshot plus the HTTP request histogram this module records.
 //!
 //! Label values come from untrusted places (topic names on the source cluster), so every value
-//! is escaped as the format requires. HTTP series are labelled with the matched route template
-//! (`/api/v1/mirrors/{mirror}`), never the raw path, so a client cannot blow up cardinality.
+//! is escaped as the format requires. HTTP series have labels from fixed sets only, so no client
+//! (authenticated or not) can add series: the method is one of the standard ones or `other`
+//! ([`method_label`]), the route is the matched route template (`/api/v1/mirrors/{mirror}`) or
+//! `unmatched`, never the raw path, and the status is the one kmirror answered. [`MAX_HTTP_SERIES`]
+//! caps the table all the same.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,8 +42,27 @@ impl Histogram {
     }
 }
 
-/// (method, route template, status).
-type SeriesKey = (String, String, u16);
+/// (method label, route template, status).
+type SeriesKey = (&'static str, String, u16);
+
+/// At most this many HTTP series (far more than methods × routes × statuses kmirror answers);
+/// beyond it, new combinations are counted under method and route `other`.
+pub const MAX_HTTP_SERIES: usize = 1_000;
+
+/// The methods that get their own label value (RFC 9110's, and PATCH); any other is `other`.
+const METHODS: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
+
+/// The `method` label of a request method: itself if standard (methods are case-sensitive), else
+/// `other`. A client can send any token as a method (hyper accepts thousands of characters).
+pub fn method_label(method: &str) -> &'static str {
+    METHODS.iter().find(|m| **m == method).copied().unwrap_or("other")
+}
+
+/// The `route` label of a request: its matched route template (from kmirror's own routes, so a
+/// fixed set), or `unmatched`.
+pub fn route_label(matched: Option<&MatchedPath>) -> &str {
+    matched.map_or("unmatched", MatchedPath::as_str)
+}
 
 /// HTTP request latencies by (method, route, status). Cheap to clone; one per router.
 #[derive(Debug, Clone, Default)]
@@ -50,9 +72,20 @@ pub struct HttpMetrics {
 }
 
 impl HttpMetrics {
+    /// Records one request. `method` is reduced to [`method_label`]; `route` must be a route
+    /// template or `unmatched` ([`route_label`]), never a raw path.
     pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let mut key = (method_label(method), route.to_string(), status);
         let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        m.entry((method.to_string(), route.to_string(), status)).or_default().observe(elapsed.as_secs_f64());
+        if !m.contains_key(&key) && m.len() >= MAX_HTTP_SERIES {
+            key = ("other", "other".to_string(), status);
+        }
+        m.entry(key).or_default().observe(elapsed.as_secs_f64());
+    }
+
+    /// How many HTTP series there are.
+    pub fn series(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     fn render(&self, out: &mut String) {
@@ -84,10 +117,10 @@ impl HttpMetrics {
 /// request's latency.
 pub async fn track(State(metrics): State<HttpMetrics>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_string();
-    let route = req.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_string();
+    let method = method_label(req.method().as_str());
+    let route = route_label(req.extensions().get::<MatchedPath>()).to_string();
     let res = next.run(req).await;
-    metrics.observe(&method, &route, res.status().as_u16(), started.elapsed());
+    metrics.observe(method, &route, res.status().as_u16(), started.elapsed());
     res
 }
 
@@ -372,6 +405,30 @@ mod tests {
         assert!(out.contains(r#"le="10"} 1"#), "{out}");
         assert!(out.contains(r#"le="+Inf"} 2"#), "{out}");
         assert!(out.contains(r#"kmirror_http_request_duration_seconds_count{method="GET",route="/x",status="200"} 2"#));
+    }
+
+    #[test]
+    fn methods_come_from_a_fixed_set_and_the_table_is_capped() {
+        assert_eq!(method_label("GET"), "GET");
+        assert_eq!(method_label("PATCH"), "PATCH");
+        assert_eq!(method_label("get"), "other", "methods are case-sensitive");
+        assert_eq!(method_label(&"X".repeat(6_000)), "other");
+        assert_eq!(route_label(None), "unmatched");
+        let m = HttpMetrics::default();
+        for i in 0..300 {
+            m.observe(&format!("INVENTED{i}"), "unmatched", 404, Duration::from_millis(1));
+        }
+        assert_eq!(m.series(), 1);
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains(
+            r#"kmirror_http_request_duration_seconds_count{method="other",route="unmatched",status="404"} 300"#
+        ));
+        // Even a caller that passes raw paths cannot grow the table past the cap.
+        for i in 0..2 * MAX_HTTP_SERIES {
+            m.observe("GET", &format!("/raw/{i}"), 200, Duration::from_millis(1));
+        }
+        assert_eq!(m.series(), MAX_HTTP_SERIES + 1, "the cap plus the overflow series");
     }
 
     #[test]

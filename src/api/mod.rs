@@ -85,7 +85,11 @@ impl Modify for SecurityAddon {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         let mut scheme = Http::new(HttpAuthScheme::Bearer);
-        scheme.description = Some("A token configured with `--token name:role:token` or KMIRROR_ADMIN_TOKEN.".into());
+        scheme.description = Some(
+            "A token configured with `[[auth.tokens]]`, `--token-file name:role:/path`, KMIRROR_<ROLE>_TOKEN (viewer, \
+             operator, admin) or `--token name:role:token`."
+                .into(),
+        );
         components.add_security_scheme(BEARER, SecurityScheme::Http(scheme));
     }
 }
@@ -127,14 +131,17 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc
 }
 
-/// Every secured operation may answer 429 `too-many-requests` (failed-authentication throttling
-/// per client address, [`crate::auth::FailureLimiter`]): documented once here rather than in
-/// every handler's annotations.
+/// Every secured operation may answer 429 `too-many-requests` to an invalid token (failed
+/// authentications throttled per client address and for everyone, [`crate::auth`]; a valid token
+/// never gets it): documented once here rather than in every handler's annotations.
 fn document_throttling(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::schema::{ObjectBuilder, Ref, Type};
     use utoipa::openapi::{ContentBuilder, HeaderBuilder, ResponseBuilder};
     let response = ResponseBuilder::new()
-        .description("Too many failed authentications from this client address")
+        .description(
+            "The bearer token is not valid, and too many authentications failed from this client address (or from all \
+             clients); a valid token is never refused this way",
+        )
         .content(
             problem::PROBLEM_JSON,
             ContentBuilder::new().schema(Some(Ref::from_schema_name("ProblemDetails"))).build(),
@@ -143,7 +150,7 @@ fn document_throttling(doc: &mut utoipa::openapi::OpenApi) {
             "Retry-After",
             HeaderBuilder::new()
                 .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
-                .description(Some("Seconds until the next authentication attempt is accepted"))
+                .description(Some("Seconds until failed authentication attempts are allowed again"))
                 .build(),
         )
         .build();

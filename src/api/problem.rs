@@ -163,13 +163,21 @@ impl ApiError {
     }
 
     /// `too-many-requests` with a `Retry-After` of `retry_after` (whole seconds, at least 1).
-    pub fn too_many_failures(retry_after: std::time::Duration) -> ApiError {
+    /// 429 for a credential that failed while `scope` had used up its failed attempts.
+    pub fn too_many_failures(retry_after: std::time::Duration, scope: crate::auth::ThrottleScope) -> ApiError {
         let secs = retry_after.as_secs().max(1);
+        let from = match scope {
+            crate::auth::ThrottleScope::Address => "from this address",
+            crate::auth::ThrottleScope::Everyone => "from all clients",
+        };
         ApiError {
             retry_after_secs: Some(secs),
             ..ApiError::new(
                 ProblemType::TooManyRequests,
-                format!("too many failed authentications from this address; try again in {secs} s"),
+                format!(
+                    "the bearer token is not valid, and there were too many failed authentications {from}; try again in \
+                     {secs} s (a valid token is accepted at any time)"
+                ),
             )
         }
     }
@@ -292,7 +300,8 @@ mod tests {
 
     #[test]
     fn throttling_says_when_to_retry() {
-        let res = ApiError::too_many_failures(std::time::Duration::from_secs(3)).into_response();
+        let res = ApiError::too_many_failures(std::time::Duration::from_secs(3), crate::auth::ThrottleScope::Address)
+            .into_response();
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(res.headers()[header::RETRY_AFTER], "3");
         assert_eq!(res.headers()[header::CONTENT_TYPE], PROBLEM_JSON);

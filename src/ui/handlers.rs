@@ -12,7 +12,7 @@ use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use crate::auth::{AuthFailure, Role};
+use crate::auth::{AuthFailure, Role, ThrottleScope};
 use crate::engine::{Actor, LifecycleOp, MirrorSpec, SourceSpec, SyncSpec, TopicSelector, Truncation};
 
 use super::error::UiError;
@@ -621,7 +621,8 @@ pub async fn signin_post(
         return Ok(resp);
     }
     let token = f.0.iter().find(|(k, _)| k == "token").map(|(_, v)| v.trim().to_string()).unwrap_or_default();
-    // Guessing is throttled per client address, like bearer tokens (and logged there).
+    // The same rule as bearer tokens: a valid token always signs in; failures are throttled per
+    // client address and for everyone (and logged there).
     let client = peer.map(|Extension(ConnectInfo(a))| a.ip());
     let identity = match ui.app.auth.authenticate_from(&token, client, "/signin") {
         Ok(identity) => identity,
@@ -629,9 +630,16 @@ pub async fn signin_post(
             let body = signin_page(&ui, expected, &next, Some("That token is not valid.".into()))?;
             return Ok((StatusCode::UNAUTHORIZED, html(body)).into_response());
         }
-        Err(AuthFailure::Throttled { retry_after }) => {
+        Err(AuthFailure::Throttled { retry_after, scope }) => {
             let secs = retry_after.as_secs().max(1);
-            let message = format!("Too many failed sign-ins from your address. Try again in {secs} seconds.");
+            let from = match scope {
+                ThrottleScope::Address => "from your address",
+                ThrottleScope::Everyone => "from all clients",
+            };
+            let message = format!(
+                "Too many failed sign-ins {from}, and that token is not valid either. Try again in {secs} seconds (a \
+                 valid token signs in at any time)."
+            );
             let body = signin_page(&ui, expected, &next, Some(message))?;
             let mut resp = (StatusCode::TOO_MANY_REQUESTS, html(body)).into_response();
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -4,6 +4,7 @@
 // Tests stamp records with the wall clock themselves (clippy.toml's rule is for kmirror).
 #![allow(clippy::disallowed_methods)]
 
+mod access;
 mod alerts;
 mod api;
 mod cli;
