@@ -64,8 +64,18 @@ pub struct RigGuard<G> {
     _file: std::fs::File,
 }
 
+/// `<rig dir>.testlock`: one lock per rig, so a run against a second rig (another Kafka version on
+/// offset ports, scripts/test-compat) neither waits for nor blocks the tests on the default rig.
+/// For the default rig dir this is the same file as before (`$TMPDIR/kmirror-rig.testlock`).
+fn lock_path() -> std::path::PathBuf {
+    match std::env::var("KMIRROR_RIG_DIR").ok().filter(|d| !d.is_empty()) {
+        Some(dir) => std::path::PathBuf::from(format!("{}.testlock", dir.trim_end_matches('/'))),
+        None => std::env::temp_dir().join("kmirror-rig.testlock"),
+    }
+}
+
 async fn file_lock(exclusive: bool) -> std::fs::File {
-    let path = std::env::temp_dir().join("kmirror-rig.testlock");
+    let path = lock_path();
     tokio::task::spawn_blocking(move || {
         let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file");
         use std::os::fd::AsRawFd;
