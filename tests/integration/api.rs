@@ -84,7 +84,7 @@ impl TestServer {
 
     /// `tls`: the state's flag only (the listener stays plain HTTP); `client`: e.g. another
     /// local address.
-    async fn start_with(
+    pub(crate) async fn start_with(
         engine: EngineHandle,
         auth: TokenStore,
         tls: bool,

@@ -171,16 +171,9 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     // m2: B -> A, from an engine attached to A.
     let (a, a_join) = engine_on_a(&state_topic).await;
     let m2 = create_failback_mirror(&a).await;
-    // The topic's lineage as the topic page shows it: m1 on B copied it from A and was failed over.
-    let l = a.lineage(&m2, &topic.name).await.expect("lineage").expect("B's state has the topic");
-    assert_eq!(l.source_mirror, m1);
-    assert_eq!(l.problem, None, "a failback start would adopt it: {l:?}");
-    assert_eq!(l.partitions.len(), 2);
-    for p in &l.partitions {
-        assert_eq!(p.state, PartitionState::Stopped, "{l:?}");
-        assert!(p.source_stop_offset.is_some() && p.last_mirror_epoch.is_some(), "{l:?}");
-        assert!(p.last_mirrored_offset.is_some_and(|o| o > 0) && p.offset_map_runs > 0, "{l:?}");
-    }
+    // A lineage is read only for a topic of the mirror (it reads the source's whole state topic).
+    let e = a.lineage(&m2, &topic.name).await.expect_err("not a topic of m2 yet");
+    assert_eq!(e.kind(), ProblemKind::TopicNotInMirror, "{e}");
     let p = preview(&a, &m2, &topic.name, START).await;
     assert!(p.results[0].ok, "the preview accepts the failback: {p:?}");
     let fb = p.failback.get(&topic.name).unwrap_or_else(|| panic!("the preview names the failback: {p:?}"));
@@ -189,6 +182,16 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     let r = lifecycle(&a, &m2, &topic.name, START).await;
     assert!(r.results[0].ok, "the failback start is accepted: {r:?}");
     caught_up_from_b(&a, &m2, &topic.name, 2).await;
+    // The topic's lineage as the topic page shows it: m1 on B copied it from A and was failed over.
+    let l = a.lineage(&m2, &topic.name).await.expect("lineage").expect("B's state has the topic");
+    assert_eq!(l.source_mirror, m1);
+    assert_eq!(l.problem, None, "its lineage applies here: {l:?}");
+    assert_eq!(l.partitions.len(), 2);
+    for p in &l.partitions {
+        assert_eq!(p.state, PartitionState::Stopped, "{l:?}");
+        assert!(p.source_stop_offset.is_some() && p.last_mirror_epoch.is_some(), "{l:?}");
+        assert!(p.last_mirrored_offset.is_some_and(|o| o > 0) && p.offset_map_runs > 0, "{l:?}");
+    }
     // Incremental: only B's 300 new records crossed, not the topic's 1,100; the preview said so.
     assert_eq!(copied(&a, &m2, &topic.name), 300, "records copied by the failback");
     assert_eq!(fb.records(), 300, "the preview's records to copy: {fb:?}");
@@ -233,9 +236,9 @@ async fn failback_copies_only_what_the_other_side_received_since_the_failover() 
     let fresh = TestTopic::create(Cluster::Destination, "failback-fresh", 1, &[]).await;
     let f = fresh.name.clone();
     tokio::task::spawn_blocking(move || produce(Cluster::Destination, &f, &keyed(20, 1, "fresh"))).await.unwrap();
-    assert_eq!(a.lineage(&m2, &fresh.name).await.expect("lineage"), None, "no mirror on B has it");
     let r = lifecycle(&a, &m2, &fresh.name, START).await;
     assert!(r.results[0].ok, "{r:?}");
+    assert_eq!(a.lineage(&m2, &fresh.name).await.expect("lineage"), None, "no mirror on B has it");
     caught_up_from_b(&a, &m2, &fresh.name, 1).await;
     assert_eq!(assert_same_content(&fresh.name, 1).await, 20);
 

@@ -154,3 +154,85 @@ async fn stops_and_pauses_are_served_while_a_start_waits_for_a_hanging_source() 
         let _ = Cluster::Destination.admin().delete_topic(t).await;
     }
 }
+
+/// Threads and open files of this process (the engine and the server run in it).
+fn threads_and_files() -> (usize, usize) {
+    let count = |dir: &str| std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+    (count("/proc/self/task"), count("/proc/self/fd"))
+}
+
+/// Reads of Kafka asked by requests are bounded: 200 concurrent lineage and topic-config requests
+/// share their reads (one per topic in flight, reused for a few seconds, a few at once over
+/// all), so the process's threads and open files stay flat; a topic that is not the mirror's is
+/// refused without any read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_lineage_and_config_requests_share_bounded_reads() {
+    use crate::api::{TestServer, VIEWER, tokens};
+    // Alone: the counts are the whole process's, and other tests would move them.
+    let _rig = exclusive().await;
+    let topic = TestTopic::create(Cluster::Source, "resp-reads", 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let m = unique("reads");
+    eng.create_mirror(&m).await;
+    eng.op_ok(&m, &[&topic.name], START).await;
+    eng.wait_state(&m, &topic.name, PartitionState::Mirroring).await;
+    // One HTTP/2 connection carries every request: the sockets counted are kmirror's.
+    let client = reqwest::Client::builder().http2_prior_knowledge();
+    let server = Arc::new(TestServer::start_with(eng.handle.clone(), tokens(), false, client).await);
+
+    // One read first, so the clients kmirror keeps anyway exist before the baseline.
+    let lineage = format!("/api/v1/mirrors/{m}/topics/{}/lineage", topic.name);
+    let configs = format!("/api/v1/mirrors/{m}/topics/{}/configs", topic.name);
+    server.get(&lineage, Some(VIEWER)).await.ok(200);
+    server.get(&configs, Some(VIEWER)).await.ok(200);
+    let (threads0, files0) = threads_and_files();
+    let most = Arc::new(std::sync::Mutex::new((threads0, files0)));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (most, sampling) = (Arc::clone(&most), Arc::clone(&sampling));
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::SeqCst) {
+                let (t, f) = threads_and_files();
+                let mut m = most.lock().unwrap();
+                *m = (m.0.max(t), m.1.max(f));
+                drop(m);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    // Twice 200 at once, the second after the cache expired: every request answered.
+    for round in 0..2 {
+        let calls = (0..200).map(|i| {
+            let (server, path) = (Arc::clone(&server), if i % 2 == 0 { lineage.clone() } else { configs.clone() });
+            async move { server.get(&path, Some(VIEWER)).await.status }
+        });
+        let statuses = futures_util::future::join_all(calls).await;
+        assert!(statuses.iter().all(|s| *s == 200), "round {round}: {statuses:?}");
+        if round == 0 {
+            tokio::time::sleep(Duration::from_secs(6)).await; // past the reuse window: a fresh read
+        }
+    }
+    sampling.store(false, Ordering::SeqCst);
+    sampler.join().unwrap();
+    let (threads, files) = *most.lock().unwrap();
+    // One lineage read (an admin client and a state reader) and one config read at a time:
+    // a few dozen threads and sockets at most, not hundreds.
+    eprintln!("threads {threads0} -> {threads}, files {files0} -> {files}");
+    assert!(threads <= threads0 + 60, "threads went from {threads0} to {threads}");
+    assert!(files <= files0 + 120, "open files went from {files0} to {files}");
+
+    // A topic that is not the mirror's: 404, and no read.
+    server
+        .get(&format!("/api/v1/mirrors/{m}/topics/not-mirrored/lineage"), Some(VIEWER))
+        .await
+        .problem(404, "topic-not-in-mirror");
+    server
+        .get(&format!("/api/v1/mirrors/{m}/topics/not-mirrored/configs"), Some(VIEWER))
+        .await
+        .problem(404, "topic-not-in-mirror");
+
+    eng.op_ok(&m, &[&topic.name], LifecycleOp::Stop).await;
+    drop(server);
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}

@@ -32,7 +32,7 @@ impl Coordinator {
     /// source's state topic may take seconds (or time out with the source down), and the loop
     /// must not wait for a page view.
     pub(super) fn spawn_lineage(
-        &self,
+        &mut self,
         mirror: String,
         topic: String,
         reply: tokio::sync::oneshot::Sender<Result<Option<crate::engine::TopicLineage>, EngineError>>,
@@ -41,13 +41,19 @@ impl Coordinator {
             let _ = reply.send(Err(not_found(&mirror)));
             return;
         };
+        if !m.topics.contains_key(&topic) {
+            let p = not_in_mirror(&mirror, &topic);
+            let _ = reply.send(Err(EngineError::rejected(p.kind, p.detail)));
+            return;
+        }
         let source = m.stored.spec.source.clone();
         let ports = Arc::clone(&self.ports);
         let dest = Arc::clone(&self.destination_admin);
         let (state_topic, timeout) = (self.config.state_topic.clone(), self.config.request_timeout);
         let here = self.destination_cluster_id.clone();
-        tokio::spawn(async move {
-            let r = async {
+        let now = std::time::Instant::now();
+        self.lineage_reads.answer(&mirror, &topic.clone(), now, reply, move || {
+            Box::pin(async move {
                 let why = format!("for the lineage of {topic:?}");
                 let remote = read_source_state(&*ports, &source, &state_topic, timeout, &why, "")
                     .await
@@ -57,9 +63,7 @@ impl Coordinator {
                     Err(_) => None,
                 };
                 Ok(crate::engine::failback::describe(&remote, &topic, &here, id_here.as_deref()))
-            }
-            .await;
-            let _ = reply.send(r);
+            })
         });
     }
 

@@ -646,6 +646,8 @@ impl Coordinator {
                 if self.mirrors.contains_key(name) {
                     self.shut_down_pipes(name, None, false).await;
                     self.mirrors.remove(name);
+                    self.lineage_reads.forget(name);
+                    self.config_reads.forget(name);
                     tracing::info!(mirror = %name, "mirror deleted by another instance");
                 }
             }

@@ -55,6 +55,8 @@ mod group;
 mod failback;
 // Start planning off the loop: failback plans, divergence checks, quarantine copies.
 mod planning;
+// Reads pages ask of Kafka (lineage, topic configs): shared, cached, bounded.
+mod reads;
 
 use crate::clock::now;
 
@@ -341,6 +343,10 @@ pub(super) struct Coordinator {
     /// The engine-level writer was fenced by another instance: read-only from now on.
     fenced: Option<String>,
     offset_maps: persist::OffsetMaps,
+    /// Topic lineage reads asked by pages and the API (bounded: `reads`).
+    lineage_reads: reads::SharedReads<Result<Option<crate::engine::TopicLineage>, EngineError>>,
+    /// Topic config reads (source beside destination) asked by pages and the API.
+    config_reads: reads::SharedReads<Result<Vec<crate::engine::ConfigRow>, EngineError>>,
     operations: persist::Operations,
     runtime: tokio::runtime::Handle,
     /// Stops and pauses ([`EngineHandle::lifecycle`] sends them here): served first.
@@ -390,6 +396,7 @@ pub(super) async fn start_with_ports(
 
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+    let read_permits = Arc::new(tokio::sync::Semaphore::new(reads::READS_AT_ONCE));
     let (priority_tx, priority_rx) = mpsc::channel(64);
     let mut coord = Coordinator {
         config: config.clone(),
@@ -418,6 +425,8 @@ pub(super) async fn start_with_ports(
         rng: (now().as_millis() as u64) | 1,
         fenced: None,
         offset_maps: Arc::new(RwLock::new(HashMap::new())),
+        lineage_reads: reads::SharedReads::new(Arc::clone(&read_permits)),
+        config_reads: reads::SharedReads::new(read_permits),
         operations: Arc::new(RwLock::new(std::collections::VecDeque::new())),
         runtime: tokio::runtime::Handle::current(),
         priority_rx,
@@ -1215,6 +1224,8 @@ impl Coordinator {
         self.flush().await?;
         self.shut_down_pipes(name, None, false).await;
         self.mirrors.remove(name);
+        self.lineage_reads.forget(name);
+        self.config_reads.forget(name);
         tracing::info!(mirror = %name, actor = %actor.identity, "mirror deleted");
         Ok(())
     }
@@ -1567,7 +1578,7 @@ impl Coordinator {
     /// Reads a mirror topic's configs on both clusters off the loop and answers with the
     /// comparison (`config_sync::compare`).
     fn spawn_topic_configs(
-        &self,
+        &mut self,
         mirror: String,
         topic: String,
         reply: tokio::sync::oneshot::Sender<Result<Vec<crate::engine::ConfigRow>, EngineError>>,
@@ -1582,26 +1593,29 @@ impl Coordinator {
             return;
         }
         let (source, destination) = (Arc::clone(&m.source_admin), Arc::clone(&self.destination_admin));
-        tokio::spawn(async move {
-            let (src, dst) = futures_util::future::join(
-                source.describe_topic_configs(&topic),
-                destination.describe_topic_configs(&topic),
-            )
-            .await;
-            let r = match (src, dst) {
-                (Err(e), _) => Err(EngineError::rejected(
-                    ProblemKind::SourceUnreachable,
-                    format!("cannot read the configs of {topic:?} on the source: {e}"),
-                )),
-                (_, Err(e)) => Err(EngineError::rejected(
-                    ProblemKind::DestinationUnavailable,
-                    format!("cannot read the configs of {topic:?} on the destination: {e}"),
-                )),
-                (Ok(s), Ok(d)) => {
-                    Ok(crate::domain::config_sync::compare(&metadata::overrides(s), &metadata::overrides(d)))
-                }
-            };
-            let _ = reply.send(r);
+        let now = std::time::Instant::now();
+        self.config_reads.answer(&mirror, &topic.clone(), now, reply, move || {
+            Box::pin(async move {
+                let (src, dst) = futures_util::future::join(
+                    source.describe_topic_configs(&topic),
+                    destination.describe_topic_configs(&topic),
+                )
+                .await;
+                let r = match (src, dst) {
+                    (Err(e), _) => Err(EngineError::rejected(
+                        ProblemKind::SourceUnreachable,
+                        format!("cannot read the configs of {topic:?} on the source: {e}"),
+                    )),
+                    (_, Err(e)) => Err(EngineError::rejected(
+                        ProblemKind::DestinationUnavailable,
+                        format!("cannot read the configs of {topic:?} on the destination: {e}"),
+                    )),
+                    (Ok(s), Ok(d)) => {
+                        Ok(crate::domain::config_sync::compare(&metadata::overrides(s), &metadata::overrides(d)))
+                    }
+                };
+                r
+            })
         });
     }
 }
