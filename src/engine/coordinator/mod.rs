@@ -1601,7 +1601,7 @@ impl Coordinator {
                     destination.describe_topic_configs(&topic),
                 )
                 .await;
-                let r = match (src, dst) {
+                match (src, dst) {
                     (Err(e), _) => Err(EngineError::rejected(
                         ProblemKind::SourceUnreachable,
                         format!("cannot read the configs of {topic:?} on the source: {e}"),
@@ -1613,8 +1613,7 @@ impl Coordinator {
                     (Ok(s), Ok(d)) => {
                         Ok(crate::domain::config_sync::compare(&metadata::overrides(s), &metadata::overrides(d)))
                     }
-                };
-                r
+                }
             })
         });
     }
