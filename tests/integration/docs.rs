@@ -626,3 +626,47 @@ fn docs_relative_links_resolve() {
     }
     assert!(broken.is_empty(), "broken links: {broken:?}");
 }
+
+/// What docs/configuration.md says about `--log-color`: text logs into a pipe carry no ANSI
+/// codes unless asked for. `kmirror demo` logs as soon as it starts (no Kafka needed).
+#[test]
+fn docs_logs_are_coloured_only_when_asked() {
+    let first_lines = |extra: &[&str]| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kmirror"))
+            .args(["demo", "--listen", "127.0.0.1:0", "--log-level", "info"])
+            .args(extra)
+            .env_remove("NO_COLOR")
+            .env_remove("KMIRROR_LOG_COLOR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut text = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while text.lines().count() < 2 && Instant::now() < deadline {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(text.lines().count() >= 2, "kmirror demo logged nothing within 60 s: {text:?}");
+        text
+    };
+    let plain = first_lines(&[]);
+    assert!(!plain.contains('\u{1b}') && plain.contains("INFO"), "auto into a pipe: no colour codes: {plain:?}");
+    assert!(!first_lines(&["--log-color", "never"]).contains('\u{1b}'));
+    assert!(first_lines(&["--log-color", "always"]).contains("\u{1b}["), "--log-color always colours");
+}
