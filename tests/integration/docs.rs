@@ -202,6 +202,10 @@ impl Drop for Cleanup {
 /// Runs every runnable block of `file` against a fresh `kmirror serve` (and, with the `site-a`
 /// fixture, a second one attached to the source cluster), in order.
 async fn run_examples(file: &str) {
+    for tool in ["curl", "jq"] {
+        let found = Command::new("bash").args(["-c", &format!("command -v {tool}")]).output().unwrap().status.success();
+        assert!(found, "the documentation's examples need `{tool}` (Debian package {tool})");
+    }
     let _rig = shared().await;
     let text = read(file);
     let runnable: Vec<Block> = blocks(&text).into_iter().filter(Block::runnable).collect();
