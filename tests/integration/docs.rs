@@ -485,8 +485,10 @@ fn example_keys() -> BTreeSet<String> {
     let text = read("kmirror.example.toml");
     let mut out = BTreeSet::new();
     let mut section: Vec<String> = Vec::new();
-    let key = regex::Regex::new(r"^#?\s*([a-z_]+)\s*=").unwrap();
-    let header = regex::Regex::new(r"^#?\s*(\[\[?)([a-z_.]+)\]\]?\s*$").unwrap();
+    // A commented-out key is `# key = value` (one space): prose that shows a key indented
+    // further (`#   token_file = ...  what it does`) is not one.
+    let key = regex::Regex::new(r"^(?:# )?([a-z_]+) = ").unwrap();
+    let header = regex::Regex::new(r"^(?:# )?(\[\[?)([a-z_.]+)\]\]?\s*$").unwrap();
     for line in text.lines() {
         if let Some(c) = header.captures(line) {
             let array = &c[1] == "[[";
@@ -529,6 +531,9 @@ fn docs_configuration_documents_every_field_flag_and_variable() {
         assert!(fields.contains(f), "the probe lost {f}: {fields:?}");
     }
     let example = example_keys();
+    for k in ["listen", "tls.cert", "engine.instance_id", "engine.commit_interval_ms", "auth.tokens[].token_env"] {
+        assert!(example.contains(k), "the example parser lost {k}: {example:?}");
+    }
     let unknown: Vec<&String> = example.difference(&fields).collect();
     assert!(unknown.is_empty(), "kmirror.example.toml has keys the code does not know: {unknown:?}");
     let (flags, vars) = serve_options();
