@@ -2,6 +2,13 @@
 """Summarise one scripts/bench run: raw per-run JSON files -> <out>.json and <out>.md.
 
 Usage: report.py RAW_DIR OUT_PREFIX
+       report.py --docs > docs/performance.md
+       report.py --readme-summary       (the performance lines of README.md)
+
+The second form writes the user documentation's performance page from the summaries already in
+bench/results (the files named in DOCS below): nothing in it is typed by hand, and every table
+names the result file it comes from. After a new benchmark, point DOCS at its result file and
+run it again (tests/integration/docs.rs checks that docs/performance.md is what it writes).
 
 RAW_DIR holds meta.json and files named <measure>.<key>.<tag>.json, where <tag> is w<i> for a
 warm-up run (ignored here) or r<i> for a measured run. Every figure is the median over the measured
@@ -736,7 +743,410 @@ def markdown(meta, tp, lat, idl, fo, complete, tk=None, fb=None, rl=None):
     return "\n".join(L) + "\n"
 
 
+# ----- docs/performance.md ---------------------------------------------------------------------
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+# Which result file feeds which section of docs/performance.md (newest measurement of each kind).
+DOCS = {
+    # The latest run of all four scenarios with MirrorMaker 2, latency included.
+    "vs_mm2": "20261202T084100Z-s16-1inst",
+    # The latest sets of all four scenarios against the baselines, with today's defaults.
+    "sets": ["20261202T121042Z-s17-1inst-a", "20261202T122203Z-s17-1inst-b", "20261202T123331Z-s17-1inst-c"],
+    # lz4 with 64 partitions, one instance: the scenario closest to its bound, repeated.
+    "lz4_64": [
+        "20261204T023731Z-s28-lz464-c1000-1", "20261204T025108Z-s28-lz464-c1000-2",
+        "20261204T025722Z-s28-lz464-c1000-3",
+    ],
+    "two_instances": "20261202T060633Z-s15-2inst",
+    "one_path": "20261203T085312Z-s23-onepath",
+    "three_vs_one": ["20261203T090513Z-s23-1inst", "20261203T085823Z-s23-3inst"],
+    "failover": ["20261201T203959Z-s12-failover10k-final", "20261201T210531Z-s12-failover10k-load5000",
+                 "20261203T153435Z-s25-failover10k-main"],
+    "takeover": ["20261203T181548Z-s26-takeover", "20261201T121106Z-i17-takeover-3inst-s10"],
+    "rolling": "20261203T084658Z-s23-rolling",
+    "failback": "20261201T145157Z-failback-2GiB-3runs",
+    "idle": ["20261203T042858Z-s21-idle10k-plain"],
+    "ui": "20261201T152337Z-ui10k",
+    "chaos": ["20261201T023047Z-chaos", "20261201T025459Z-chaos"],
+}
+
+SCENARIO_NAMES = {"none-8": "none, 8 partitions", "none-64": "none, 64 partitions", "lz4-8": "lz4, 8 partitions",
+                  "lz4-64": "lz4, 64 partitions", "none-1": "none, 1 partition", "lz4-1": "lz4, 1 partition"}
+
+
+def result(name):
+    return load(os.path.join(RESULTS, name + ".json"))
+
+
+def link(name, ext=".md"):
+    """A link from docs/ to a result file."""
+    return f"[`{name}{ext}`](../bench/results/{name}{ext})"
+
+
+def med(s, digits=1, scale=1.0):
+    return "–" if not s else f"{s['median'] * scale:.{digits}f}"
+
+
+def rng(s, digits=2):
+    """`0.90 (0.83–1.59)`: median and the range of the runs."""
+    if not s:
+        return "–"
+    if s["n"] == 1:
+        return f"{s['median']:.{digits}f}"
+    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+
+def run_facts(d):
+    """One line on how a result file was measured."""
+    m, st = d["meta"], d["meta"]["settings"]
+    km = st.get("kmirror", {})
+    gib = st["records"] * st["value_bytes"] / 2**30
+    parts = [f"{m['started_utc'][:8][:4]}-{m['started_utc'][4:6]}-{m['started_utc'][6:8]}",
+             f"kmirror {m['versions']['kmirror_git'].split()[0]}"]
+    if d.get("throughput") and st.get("warmup_runs") is not None:
+        parts.append(f"{gib:g} GiB per scenario, {st['warmup_runs']} warm-up + {st['runs']} runs")
+    if km.get("instances"):
+        parts.append(f"{km['instances']} instance{'s' if km['instances'] > 1 else ''}, {km.get('slots', 16)} slots")
+    if km.get("commit_interval_ms"):
+        parts.append(f"commit interval {km['commit_interval_ms']} ms")
+    mach = m.get("machine", {})
+    if mach:
+        parts.append(f"{mach.get('nproc')} cores, {mach.get('memory')}")
+    return ", ".join(parts)
+
+
+def verified(d):
+    oks = []
+    for r in d["throughput"].values():
+        for who in ("kmirror", "mm2"):
+            v = r.get(f"verify_{who}")
+            if v is not None:
+                oks.append(v["ok"])
+    if not oks:
+        return ""
+    return "Every copy was checked record by record against the source: " + ("equal." if all(oks) else "**MISMATCH**.")
+
+
+def docs_vs_mm2(L):
+    name = DOCS["vs_mm2"]
+    d = result(name)
+    tp, lat = d["throughput"], d.get("latency") or {}
+    L += ["## kmirror and MirrorMaker 2", "",
+          f"The latest run of the four scenarios with both mirrors ({run_facts(d)}; {link(name)}). "
+          "MiB/s are medians of the runs with their range; *kmirror / B* and *kmirror / BT* are the medians of every "
+          "kmirror run's ratio to the baseline run just before it (see [Method](#method)).", "",
+          "| scenario | kmirror MiB/s | MM2 MiB/s | kmirror / MM2 | kmirror / B | kmirror / BT | CPU-s per GiB (kmirror / MM2) | peak RSS MiB (kmirror / MM2) |",
+          "|---|---|---|---|---|---|---|---|"]
+    for k, r in tp.items():
+        L.append(
+            f"| {SCENARIO_NAMES.get(k, k)} | {fmt(r['M_mib_s'])} | {fmt(r['MM2_mib_s'])} | {fr(r['ratio_M_MM2'])} | "
+            f"{rng(r['ratio_M_B_paired'])} | {rng(r['ratio_M_BT_paired'])} | {med(r['M_cpu_s_per_gib'], 2)} / "
+            f"{med(r['MM2_cpu_s_per_gib'], 2)} | {med(r['M_peak_rss_mib'], 0)} / {med(r['MM2_peak_rss_mib'], 0)} |")
+    L += ["", verified(d) + " kmirror copies exactly once (transactions); MirrorMaker 2 at least once.", ""]
+    if lat:
+        b = "source_ack_to_visible"
+        L += ["End-to-end latency in the same run (source append → readable on the destination with "
+              f"`read_committed`), open-loop load at 50 % of MirrorMaker 2's drain rate, {d['meta']['settings']['runs']} × "
+              f"{d['meta']['settings']['latency_secs']} s:", "",
+              "| scenario | records/s | kmirror p50 / p99 ms | MM2 p50 / p99 ms | p99 kmirror / MM2 |", "|---|---|---|---|---|"]
+        for k, r in lat.items():
+            L.append(f"| {SCENARIO_NAMES.get(k, k)} | {r['offered_records_s']:,.0f} | {med(r.get(f'kmirror_{b}_p50_ms'), 0)} / "
+                     f"{med(r.get(f'kmirror_{b}_p99_ms'), 0)} | {med(r.get(f'mm2_{b}_p50_ms'), 0)} / "
+                     f"{med(r.get(f'mm2_{b}_p99_ms'), 0)} | {fr(r.get('ratio_p99_kmirror_mm2'))} |")
+        L.append("")
+
+
+def docs_sets(L):
+    names = DOCS["sets"]
+    ds = [result(n) for n in names]
+    L += ["## Throughput against the baselines", "",
+          f"Three sets back to back with the current defaults ({run_facts(ds[0])}), B / BT / kmirror interleaved run "
+          "by run. Each cell: the median of every kmirror run's ratio to the baseline run just before it, with the "
+          "range. Sets: " + ", ".join(f"{chr(97 + i)} {link(n)}" for i, n in enumerate(names)) + ".", "",
+          "| scenario | " + " | ".join(f"kmirror / B, set {chr(97 + i)}" for i in range(len(ds)))
+          + " | kmirror / BT (" + " / ".join(chr(97 + i) for i in range(len(ds))) + ") | kmirror cores | peak RSS MiB |",
+          "|---|" + "---|" * (len(ds) + 3)]
+    for k in ds[0]["throughput"]:
+        rows = [d["throughput"][k] for d in ds]
+        cores = [r["M_cpu_cores"]["median"] for r in rows]
+        rss = [r["M_peak_rss_mib"]["median"] for r in rows]
+        L.append(f"| {SCENARIO_NAMES.get(k, k)} | " + " | ".join(rng(r["ratio_M_B_paired"]) for r in rows)
+                 + " | " + " / ".join(med(r["ratio_M_BT_paired"], 2) for r in rows)
+                 + f" | {min(cores):.2f}–{max(cores):.2f} | {min(rss):.0f}–{max(rss):.0f} |")
+    L += ["", " ".join(verified(d) for d in ds[:1]), ""]
+    names = DOCS["lz4_64"]
+    ds = [result(n) for n in names]
+    L += [f"lz4 with 64 partitions is the scenario where kmirror is held by its own CPU on two cores (it also runs "
+          f"both brokers and the baselines). Repeated sets ({run_facts(ds[0])}):", "",
+          "| set | kmirror MiB/s | kmirror / B | kmirror / BT | BT / B | CPU-s per GiB | result file |", "|---|---|---|---|---|---|---|"]
+    for i, (n, d) in enumerate(zip(names, ds)):
+        r = d["throughput"]["lz4-64"]
+        L.append(f"| {i + 1} | {fmt(r['M_mib_s'])} | {rng(r['ratio_M_B_paired'])} | {rng(r['ratio_M_BT_paired'])} | "
+                 f"{fr(ratio(r['BT_mib_s'], r['B_mib_s']))} | {med(r['M_cpu_s_per_gib'], 2)} | {link(n)} |")
+    L.append("")
+
+
+def docs_instances(L):
+    name = DOCS["two_instances"]
+    d = result(name)
+    L += ["## Several instances", "",
+          f"Two instances sharing the 16 slots ({run_facts(d)}; {link(name)}):", "",
+          "| scenario | kmirror MiB/s | kmirror / B | kmirror / BT | CPU-s per GiB (both processes) | peak RSS MiB (sum) |",
+          "|---|---|---|---|---|---|"]
+    for k, r in d["throughput"].items():
+        L.append(f"| {SCENARIO_NAMES.get(k, k)} | {fmt(r['M_mib_s'])} | {rng(r['ratio_M_B_paired'])} | "
+                 f"{rng(r['ratio_M_BT_paired'])} | {med(r['M_cpu_s_per_gib'], 2)} | {med(r['M_peak_rss_mib'], 0)} |")
+    L.append("")
+    one, three = (result(n) for n in DOCS["three_vs_one"])
+    L += [f"Three instances against one on the same two cores, minutes apart ({run_facts(three)}; "
+          f"{link(DOCS['three_vs_one'][1])}, {link(DOCS['three_vs_one'][0])}): on one small machine extra instances "
+          "only add clients and processes; they pay off with cores to run on.", "",
+          "| scenario | 1 instance MiB/s | 3 instances MiB/s | CPU-s per GiB (1 / 3) | peak RSS MiB (1 / 3) |",
+          "|---|---|---|---|---|"]
+    for k, r1 in one["throughput"].items():
+        r3 = three["throughput"][k]
+        L.append(f"| {SCENARIO_NAMES.get(k, k)} | {fmt(r1['M_mib_s'])} | {fmt(r3['M_mib_s'])} | "
+                 f"{med(r1['M_cpu_s_per_gib'], 1)} / {med(r3['M_cpu_s_per_gib'], 1)} | "
+                 f"{med(r1['M_peak_rss_mib'], 0)} / {med(r3['M_peak_rss_mib'], 0)} |")
+    L.append("")
+    name = DOCS["one_path"]
+    d = result(name)
+    L += [f"Sizing: one busy slot data path (a one-partition topic; {run_facts(d)}; {link(name)}):", "",
+          "| scenario | MiB/s | cores | CPU-s per GiB | MiB/s per core | peak RSS MiB |", "|---|---|---|---|---|---|"]
+    for k, r in d["throughput"].items():
+        per_core = r["M_mib_s"]["median"] / r["M_cpu_cores"]["median"]
+        L.append(f"| {SCENARIO_NAMES.get(k, k)} | {fmt(r['M_mib_s'])} | {med(r['M_cpu_cores'], 2)} | "
+                 f"{med(r['M_cpu_s_per_gib'], 1)} | {per_core:.0f} | {med(r['M_peak_rss_mib'], 0)} |")
+    L.append("")
+
+
+def docs_operations(L):
+    L += ["## Failover, takeover, rolling restart, failback", "",
+          "Failover of 10,000 partitions (100 topics of 100) in one `topics:stop` after the mirror caught up, one "
+          "instance with 16 slots: from the call until the API shows every partition STOPPED.", "",
+          "| load records/s | stop call s | all STOPPED s | runs | kmirror | result file |", "|---|---|---|---|---|---|"]
+    for n in DOCS["failover"]:
+        d = result(n)
+        for k, r in d["failover"].items():
+            L.append(f"| {r['load_records_s']:,} | {rng(r['stop_call_s'])} | {rng(r['all_stopped_s'])} | "
+                     f"{r['all_stopped_s']['n']} | {d['meta']['versions']['kmirror_git'].split()[0]} | {link(n)} |")
+    L += ["", "Takeover after `kill -9` of one of three instances (a 64-partition topic under load; 5 runs, each instance "
+          "killed in turn): until the survivors own every slot, and until every partition of the killed instance "
+          "advances again.", "",
+          "| session timeout | slots covered s | partitions advancing s | kmirror | result file |", "|---|---|---|---|---|"]
+    for n in DOCS["takeover"]:
+        d = result(n)
+        for k, r in d["takeover"].items():
+            L.append(f"| {r['session_timeout_ms'] / 1000:g} s | {rng(r['slots_covered_s'])} | "
+                     f"{rng(r['partitions_advancing_s'])} | {d['meta']['versions']['kmirror_git'].split()[0]} | {link(n)} |")
+    name = DOCS["rolling"]
+    d = result(name)
+    r = next(iter(d["rolling"].values()))
+    v = r["verify"] or {}
+    L += ["", f"Rolling restart ({link(name)}): 3 instances with the default session timeout, a 64-partition topic "
+          f"under {r['load_records_s']:,} records/s; each instance in turn gets SIGTERM and is started again with the "
+          f"same `--instance-id` ({r['restarts']} restarts). Restarts during which another instance's slots moved: "
+          f"**{r['restarts_moving_other_slots']}**; destination equal to the source afterwards: "
+          f"{'yes' if v.get('ok') else 'NO'} ({v.get('source_records', 0):,} records).", "",
+          "| | median s | min–max s |", "|---|---|---|"]
+    for label, key in (("SIGTERM until the process exited", "exited_s"),
+                       ("until it owned the same slots again", "same_slots_again_s"),
+                       ("until its partitions advanced again", "partitions_advancing_s")):
+        x = r[key]
+        L.append(f"| {label} | {x['median']:.2f} | {x['min']:.2f}–{x['max']:.2f} |")
+    name = DOCS["failback"]
+    d = result(name)
+    fb = d["failback"]
+    first = next(iter(fb.values()))
+    gib = first["topic_records"] * first["value_bytes"] / 2**30
+    L += ["", f"Failback of a {gib:.0f} GiB topic ({first['topic_records']:,} records of 1 KiB, {first['partitions']} "
+          f"partitions) after {first['new_records_on_b']:,} new records (1 %) on the new primary ({link(name)}): from "
+          "`topics:start` until every partition reached the other side's end.", "",
+          "| mode | failback s | records copied | equal afterwards |", "|---|---|---|---|"]
+    for r in fb.values():
+        mode = "incremental (the lineage)" if r["mode"] == "incremental" else "`truncation: resync` (full copy)"
+        L.append(f"| {mode} | {rng(r['failback_s'])} | {int(r['records_copied']['median']):,} | "
+                 f"{'yes' if r['verified'] and all(r['verified']) else '–'} |")
+    L.append("")
+
+
+def docs_idle_ui(L):
+    L += ["## Idle cost and the dashboard at 10,000 partitions", ""]
+    for n in DOCS["idle"]:
+        d = result(n)
+        steps = d["idle_memory"]["kmirror"]["steps"]
+        L += [f"Idle mirrored partitions, one instance with 16 slots ({run_facts(d)}; {link(n)}):", "",
+              "| partitions | RSS MiB | CPU % of a core |", "|---|---|---|"]
+        for st in steps:
+            L.append(f"| {st['partitions']:,} | {st['rss_kib'] / 1024:.0f} | {st['cpu_pct']:.1f} |")
+        L.append("")
+    name = DOCS["ui"]
+    u = result(name)
+    st = u["meta"]["settings"]
+    L += [f"The dashboard and API with one mirror of {st['topics']} topics × {st['partitions'] // st['topics']} "
+          f"partitions, all MIRRORING, and {len(st['tabs'])} headless Chromium tabs refreshing their live regions "
+          f"every 2 s; {st['samples']} sequential requests per page after {st['warmup']} discarded ({link(name)}). "
+          "Server-side p99: the `kmirror_http_request_duration_seconds` bucket that holds 99 % of the requests.", "",
+          "| page / read | path | p50 / p99 ms | server-side p99 ms |", "|---|---|---|---|"]
+    for e in u["latency"]["endpoints"]:
+        srv = e.get("server") or {}
+        L.append(f"| {e['name']} | `{e['path']}` | {e['p50_ms']} / {e['p99_ms']} | ≤ {srv.get('p99_ms_at_most', '–')} |")
+    cpu = u["cpu"]
+    per = cpu["per_refresh"]
+    L += ["", f"The tabs' live refreshes cost the server {per['tokio_cpu_ms_per_request']} ms of CPU each, "
+          f"**{cpu['tabs_estimate_pct']} % of a core** for the {len(st['tabs'])} tabs.", ""]
+
+
+def chaos_table(name):
+    """The check | result table of a scripts/chaos report (Markdown only)."""
+    rows = {}
+    with open(os.path.join(RESULTS, name + ".md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("|") and len(cells) == 2 and cells[0] not in ("check", "---"):
+                rows[cells[0]] = cells[1]
+    return rows
+
+
+def docs_chaos(L):
+    names = DOCS["chaos"]
+    tables = [chaos_table(n) for n in names]
+    keys = [k for k in tables[0] if k != "mode"]
+    L += ["## Exactly once under faults", "",
+          "`scripts/chaos` (full run, debug build) mirrors a 4-partition topic under transactional load with aborts on "
+          "purpose while it kills kmirror, restarts and freezes brokers, then compares both clusters record for record "
+          "(see [architecture.md](architecture.md#exactly-once-under-faults)).", "",
+          "| check | " + " | ".join(link(n) for n in names) + " |", "|---|" + "---|" * len(names)]
+    for k in keys:
+        L.append(f"| {k} | " + " | ".join(t.get(k, "–") for t in tables) + " |")
+    L.append("")
+
+
+def summary_lines():
+    """The few lines the README and the top of docs/performance.md share (links from the repo root)."""
+    name = DOCS["vs_mm2"]
+    d = result(name)
+    tp, lat = d["throughput"], d.get("latency") or {}
+    span = lambda xs, digits=2: f"{min(xs):.{digits}f}–{max(xs):.{digits}f}"
+    thr = [r["ratio_M_MM2"] for r in tp.values()]
+    cpu = [r["ratio_cpu_per_gib_M_MM2"] for r in tp.values()]
+    rss = [r["M_peak_rss_mib"]["median"] / r["MM2_peak_rss_mib"]["median"] for r in tp.values()]
+    vs_b = [r["ratio_M_B_paired"]["median"] for r in tp.values()]
+    b = "source_ack_to_visible"
+    lat_cells = [f"{SCENARIO_NAMES.get(k, k)}: kmirror {med(r.get(f'kmirror_{b}_p50_ms'), 0)} / "
+                 f"{med(r.get(f'kmirror_{b}_p99_ms'), 0)} ms, MM2 {med(r.get(f'mm2_{b}_p50_ms'), 0)} / "
+                 f"{med(r.get(f'mm2_{b}_p99_ms'), 0)} ms" for k, r in lat.items()]
+    fo = result(DOCS["failover"][0])["failover"]
+    fo_load = result(DOCS["failover"][1])["failover"]
+    tk = next(iter(result(DOCS["takeover"][0])["takeover"].values()))
+    m = d["meta"]
+    lines = [
+        f"- **Throughput** (1 KiB records, none/lz4, 8/64 partitions, one instance on {m['machine']['nproc']} cores): "
+        f"kmirror copies **{span(thr, 1)}×** MirrorMaker 2's MiB/s at **{span(cpu)}×** its CPU per GiB and "
+        f"{span(rss, 1)}× its peak memory, exactly once (MirrorMaker 2: at least once), at {span(vs_b)}× "
+        "the rate of a plain consumer and producer running side by side.",
+        "- **Latency** (append on the source → readable on the destination, p50 / p99, at half MirrorMaker 2's "
+        "drain rate): " + "; ".join(lat_cells) + ". Transactions make each record wait for a commit.",
+        f"- **Failover** of 10,000 partitions in one call: {med(next(iter(fo.values()))['all_stopped_s'], 2)} s "
+        f"({med(next(iter(fo_load.values()))['all_stopped_s'], 2)} s under load); **takeover** after `kill -9` of "
+        f"one of three instances: {med(tk['partitions_advancing_s'], 1)} s with a "
+        f"{tk['session_timeout_ms'] / 1000:g} s session timeout.",
+    ]
+    return lines
+
+
+DOCS_INTRO = """# Performance
+
+<!-- Generated by `python3 bench/report.py --docs > docs/performance.md` from the result files in
+bench/results (the DOCS table in bench/report.py names them). Do not edit by hand: change the
+generator or point it at newer results, and run it again. -->
+
+This page is generated by `python3 bench/report.py --docs` from the benchmark's result files in
+[`bench/results`](../bench/results); every table names the file its figures come from. How to run
+the benchmarks and what each run does in detail: [`bench/README.md`](../bench/README.md).
+
+- [Summary](#summary)
+- [Method](#method)
+- [kmirror and MirrorMaker 2](#kmirror-and-mirrormaker-2)
+- [Throughput against the baselines](#throughput-against-the-baselines)
+- [Why kmirror's latency stays above MirrorMaker 2's](#why-kmirrors-latency-stays-above-mirrormaker-2s)
+- [Several instances](#several-instances)
+- [Failover, takeover, rolling restart, failback](#failover-takeover-rolling-restart-failback)
+- [Idle cost and the dashboard at 10,000 partitions](#idle-cost-and-the-dashboard-at-10000-partitions)
+- [Exactly once under faults](#exactly-once-under-faults)
+- [Reproduce](#reproduce)
+"""
+
+DOCS_METHOD = """## Method
+
+`scripts/bench` runs its own two single-node Kafka 4.1.1 clusters on one machine (2 cores,
+24 GiB) and measures, per scenario (1 KiB records, codec none or lz4, 8 or 64 partitions):
+
+| figure | what it is |
+|---|---|
+| **C** | a plain rdkafka consumer draining the source topic (kmirror's consumer settings) |
+| **P** | a plain idempotent rdkafka producer writing the same records to the destination |
+| **B** | C and P at the same time: the bound for any client-side mirror on this box |
+| **BT** | B with a transactional producer committing once per kmirror commit interval: the bound for an exactly-once copy |
+| **kmirror** | a fresh `kmirror serve` per run draining the preloaded topic, started through the REST API |
+| **MM2** | Apache Kafka's MirrorMaker 2 (dedicated mode, identity replication policy, 4 tasks, idempotent `acks=all` producer; settings in `bench/README.md`) |
+
+Runs of B, BT and kmirror alternate (`--interleave`), because the box's speed moves by up to 2×
+within minutes: compare ratios within one run, not MiB/s across runs. After the last run of each
+mirror, both clusters are compared record by record (count and ordered hash per partition).
+Throughput is MiB/s of key and value bytes; CPU is the mirror process's user + system time per
+GiB; peak RSS is `VmHWM`.
+"""
+
+DOCS_LATENCY = """## Why kmirror's latency stays above MirrorMaker 2's
+
+A `read_committed` consumer of the destination sees a record only once kmirror's transaction
+commits: that is what makes the copy exactly once. While a mirror keeps up with its source,
+transactions end at most every `early_commit_interval_ms` (50 ms), then flush and commit.
+MirrorMaker 2's producer is at least once: a record is readable one produce after it was read.
+With exactly-once delivery turned on, MirrorMaker 2 could not keep up with the same rate
+(`bench/README.md` has those runs). A smaller `early_commit_interval_ms` lowers the median at the
+cost of more transactions and a larger offset map
+([configuration.md](configuration.md#engine)).
+"""
+
+DOCS_REPRODUCE = """## Reproduce
+
+```sh
+scripts/bench --full                           # everything (a few hours; nothing else running)
+scripts/bench --full --only baseline,kmirror,mm2   # throughput only
+scripts/bench --help                           # every option
+scripts/bench-ui                               # the dashboard at 10,000 partitions (~10 min)
+scripts/chaos                                  # exactly once under faults (~5 min)
+```
+
+Each run writes `bench/results/<time>-<label>.md` and `.json`; to publish a new run here, name
+its file in `DOCS` in `bench/report.py` and run `python3 bench/report.py --docs > docs/performance.md`.
+"""
+
+
+def docs():
+    L = [DOCS_INTRO, "## Summary", "", f"From {link(DOCS['vs_mm2'])} and the sections below:", ""]
+    L += summary_lines() + ["", DOCS_METHOD]
+    docs_vs_mm2(L)
+    docs_sets(L)
+    L.append(DOCS_LATENCY)
+    docs_instances(L)
+    docs_operations(L)
+    docs_idle_ui(L)
+    docs_chaos(L)
+    L.append(DOCS_REPRODUCE)
+    return "\n".join(L).rstrip("\n") + "\n"
+
+
 def main():
+    if sys.argv[1:] == ["--docs"]:
+        sys.stdout.write(docs())
+        return
+    if sys.argv[1:] == ["--readme-summary"]:
+        sys.stdout.write("\n".join(summary_lines()) + "\n")
+        return
     raw, out = sys.argv[1], sys.argv[2]
     meta = load(os.path.join(raw, "meta.json"))
     tp = throughput(raw)

@@ -39,6 +39,27 @@ enum SecretsCommand {
     },
 }
 
+/// How kmirror logs (both `serve` and `demo`).
+#[derive(clap::Args)]
+struct LogArgs {
+    /// Which log lines to write: a level (`error`, `warn`, `info`, `debug`, `trace`) or a filter
+    /// like `info,kmirror::engine=debug`. Wins over `RUST_LOG` [default: `RUST_LOG`, else
+    /// `info,rdkafka=warn`].
+    #[arg(long, env = "KMIRROR_LOG_LEVEL", value_name = "FILTER")]
+    log_level: Option<String>,
+    /// Colour text logs with ANSI codes: `auto` (only when stderr is a terminal and `NO_COLOR`
+    /// is not set), `always` or `never`. JSON logs are never coloured.
+    #[arg(long, env = "KMIRROR_LOG_COLOR", value_enum, default_value_t = LogColor::Auto)]
+    log_color: LogColor,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogColor {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(clap::Args)]
 struct DemoArgs {
     /// Address the dashboard and API listen on.
@@ -50,6 +71,8 @@ struct DemoArgs {
     /// The demo's bearer token, at least 32 characters (random when not given).
     #[arg(long, env = "KMIRROR_DEMO_TOKEN")]
     token: Option<String>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 #[derive(clap::Args)]
@@ -127,6 +150,8 @@ struct ServeArgs {
     /// new key on its next write.
     #[arg(long, env = "KMIRROR_SECRETS_PREVIOUS_KEY_FILE")]
     secrets_previous_key_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 /// Loads and validates the configuration; an error names the field (exit code 2).
@@ -182,15 +207,35 @@ fn role_token_env() -> Result<std::collections::BTreeMap<String, String>, kmirro
     Ok(found)
 }
 
-fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rdkafka=warn"));
+/// The log filter: `--log-level` (`KMIRROR_LOG_LEVEL`), else `RUST_LOG`, else
+/// `info,rdkafka=warn`. An invalid filter is an error naming the flag.
+fn log_filter(level: Option<&str>) -> Result<tracing_subscriber::EnvFilter, String> {
+    use tracing_subscriber::EnvFilter;
+    match level {
+        Some(l) => EnvFilter::try_new(l).map_err(|e| format!("invalid configuration: log-level: {l:?}: {e}")),
+        None => Ok(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rdkafka=warn"))),
+    }
+}
+
+/// Whether text logs carry ANSI colour codes: never into a file or pipe unless asked for.
+fn log_ansi(color: LogColor) -> bool {
+    use std::io::IsTerminal;
+    match color {
+        LogColor::Always => true,
+        LogColor::Never => false,
+        LogColor::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+fn init_logging(format: &str, log: &LogArgs) -> Result<(), String> {
+    let filter = log_filter(log.log_level.as_deref())?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if format == "json" {
-        builder.json().init();
+        builder.json().with_ansi(false).init();
     } else {
-        builder.init();
+        builder.with_ansi(log_ansi(log.log_color)).init();
     }
+    Ok(())
 }
 
 async fn serve(config: kmirror::config::ServeConfig) -> ExitCode {
@@ -273,10 +318,14 @@ fn main() -> ExitCode {
                 println!("{config:#?}");
                 return ExitCode::SUCCESS;
             }
-            init_logging(match config.log_format {
+            let format = match config.log_format {
                 kmirror::config::LogFormat::Json => "json",
                 kmirror::config::LogFormat::Text => "text",
-            });
+            };
+            if let Err(e) = init_logging(format, &args.log) {
+                eprintln!("kmirror: {e}");
+                return ExitCode::from(2);
+            }
             for w in &config.warnings {
                 tracing::warn!("{w}");
             }
@@ -287,7 +336,10 @@ fn main() -> ExitCode {
                 eprintln!("kmirror: invalid configuration: token: {e}");
                 return ExitCode::from(2);
             }
-            init_logging("text");
+            if let Err(e) = init_logging("text", &args.log) {
+                eprintln!("kmirror: {e}");
+                return ExitCode::from(2);
+            }
             let options =
                 kmirror::demo::DemoOptions { listen: args.listen, rate_per_sec: args.rate, token: args.token };
             // Inside the runtime: the signal handlers need its reactor.

@@ -1,4 +1,4 @@
-//! Static files (CSS, the page script, vendored htmx), embedded in the binary so a deployment
+//! Static files (CSS, the page scripts, vendored htmx and Swagger UI), embedded in the binary so a deployment
 //! is one file. Served under `/static/<name>?v=<content hash>`: a request with the current hash
 //! is cached for a year (`immutable`); anything else must revalidate (ETag).
 
@@ -25,6 +25,21 @@ const ASSETS: &[Asset] = &[
         name: "htmx.min.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../static/vendor/htmx-2.0.11.min.js"),
+    },
+    Asset {
+        name: "api-docs.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../static/api-docs.js"),
+    },
+    Asset {
+        name: "swagger-ui-bundle.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../static/vendor/swagger-ui-5.35.0/swagger-ui-bundle.js"),
+    },
+    Asset {
+        name: "swagger-ui.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../../static/vendor/swagger-ui-5.35.0/swagger-ui.css"),
     },
     Asset { name: "favicon.svg", content_type: "image/svg+xml", body: include_bytes!("../../static/favicon.svg") },
 ];

@@ -75,6 +75,10 @@ pub async fn overview_live(State(ui): State<UiState>, Extension(viewer): Extensi
 
 // ----- instances --------------------------------------------------------------------------------
 
+pub async fn api_docs_get(Extension(viewer): Extension<Viewer>) -> Page {
+    Ok(html(pages::api_docs(&viewer)?))
+}
+
 pub async fn instances_get(State(ui): State<UiState>, Extension(viewer): Extension<Viewer>) -> Page {
     Ok(html(pages::instances(&ui.app.engine.snapshot(), &viewer, now(), Part::Page)?))
 }

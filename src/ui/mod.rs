@@ -15,9 +15,10 @@
 //! | `POST /mirrors/{m}/delete` | delete a mirror (admin, typed confirmation) |
 //! | `GET /operations`, `/operations/{id}`, `/audit` | operations with progress; the audit trail |
 //! | `GET /instances` | the kmirror instances sharing the work, their slots and heartbeats |
+//! | `GET /api/docs` | the interactive API reference (vendored Swagger UI over the OpenAPI document) |
 //! | `GET,POST /signin`, `POST /signout` | sessions |
 //! | `GET /ui/...` | the live fragments the pages poll every 2 s |
-//! | `GET /static/{file}` | embedded CSS, script and vendored htmx |
+//! | `GET /static/{file}` | embedded CSS, scripts, vendored htmx and Swagger UI |
 //!
 //! # Rules
 //!
@@ -108,6 +109,7 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/ui/audit", get(handlers::audit_live))
         .route("/instances", get(handlers::instances_get))
         .route("/ui/instances", get(handlers::instances_live))
+        .route("/api/docs", get(handlers::api_docs_get))
         .route("/signout", post(handlers::signout_post))
         .route_layer(middleware::from_fn_with_state(ui.clone(), require_session));
     let public = Router::new()

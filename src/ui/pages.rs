@@ -221,6 +221,13 @@ pub struct OperationFragment {
     pub oob: bool,
 }
 
+/// The interactive API reference (Swagger UI over the OpenAPI document).
+#[derive(Debug, Template)]
+#[template(path = "pages/api_docs.html")]
+pub struct ApiDocsPage {
+    pub chrome: Chrome,
+}
+
 #[derive(Debug, Template)]
 #[template(path = "pages/instances.html")]
 pub struct InstancesPage {
@@ -502,6 +509,11 @@ pub fn instances(snap: &Snapshot, viewer: &Viewer, now: Timestamp, part: Part) -
         }
         Part::Live => InstancesFragment { v, oob: true }.render()?,
     })
+}
+
+/// The interactive API reference: the OpenAPI document rendered by the vendored Swagger UI.
+pub fn api_docs(viewer: &Viewer) -> Result<String, UiError> {
+    Ok(ApiDocsPage { chrome: Chrome::new("API reference", "api", Some(viewer.clone())) }.render()?)
 }
 
 /// The inline results of an action (htmx), which also closes the confirmation dialog.

@@ -16,7 +16,7 @@
 "use strict";
 
 const { chromium } = require("playwright-core");
-const { spawnSync } = require("child_process");
+const { spawn, spawnSync } = require("child_process");
 const fs = require("fs");
 const path = require("path");
 
@@ -133,6 +133,27 @@ async function confirmAndExpectAccepted(page, dialog) {
   assert((await page.locator("dialog[open]").count()) === 0, "the dialog closes after the action");
 }
 
+// Produces `perSecond` records a second to each of `topics` until the returned function is
+// called (a steady trickle, so the charts have something to draw).
+function trickle(topics, perSecond, prefix) {
+  const procs = topics.map((topic) => {
+    const p = spawn("bash", ["-c", `${PRODUCE} "$1"`, "produce", topic], { stdio: ["pipe", "ignore", "ignore"] });
+    p.stdin.on("error", () => {});
+    return p;
+  });
+  let n = 0;
+  const timer = setInterval(() => {
+    for (const p of procs) {
+      const lines = Array.from({ length: Math.max(1, Math.round(perSecond / 4)) }, () => `${prefix}-${n++}`).join("\n");
+      p.stdin.write(lines + "\n");
+    }
+  }, 250);
+  return () => {
+    clearInterval(timer);
+    for (const p of procs) p.stdin.end();
+  };
+}
+
 function produce(topic, n, prefix, bootstrap = SOURCE) {
   const lines = Array.from({ length: n }, (_, i) => `${prefix}-${i}`).join("\n") + "\n";
   const cmd = PRODUCE.replace(`--bootstrap-server ${SOURCE}`, `--bootstrap-server ${bootstrap}`);
@@ -164,9 +185,13 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     assert(/not valid/.test(await admin.textContent(".callout.bad")), "error message");
   });
 
-  await test("admin signs in and creates a mirror from the dashboard", async () => {
+  await test("admin signs in and creates a mirror with the overview's New mirror button", async () => {
     await signIn(admin, ADMIN);
-    await admin.goto(`${BASE}/new-mirror`);
+    await admin.goto(`${BASE}/`);
+    await Promise.all([admin.waitForURL("**/new-mirror"), admin.click('a.btn:has-text("Create the first mirror")')]);
+    assert((await admin.locator('input[name="name"]').count()) === 1, "the New mirror form");
+    await admin.goto(`${BASE}/`);
+    await Promise.all([admin.waitForURL("**/new-mirror"), admin.click('a.btn:has-text("New mirror")')]);
     await admin.fill('input[name="name"]', MIRROR);
     await admin.fill('input[name="bootstrap"]', SOURCE);
     await Promise.all([admin.waitForURL(`**/mirrors/${MIRROR}`), admin.click('button:has-text("Create mirror")')]);
@@ -359,6 +384,25 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
   });
 
   await test("lag and throughput charts render on the overview, mirror and topic pages, light and dark", async () => {
+    // Traffic into both topics (B is paused: its lag grows; A is mirrored), and the screenshots
+    // wait until the mirror page's charts show both: a chart of flat zeros documents nothing.
+    const stop = trickle([A, B], 40, "chart");
+    try {
+      const page = await newPage();
+      await signIn(page, VIEWER);
+      await page.goto(`${BASE}/mirrors/${MIRROR}`);
+      await page.waitForFunction(() => {
+        const titles = Array.from(document.querySelectorAll("svg.chart-svg title")).map((t) => t.textContent);
+        const samples = (t) => Number((/\((\d+) samples\)/.exec(t) || [])[1] || 0);
+        const lag = titles.find((t) => t.startsWith("Lag over"));
+        const thru = titles.find((t) => t.startsWith("Throughput over"));
+        return lag && thru && samples(lag) >= 6 && /lag now [1-9]/.test(lag) && /mirrored now [1-9]/.test(thru);
+      }, null, { timeout: 150_000, polling: 2_000 });
+      await page.context().close();
+    } catch (e) {
+      stop();
+      throw e;
+    }
     const strokes = {};
     for (const scheme of ["light", "dark"]) {
       const page = await newPage({ colorScheme: scheme });
@@ -394,7 +438,28 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
       assert((await page.$$("svg.chart-svg polyline")).length >= 1, `${scheme}: lines survive the live refresh`);
       await page.context().close();
     }
+    stop();
     assert(strokes["light-mirror"] !== strokes["dark-mirror"], `themed line colours: ${JSON.stringify(strokes)}`);
+  });
+
+  await test("the footer's API reference opens /api/docs and lists the API's operations", async () => {
+    const page = await newPage();
+    await signIn(page, VIEWER);
+    await page.goto(`${BASE}/`);
+    await Promise.all([page.waitForURL("**/api/docs"), page.click('footer a:has-text("API reference")')]);
+    await page.waitForSelector("#api-reference .opblock", { timeout: 30_000 });
+    const paths = (await page.locator("#api-reference .opblock-summary-path").allTextContents()).map((p) => p.trim());
+    for (const want of ["/api/v1/mirrors", "/api/v1/mirrors/{mirror}/topics:stop", "/api/v1/mirrors/{mirror}/partitions"]) {
+      assert(paths.includes(want), `${want} listed among ${paths.length} operations`);
+    }
+    assert(paths.length >= 20, `${paths.length} operations`);
+    // The spec's own link works without a token; the page needs a signed-in user.
+    await shot(page, "17-api-reference");
+    await page.context().close();
+    const anonymous = await newPage();
+    await anonymous.goto(`${BASE}/api/docs`);
+    assert(new URL(anonymous.url()).pathname === "/signin", `unauthenticated: landed on ${anonymous.url()}`);
+    await anonymous.context().close();
   });
 
   await test("a FAILED partition offers Recover; a foreign write is refused and says what to do", async () => {

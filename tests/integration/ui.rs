@@ -281,6 +281,10 @@ fn overview_renders() {
     assert!(page.contains("New mirror"), "admins may create mirrors");
     // The broken mirror shows expected vs observed, in red.
     assert!(live.contains("ZZZZQEn5XPmjX3cKvkn000") && live.contains("MISMATCH"));
+    // eu-west has a lag, all of it on paused partitions: the catch-up says so, not "caught up".
+    let card = &live[live.find(r#"id="mc-1""#).unwrap()..live.find(r#"id="mc-2""#).unwrap()];
+    assert!(card.contains(r#">Lag</span><span class="value">3,708<"#), "{card}");
+    assert!(card.contains(r#"data-eta="paused">paused, 3,603 behind<"#) && !card.contains("caught up"), "{card}");
     let as_viewer = pages::overview(&snap, &[], &viewer(Role::Viewer), now(), Part::Page).unwrap();
     assert!(!as_viewer.contains("New mirror"));
 }
@@ -725,7 +729,8 @@ fn charts_and_catch_up_estimates_render() {
         "{}",
         row("orders")
     );
-    assert!(row("payments").contains(r#"data-eta="paused">paused<"#));
+    // A paused topic says how far behind it is, never just "paused" (or "caught up") next to a lag.
+    assert!(row("payments").contains(r#"data-eta="paused">paused, 3,603 behind<"#), "{}", row("payments"));
     assert!(row("clicks").contains(r#"data-eta="caught_up">caught up<"#));
     // The overview: a chart pair per mirror; the stuck mirror is not catching up.
     let overview = pages::overview_with(&snap, Some(&h), &[], &v, now(), Part::Live).unwrap();
@@ -752,7 +757,7 @@ fn charts_and_catch_up_estimates_render() {
     )
     .unwrap();
     assert!(!both.contains("to lose none"), "waiting does not help a paused topic");
-    assert!(both.contains("Waiting does not help for <span class=\"mono\">payments</span>: paused."));
+    assert!(both.contains("Waiting does not help for <span class=\"mono\">payments</span>: paused, 3,603 behind."));
     // The page's own snapshot, newer than the last sample, is the lag line's last point: the line
     // is as live as the page.
     let mut newer = snap.clone();

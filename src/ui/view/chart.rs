@@ -86,12 +86,51 @@ pub fn eta_view(e: Eta) -> EtaView {
 
 /// The estimate of a mirror (`topic == None`) or topic. Without a history only what the
 /// snapshot alone tells: caught up, paused, or not known.
+///
+/// "Caught up" or "paused" never stands next to a lag: the estimate counts only the partitions
+/// that mirror, so when the lag shown includes paused partitions it says `paused, N behind`, and
+/// when it is only what failed-over partitions left unmirrored, `failed over, N not mirrored`.
 pub fn eta_of(history: Option<&History>, m: &MirrorSnapshot, topic: Option<&str>) -> EtaView {
     let e = match history {
         Some(h) => h.eta(m, topic),
         None => History::new(crate::history::HistoryConfig::default(), Timestamp::EPOCH).eta(m, topic),
     };
-    eta_view(e)
+    let mut view = eta_view(e);
+    if matches!(e, Eta::CaughtUp | Eta::Paused) {
+        let (paused, stopped) = idle_lag(m, topic);
+        if paused > 0 {
+            view = EtaView {
+                text: format!("paused, {} behind", format::int(paused)),
+                css: "muted",
+                slug: "paused",
+                wait: String::new(),
+            };
+        } else if stopped > 0 && e == Eta::CaughtUp {
+            view = EtaView {
+                text: format!("failed over, {} not mirrored", format::int(stopped)),
+                css: "muted",
+                slug: "stopped",
+                wait: String::new(),
+            };
+        }
+    }
+    view
+}
+
+/// The lag of the mirror's (or topic's) paused or pausing partitions, and of its STOPPED ones:
+/// what the catch-up estimate leaves out.
+fn idle_lag(m: &MirrorSnapshot, topic: Option<&str>) -> (i64, i64) {
+    use crate::domain::PartitionState;
+    let mut paused = 0;
+    let mut stopped = 0;
+    for p in m.topics.iter().filter(|t| topic.is_none_or(|n| t.name == n)).flat_map(|t| &t.partitions) {
+        match p.state {
+            PartitionState::Paused | PartitionState::Pausing => paused += p.lag_records.max(0),
+            PartitionState::Stopped => stopped += p.lag_records.max(0),
+            _ => {}
+        }
+    }
+    (paused, stopped)
 }
 
 /// Merges samples into at most `max` slots of equal time (largest value per slot) and returns
