@@ -1102,7 +1102,7 @@ pub struct Readiness {
 // ----- lineage ----------------------------------------------------------------------------------
 
 /// `GET /api/v1/mirrors/{mirror}/topics/{topic}/lineage`: what the mirror's source cluster says
-/// about the topic's way back (issue 18).
+/// about the topic's way back.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LineageResponse {
     pub mirror: String,

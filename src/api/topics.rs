@@ -94,7 +94,7 @@ pub async fn topic_get(
     }))
 }
 
-/// The topic's lineage on the source cluster (issue 18): the mirror there that copied it from
+/// The topic's lineage on the source cluster: the mirror there that copied it from
 /// this cluster and, per partition, where that copy ended on both sides, its LME and offset map.
 ///
 /// This is what a start of the topic would adopt as an incremental failback, or why it could not
