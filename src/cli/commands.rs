@@ -183,6 +183,10 @@ pub async fn describe(a: DescribeArgs) -> Result<(), Failure> {
         output::print_json(&serde_json::json!({ "mirror": a.mirror, "items": raw, "total": raw.len() }));
         return Ok(());
     }
+    // SOURCE-OFFSET: the source's last stable offset (what mirroring copies up to);
+    // DESTINATION-OFFSET: how far the destination has copied, in source offsets (the next source
+    // offset to mirror), so LAG = SOURCE-OFFSET - DESTINATION-OFFSET as in the KIP. The
+    // destination's own high watermark (one higher per transaction marker) is in --output json.
     let t = if a.failed {
         let mut t = output::table(&["MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"]);
         for p in &partitions {
@@ -205,7 +209,7 @@ pub async fn describe(a: DescribeArgs) -> Result<(), Failure> {
                 p.topic.clone(),
                 p.partition.to_string(),
                 or_dash(p.source_last_stable_offset.filter(|o| *o >= 0)),
-                or_dash(p.destination_high_watermark.filter(|o| *o >= 0)),
+                or_dash(p.mirrored_source_offset.filter(|o| *o >= 0)),
                 p.lag_records.to_string(),
                 p.state.clone(),
             ]);
@@ -472,7 +476,7 @@ mod tests {
             partition: 0,
             state: "FAILED".into(),
             source_last_stable_offset: None,
-            destination_high_watermark: None,
+            mirrored_source_offset: None,
             lag_records: 0,
             error: retryable.map(|r| PartitionErrorView { code: "X".into(), message: "m".into(), retryable: r }),
             retry_count,

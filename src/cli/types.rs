@@ -77,7 +77,8 @@ pub struct PartitionView {
     pub partition: i32,
     pub state: String,
     pub source_last_stable_offset: Option<i64>,
-    pub destination_high_watermark: Option<i64>,
+    /// The next source offset to mirror: how far the destination has copied, in source offsets.
+    pub mirrored_source_offset: Option<i64>,
     pub lag_records: i64,
     #[serde(default)]
     pub error: Option<PartitionErrorView>,

@@ -7,6 +7,7 @@
 mod alerts;
 mod api;
 mod cli;
+mod client;
 mod engine;
 mod failback;
 mod history;
