@@ -717,7 +717,7 @@ pub async fn apply(a: ApplyArgs) -> Result<(), Failure> {
         return Err(Failure::Failed(format!("{failed} mirror(s) could not be applied")));
     }
     if format == Format::Table {
-        println!("Applied: {summary}.");
+        println!("Applied: {creates} created, {changes} changed, {deletes} deleted, {unchanged} unchanged.");
     }
     Ok(())
 }

@@ -92,7 +92,14 @@ fn describe_mirror(m: &MirrorView) -> String {
         ("Created", m.created_at.clone()),
         ("Topics", m.topic_count.to_string()),
         ("Partitions", m.partition_count.to_string()),
-        ("States", m.state_counts.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>().join(", ")),
+        (
+            "States",
+            if m.state_counts.is_empty() {
+                "-".into()
+            } else {
+                m.state_counts.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>().join(", ")
+            },
+        ),
         ("Lag", format!("{} records, {:.1} s", m.lag_records, m.lag_seconds)),
         ("Throttle", m.replication_throttle_bytes_per_sec.map_or_else(|| "none".into(), |r| format!("{r} B/s"))),
     ];

@@ -331,6 +331,23 @@ async fn client_commands_drive_a_mirror_through_its_lifecycle() {
         s.cli(&["describe", "--mirror", &mirror, "--topic", &b.name]).await.stdout.trim(),
         "No mirror partitions found"
     );
+    let out = s
+        .cli(&[
+            "topics",
+            "start",
+            "--mirror",
+            &mirror,
+            "--topics",
+            &a.name,
+            "--truncation",
+            "resync",
+            "--quarantine",
+            "--validate-only",
+        ])
+        .await;
+    assert!(matches!(out.code, Some(0 | 1)) && out.stdout.contains("Validated (nothing changed)"), "{out:#?}");
+    let out = s.cli(&["topics", "start", "--mirror", &mirror, "--topics", &a.name, "--quarantine"]).await;
+    assert!(out.code(2).stderr.contains("--quarantine only applies to --truncation resync"), "{out:#?}");
     let all = format!("{prefix}-.*");
     let out = s
         .cli(&[
@@ -380,9 +397,10 @@ async fn client_commands_drive_a_mirror_through_its_lifecycle() {
     let retry = &row[3];
     assert!(retry == "NonRetryable" || retry.contains('/'), "{out:#?}");
     assert!(row[4].starts_with("SOURCE_TOPIC"), "ERROR starts with the code: {out:#?}");
+    // Its source is gone: the recover is refused for the topic, with its slug (exit 1).
     let out = s.cli(&["topics", "recover", "--mirror", &mirror, "--topics", &bname]).await;
-    assert!(out.stdout.contains(&bname) || out.stderr.contains(&bname), "{out:#?}");
-    assert!(matches!(out.code, Some(0 | 1)), "{out:#?}");
+    assert!(out.code(1).stdout.contains(&format!("Recovered 0 topic(s) in mirror {mirror}: []")), "{out:#?}");
+    assert!(out.stderr.contains(&format!("kmirror: topic {bname}: source-unreachable: ")), "{out:#?}");
 
     // Flags this server does not support yet: exit 2 with a clear message.
     let out = s
@@ -405,6 +423,16 @@ async fn client_commands_drive_a_mirror_through_its_lifecycle() {
     assert!(out.stdout.contains("(standalone), 1 slot(s), unowned: none"), "{out:#?}");
     let v = s.cli(&["instances", "--output", "json"]).await.json();
     assert_eq!(v["instances"][0]["this"], true);
+
+    // create and delete with JSON output.
+    let other = unique("m-client-json");
+    let other_file = temp_file("other.toml", &mirror_file(&other, "", &[]));
+    let v = s.cli(&["mirrors", "create", "-f", other_file.to_str().unwrap(), "--output", "json"]).await.json();
+    assert_eq!((v["mirrors"][0]["name"].as_str(), &v["mirrors"][0]["created"]), (Some(other.as_str()), &json!(true)));
+    assert_eq!(v["mirrors"][0]["mirror"]["name"], other.as_str(), "the API's answer: {v}");
+    let v = s.cli(&["mirrors", "delete", &other, "--output", "json"]).await.json();
+    assert_eq!(v, json!({ "mirror": other, "deleted": true }));
+    let _ = std::fs::remove_file(other_file);
 
     // stop everything, then delete: a mirror with active topics is refused (1), then deleted.
     s.cli(&["mirrors", "delete", &mirror]).await.code(1);
@@ -471,6 +499,20 @@ async fn client_usage_auth_and_connection_errors_exit_2_and_tls_works_with_a_ca_
     })
     .await;
     assert!(out.code(2).stderr.contains(&format!("cannot reach kmirror at http://127.0.0.1:{port}")), "{out:#?}");
+    // --url wins over KMIRROR_URL.
+    let out = run({
+        let mut c = s.command(&["mirrors", "list", "--url", &s.url]);
+        c.env("KMIRROR_URL", format!("http://127.0.0.1:{port}"));
+        c
+    })
+    .await;
+    out.ok();
+    // A server that accepts connections but never answers: --request-timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let out = s.cli(&["instances", "--url", &silent_url, "--request-timeout", "500ms"]).await;
+    assert!(out.code(2).stderr.contains("did not answer in time"), "{out:#?}");
+    drop(silent);
     // Usage: a bad mirror name, a bad regex, a missing file, a token as a flag (no such flag).
     for (args, says) in [
         (vec!["mirrors", "describe", "../x"], "not a valid name"),
