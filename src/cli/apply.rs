@@ -57,8 +57,6 @@ use super::types::{MirrorView, MirrorsResponse, SyncView};
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    #[command(flatten)]
-    pub conn: Conn,
     /// The mirrors file (TOML).
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
@@ -77,15 +75,17 @@ pub struct ApplyArgs {
     /// Also send plaintext secret values, which cannot be compared with the stored ones.
     #[arg(long)]
     pub update_secrets: bool,
+    #[command(flatten)]
+    pub conn: Conn,
 }
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    #[command(flatten)]
-    pub conn: Conn,
     /// Only this mirror (repeatable); every mirror by default.
     #[arg(long)]
     pub mirror: Vec<String>,
+    #[command(flatten)]
+    pub conn: Conn,
 }
 
 // ----- the file -----------------------------------------------------------------------------

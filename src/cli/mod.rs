@@ -31,6 +31,7 @@ use output::Format;
 /// Where the server is and how to talk to it. Accepted by every client command (before or after
 /// its subcommand).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Server")]
 pub struct Conn {
     /// The kmirror server's URL (any instance of the deployment).
     #[arg(long, env = "KMIRROR_URL", default_value = "http://127.0.0.1:8080", global = true)]
@@ -185,8 +186,6 @@ pub struct StopArgs {
 
 #[derive(Debug, Args)]
 pub struct DescribeArgs {
-    #[command(flatten)]
-    pub conn: Conn,
     /// The mirror's name.
     #[arg(long)]
     pub mirror: String,
@@ -196,6 +195,8 @@ pub struct DescribeArgs {
     /// Only FAILED partitions, with RETRY and ERROR columns.
     #[arg(long)]
     pub failed: bool,
+    #[command(flatten)]
+    pub conn: Conn,
 }
 
 #[derive(Debug, Args)]
@@ -223,10 +224,10 @@ pub enum OperationsCommand {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    #[command(flatten)]
-    pub conn: Conn,
     /// The mirror's name.
     pub mirror: String,
+    #[command(flatten)]
+    pub conn: Conn,
 }
 
 #[derive(Debug, Args)]
