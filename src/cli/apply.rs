@@ -676,6 +676,12 @@ pub async fn apply(a: ApplyArgs) -> Result<(), Failure> {
         let outcome = match &p.action {
             Action::Create { body, .. } => server.post::<Value>("/api/v1/mirrors", body).await.map(|_| "created"),
             Action::Change { etag, body, .. } => {
+                if etag.is_none() {
+                    eprintln!(
+                        "kmirror: mirror {}: the server sent no ETag, so a change made since the read cannot be detected",
+                        p.name
+                    );
+                }
                 server.patch::<Value>(&path, body, etag.as_deref()).await.map(|_| "changed")
             }
             Action::Delete => server.delete(&path).await.map(|()| "deleted"),
