@@ -1,9 +1,13 @@
 //! The `kmirror` command line: `serve` (engine + API + dashboard for a destination cluster),
-//! `demo` (everything on embedded mock clusters), `openapi` (print the API spec).
+//! `demo` (everything on embedded mock clusters), `openapi` (print the API spec), and the client
+//! commands that drive a running server over its REST API (`mirrors`, `topics`, `describe`,
+//! `operations`, `report`, `instances`, `apply`, `export`; see `cli` and docs/cli.md).
+
+mod cli;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "kmirror", version, about = "Cluster mirroring for Apache Kafka (KIP-1279 design)")]
@@ -26,6 +30,13 @@ enum Command {
     /// Keys for secrets at rest.
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    #[command(flatten)]
+    Client(cli::ClientCommand),
+    /// Print a shell completion script (e.g. `kmirror completions bash > /etc/bash_completion.d/kmirror`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -356,6 +367,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Secrets(SecretsCommand::GenerateKey { output }) => generate_key(output.as_deref()),
+        Command::Client(command) => runtime.block_on(cli::run(command)),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "kmirror", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
 

@@ -501,6 +501,8 @@ pub struct Mirror {
     /// Seconds this instance's data paths of the mirror waited for the throttle since it started
     /// (summed over the data paths).
     pub throttled_seconds: f64,
+    /// What the mirror syncs besides records (as given on create or the last update).
+    pub sync: SyncSettings,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -526,6 +528,7 @@ impl From<&MirrorSnapshot> for Mirror {
             lag_seconds: finite(m.topics.iter().map(|t| t.lag_seconds).fold(0.0, f64::max)),
             replication_throttle_bytes_per_sec: m.replication_throttle_bytes_per_sec,
             throttled_seconds: finite(m.throttled_seconds),
+            sync: m.sync_spec.clone().into(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::app::AppState;
@@ -18,7 +18,7 @@ use super::dto::{
     ClusterResponse, HealthResponse, Mirror, MirrorCreateRequest, MirrorPath, MirrorResponse, MirrorUpdateRequest,
     MirrorsResponse, RefreshResponse, ts,
 };
-use super::problem::{ApiError, ProblemDetails};
+use super::problem::{ApiError, ProblemDetails, ProblemType};
 use super::{ApiJson, ApiPath, age_ms, now};
 
 /// Validates a new mirror's name: the engine's rules, and not `.` or `..` (a path segment
@@ -61,6 +61,52 @@ fn mirror_response(snap: &Snapshot, m: &MirrorSnapshot) -> MirrorResponse {
         snapshot_age_ms: age_ms(snap.taken_at, now()),
     }
 }
+
+/// The mirror's entity tag: a hash of its definition as the API shows it (source with secrets
+/// redacted, expected cluster ID, sync settings, throttle) and its creation time, so any change
+/// made through the API (or the dashboard) changes it, a delete and re-create too, and lag or
+/// state changes do not. The same on every instance of the same version (FNV-1a, not a
+/// per-process keyed hash). A change to a plaintext secret's value alone is not visible in it
+/// (the snapshot holds secrets redacted); a `[redacted]` value sent back keeps the stored one, so
+/// an If-Match update never overwrites such a change unless it sends that secret itself.
+pub(super) fn etag(m: &MirrorSnapshot) -> String {
+    let definition = serde_json::json!({
+        "name": m.name,
+        "bootstrap_servers": m.source_bootstrap_servers,
+        "properties": crate::domain::secrets::redact(&m.source_properties),
+        "expected_source_cluster_id": m.expected_source_cluster_id,
+        "sync": super::dto::SyncSettings::from(m.sync_spec.clone()),
+        "replication_throttle_bytes_per_sec": m.replication_throttle_bytes_per_sec,
+        "created_at": ts(m.created_at),
+    });
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in definition.to_string().bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("\"{hash:016x}\"")
+}
+
+/// `If-Match` (RFC 9110 13.1.1): `*` or a list of entity tags compared strongly (a weak tag
+/// never matches). `None` when the header is absent.
+fn if_match_allows(headers: &HeaderMap, current: &str) -> Option<bool> {
+    let mut values = headers.get_all(header::IF_MATCH).iter().peekable();
+    values.peek()?;
+    Some(values.any(|v| v.to_str().is_ok_and(|v| v.split(',').map(str::trim).any(|tag| tag == "*" || tag == current))))
+}
+
+/// The mirror's JSON with its `ETag` header.
+fn with_etag(body: MirrorResponse, etag: &str, status: StatusCode) -> Response {
+    let mut res = (status, Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+    res
+}
+
+/// One `If-Match` check and the update it guards run alone on this instance, so two updates
+/// that read the same version cannot both pass the check.
+static UPDATE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The destination cluster.
 #[utoipa::path(
@@ -128,7 +174,8 @@ pub async fn mirror_list(_auth: ViewerAuth, State(state): State<AppState>) -> Js
     request_body = MirrorCreateRequest,
     responses(
         (status = 201, description = "Created", body = MirrorResponse,
-            headers(("Location" = String, description = "The new mirror's URL"))),
+            headers(("Location" = String, description = "The new mirror's URL"),
+                ("ETag" = String, description = "The mirror's version, for `If-Match` on PATCH"))),
         (status = 400, description = "Invalid body or name", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
@@ -160,7 +207,7 @@ pub async fn mirror_create(
     let snap = state.engine.snapshot();
     let m = find_mirror(&snap, &body.name)
         .map_err(|_| ApiError::new(ProblemKind::Internal, "the new mirror is missing from the snapshot"))?;
-    let mut res = (StatusCode::CREATED, Json(mirror_response(&snap, m))).into_response();
+    let mut res = with_etag(mirror_response(&snap, m), &etag(m), StatusCode::CREATED);
     if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/mirrors/{}", body.name)) {
         res.headers_mut().insert(header::LOCATION, v);
     }
@@ -176,7 +223,9 @@ pub async fn mirror_create(
     security(("bearer" = [])),
     params(MirrorPath),
     responses(
-        (status = 200, description = "The mirror", body = MirrorResponse),
+        (status = 200, description = "The mirror", body = MirrorResponse,
+            headers(("ETag" = String, description = "The mirror definition's version (changes with every change \
+                to its source, expected cluster ID, sync settings or throttle): send it as `If-Match` on PATCH"))),
         (status = 400, description = "Invalid mirror name", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
@@ -187,16 +236,19 @@ pub async fn mirror_get(
     _auth: ViewerAuth,
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
-) -> Result<Json<MirrorResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let snap = state.engine.snapshot();
     let m = find_mirror(&snap, &mirror)?;
-    Ok(Json(mirror_response(&snap, m)))
+    Ok(with_etag(mirror_response(&snap, m), &etag(m), StatusCode::OK))
 }
 
 /// Change a mirror (admin).
 ///
 /// Absent fields are left alone. `source` replaces the whole source connection; sending a
-/// `[redacted]` property value keeps the stored secret.
+/// `[redacted]` property value keeps the stored secret. With `If-Match` (the `ETag` of a GET),
+/// the change is made only if the mirror is still that version: otherwise nothing is written and
+/// the answer is 412 `precondition-failed`, so a read-modify-write never overwrites a change made
+/// in between.
 #[utoipa::path(
     patch,
     path = "/api/v1/mirrors/{mirror}",
@@ -204,15 +256,19 @@ pub async fn mirror_get(
     operation_id = "mirror_update",
     security(("bearer" = [])),
     extensions(("x-required-role" = json!("admin"))),
-    params(MirrorPath),
+    params(MirrorPath,
+        ("If-Match" = Option<String>, Header, description = "The `ETag` the change is based on (or `*`)")),
     request_body = MirrorUpdateRequest,
     responses(
-        (status = 200, description = "The changed mirror", body = MirrorResponse),
+        (status = 200, description = "The changed mirror", body = MirrorResponse,
+            headers(("ETag" = String, description = "The changed mirror's version"))),
         (status = 400, description = "Invalid body or name", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 412, description = "`If-Match` names another version: the mirror changed since it was read (precondition-failed)",
+            body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 422, description = "A client property is refused (invalid-property): not on the allow list, loads code, \
@@ -225,9 +281,17 @@ pub async fn mirror_update(
     AdminAuth(caller): AdminAuth,
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<MirrorUpdateRequest>,
-) -> Result<Json<MirrorResponse>, ApiError> {
-    find_mirror(&state.engine.snapshot(), &mirror)?;
+) -> Result<Response, ApiError> {
+    let _one_at_a_time = UPDATE_LOCK.lock().await;
+    let current = etag(find_mirror(&state.engine.snapshot(), &mirror)?);
+    if if_match_allows(&headers, &current) == Some(false) {
+        return Err(ApiError::new(
+            ProblemType::PreconditionFailed,
+            format!("mirror {mirror:?} changed since it was read (it is now version {current}); read it again"),
+        ));
+    }
     let properties = body.source.as_ref().map(|s| s.properties.clone()).unwrap_or_default();
     let update = MirrorUpdate {
         source: body.source.map(|s| SourceSpec { bootstrap_servers: s.bootstrap_servers, properties: s.properties }),
@@ -242,7 +306,7 @@ pub async fn mirror_update(
         .map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
     let m = find_mirror(&snap, &mirror)?;
-    Ok(Json(mirror_response(&snap, m)))
+    Ok(with_etag(mirror_response(&snap, m), &etag(m), StatusCode::OK))
 }
 
 /// Delete a mirror (admin).
@@ -350,5 +414,69 @@ mod tests {
         let e = scrub_secrets(e, &props);
         assert_eq!(e.detail, "bad value \"[redacted]\" next to \"visible-id\"");
         assert_eq!(e.problem, ProblemType::Engine(ProblemKind::InvalidName));
+    }
+
+    fn mirror() -> MirrorSnapshot {
+        MirrorSnapshot {
+            name: "m".into(),
+            source_bootstrap_servers: "src:9092".into(),
+            source_properties: [("sasl.password".to_string(), "[redacted]".to_string())].into_iter().collect(),
+            expected_source_cluster_id: Some("id".into()),
+            sync_spec: Default::default(),
+            observed_source_cluster_id: None,
+            cluster_id_status: crate::engine::ClusterIdStatus::Ok,
+            cluster_id_checked_at: None,
+            cluster_id_error: None,
+            data_path: crate::engine::DataPathStatus::Running,
+            replication_throttle_bytes_per_sec: None,
+            throttled_seconds: 0.0,
+            created_at: crate::domain::Timestamp::from_millis(1_000),
+            sync: Vec::new(),
+            groups: Vec::new(),
+            topics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_etag_follows_the_definition_only() {
+        let m = mirror();
+        let tag = etag(&m);
+        assert!(tag.starts_with('"') && tag.ends_with('"') && tag.len() == 18, "{tag}");
+        assert_eq!(etag(&mirror()), tag, "deterministic");
+        // Not the live data.
+        let live = MirrorSnapshot { throttled_seconds: 5.0, observed_source_cluster_id: Some("x".into()), ..mirror() };
+        assert_eq!(etag(&live), tag);
+        // Every part of the definition.
+        let changes = [
+            MirrorSnapshot { source_bootstrap_servers: "other:9092".into(), ..mirror() },
+            MirrorSnapshot { source_properties: Default::default(), ..mirror() },
+            MirrorSnapshot { expected_source_cluster_id: None, ..mirror() },
+            MirrorSnapshot { replication_throttle_bytes_per_sec: Some(4096), ..mirror() },
+            MirrorSnapshot { sync_spec: crate::engine::SyncSpec { acls: false, ..Default::default() }, ..mirror() },
+            MirrorSnapshot { created_at: crate::domain::Timestamp::from_millis(2_000), ..mirror() },
+        ];
+        for changed in changes {
+            assert_ne!(etag(&changed), tag, "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn if_match_compares_strongly() {
+        let current = "\"00000000000000ab\"";
+        let headers = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(header::IF_MATCH, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        assert_eq!(if_match_allows(&headers(&[]), current), None);
+        assert_eq!(if_match_allows(&headers(&[current]), current), Some(true));
+        assert_eq!(if_match_allows(&headers(&["*"]), current), Some(true));
+        assert_eq!(if_match_allows(&headers(&["\"1\", \"00000000000000ab\""]), current), Some(true));
+        assert_eq!(if_match_allows(&headers(&["\"1\"", current]), current), Some(true));
+        assert_eq!(if_match_allows(&headers(&["\"1\""]), current), Some(false));
+        assert_eq!(if_match_allows(&headers(&["W/\"00000000000000ab\""]), current), Some(false));
+        assert_eq!(if_match_allows(&headers(&["00000000000000ab"]), current), Some(false));
     }
 }

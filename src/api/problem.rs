@@ -81,6 +81,9 @@ problem_table! {
     InvalidQuery => ("invalid-query", BAD_REQUEST, "Invalid query parameter"),
     /// The `page_token` was not issued for this listing (or was altered).
     InvalidPageToken => ("invalid-page-token", BAD_REQUEST, "Invalid page token"),
+    /// `If-Match` names another version of the resource than the current one: it changed since
+    /// the client read it (nothing was written).
+    PreconditionFailed => ("precondition-failed", PRECONDITION_FAILED, "Precondition failed"),
     /// The body is not `application/json`.
     UnsupportedMediaType => ("unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
     /// Too many failed authentications from this client address; `Retry-After` says when to
@@ -115,7 +118,7 @@ impl From<ProblemKind> for ProblemType {
 /// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,
 /// internal 500, too-many-topics 400, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
 /// method-not-allowed 405, payload-too-large 413, invalid-body 400, invalid-query 400,
-/// invalid-page-token 400, unsupported-media-type 415, too-many-requests 429,
+/// invalid-page-token 400, precondition-failed 412, unsupported-media-type 415, too-many-requests 429,
 /// misdirected-request 421, cross-origin 403.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({

@@ -8,6 +8,7 @@ mod access;
 mod alerts;
 mod api;
 mod cli;
+mod client;
 mod docs;
 mod engine;
 mod failback;

@@ -1,0 +1,386 @@
+//! `topics start|stop|pause|resume|recover --mirror M --topics LIST-OR-REGEX [--exclude REGEX]
+//! [--validate-only] [--wait [--timeout D]]`.
+//!
+//! How the selection reaches the API (`topics` names or one `pattern`, see `StartRequest` and
+//! `LifecycleRequest`):
+//! - only names, no `--exclude`: `{"topics": [...]}` (a name the server does not know fails
+//!   alone, with its slug);
+//! - one regex, no names, no `--exclude`: `{"pattern": "..."}`;
+//! - otherwise (several regexes, names and regexes, or `--exclude`, which the API does not
+//!   have): first a `validate_only` call with the regexes as one pattern, whose per-topic results
+//!   name every topic they match (for `start`, source topics too); then the real call with those
+//!   names plus the names given, minus every topic an `--exclude` regex matches.
+
+use serde_json::{Value, json};
+
+use super::commands::{parse, print_operation, wait_for};
+use super::http::{Failure, Server, check_name, problem_status, report_item};
+use super::output::{self, Format};
+use super::types::LifecycleResponse;
+use super::{LifecycleArgs, TopicsArgs, TopicsCommand, Truncation};
+
+/// The five lifecycle operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Start,
+    Stop,
+    Pause,
+    Resume,
+    Recover,
+}
+
+impl Op {
+    fn path(self) -> &'static str {
+        match self {
+            Op::Start => "start",
+            Op::Stop => "stop",
+            Op::Pause => "pause",
+            Op::Resume => "resume",
+            Op::Recover => "recover",
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Op::Start => "Started",
+            Op::Stop => "Stopped",
+            Op::Pause => "Paused",
+            Op::Resume => "Resumed",
+            Op::Recover => "Recovered",
+        }
+    }
+
+    fn would(self) -> &'static str {
+        match self {
+            Op::Start => "would start",
+            Op::Stop => "would stop",
+            Op::Pause => "would pause",
+            Op::Resume => "would resume",
+            Op::Recover => "would recover",
+        }
+    }
+}
+
+/// A topic item of `--topics`: a literal name (Kafka's name characters only) or a regex.
+fn is_literal(item: &str) -> bool {
+    item.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Splits a comma-separated list, dropping empty items.
+fn items(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// A whole-name regex, as the server compiles it.
+fn whole(pattern: &str) -> Result<regex::Regex, Failure> {
+    regex::Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| Failure::Usage(format!("invalid regex {pattern:?}: {e}")))
+}
+
+/// What `--topics` / `--exclude` / `--all` select.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    All,
+    Names(Vec<String>),
+    Pattern(String),
+    /// Resolved by this client: `names` given literally, `patterns` asked of the server, minus
+    /// `exclude`.
+    Resolve {
+        names: Vec<String>,
+        patterns: Vec<String>,
+        exclude: Vec<String>,
+    },
+}
+
+pub fn selection(args: &LifecycleArgs) -> Result<Selection, Failure> {
+    let exclude = args.exclude.as_deref().map(items).unwrap_or_default();
+    for e in &exclude {
+        whole(e)?;
+    }
+    if args.all {
+        if !exclude.is_empty() {
+            return Err(Failure::Usage("--exclude does not apply to --all (select with --topics '.*' instead)".into()));
+        }
+        return Ok(Selection::All);
+    }
+    let list = items(args.topics.as_deref().unwrap_or(""));
+    if list.is_empty() {
+        return Err(Failure::Usage("--topics names no topic".into()));
+    }
+    let (names, patterns): (Vec<String>, Vec<String>) = list.into_iter().partition(|i| is_literal(i));
+    for n in &names {
+        check_name("topic", n)?;
+    }
+    for p in &patterns {
+        whole(p)?;
+    }
+    let mut unique = std::collections::BTreeSet::new();
+    let names: Vec<String> = names.into_iter().filter(|n| unique.insert(n.clone())).collect();
+    Ok(match (names.len(), patterns.len(), exclude.is_empty()) {
+        (_, 0, true) => Selection::Names(names),
+        (0, 1, true) => Selection::Pattern(patterns.into_iter().next().unwrap_or_default()),
+        _ => Selection::Resolve { names, patterns, exclude },
+    })
+}
+
+/// The regexes as one pattern.
+fn joined(patterns: &[String]) -> String {
+    patterns.iter().map(|p| format!("(?:{p})")).collect::<Vec<_>>().join("|")
+}
+
+/// `names` + what `patterns` match on the server, minus `exclude`.
+async fn resolve(
+    server: &Server,
+    path: &str,
+    names: &[String],
+    patterns: &[String],
+    exclude: &[String],
+) -> Result<Vec<String>, Failure> {
+    let mut topics: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    if !patterns.is_empty() {
+        let r: LifecycleResponse =
+            server.post(path, &json!({ "pattern": joined(patterns), "validate_only": true })).await?;
+        topics.extend(r.results.into_iter().map(|r| r.topic));
+    }
+    let excluded: Vec<regex::Regex> = exclude.iter().map(|e| whole(e)).collect::<Result<_, _>>()?;
+    Ok(topics.into_iter().filter(|t| !excluded.iter().any(|re| re.is_match(t))).collect())
+}
+
+/// The fields of the request beside the selection.
+struct Extra {
+    fields: serde_json::Map<String, Value>,
+    /// Flags that need fields the server may not have yet (`--promote`, `--all`).
+    newer: Vec<&'static str>,
+}
+
+pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
+    let server = Server::new(&a.conn)?;
+    let format = a.conn.output;
+    let (op, common, mut extra) = match a.command {
+        TopicsCommand::Start(s) => {
+            if s.quarantine && s.truncation != Truncation::Resync {
+                return Err(Failure::Usage("--quarantine only applies to --truncation resync".into()));
+            }
+            let mut fields = serde_json::Map::new();
+            if s.truncation == Truncation::Resync {
+                fields.insert("truncation".into(), json!("resync"));
+                fields.insert("quarantine".into(), json!(s.quarantine));
+            }
+            (Op::Start, s.common, Extra { fields, newer: Vec::new() })
+        }
+        TopicsCommand::Stop(s) => {
+            let mut fields = serde_json::Map::new();
+            let mut newer = Vec::new();
+            if s.promote {
+                fields.insert("require_caught_up".into(), json!(true));
+                if let Some(t) = s.promote_timeout {
+                    fields.insert("timeout_ms".into(), json!(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
+                }
+                newer.push("--promote");
+            }
+            (Op::Stop, s.common, Extra { fields, newer })
+        }
+        TopicsCommand::Pause(c) => (Op::Pause, c, Extra { fields: Default::default(), newer: Vec::new() }),
+        TopicsCommand::Resume(c) => (Op::Resume, c, Extra { fields: Default::default(), newer: Vec::new() }),
+        TopicsCommand::Recover(c) => (Op::Recover, c, Extra { fields: Default::default(), newer: Vec::new() }),
+    };
+    check_name("mirror", &common.mirror)?;
+    let path = format!("/api/v1/mirrors/{}/topics:{}", common.mirror, op.path());
+    let mut body = serde_json::Map::new();
+    match selection(&common)? {
+        Selection::All => {
+            body.insert("all".into(), json!(true));
+            extra.newer.push("--all");
+        }
+        Selection::Names(n) => {
+            body.insert("topics".into(), json!(n));
+        }
+        Selection::Pattern(p) => {
+            body.insert("pattern".into(), json!(p));
+        }
+        Selection::Resolve { names, patterns, exclude } => {
+            let topics = resolve(&server, &path, &names, &patterns, &exclude).await?;
+            if topics.is_empty() {
+                eprintln!(
+                    "kmirror: no topic matched --topics{}",
+                    if exclude.is_empty() { "" } else { " after --exclude" }
+                );
+                if format == Format::Json {
+                    output::print_json(
+                        &json!({ "operation_id": null, "validate_only": common.validate_only, "results": [] }),
+                    );
+                }
+                return Ok(());
+            }
+            body.insert("topics".into(), json!(topics));
+        }
+    }
+    body.extend(extra.fields);
+    body.insert("validate_only".into(), json!(common.validate_only));
+    let v: Value = match server.post(&path, &Value::Object(body)).await {
+        Ok(v) => v,
+        Err(f) => return Err(unsupported(f, &extra.newer)),
+    };
+    let r: LifecycleResponse = parse(&v, "lifecycle answer")?;
+    let ok: Vec<&str> = r.results.iter().filter(|t| t.ok).map(|t| t.topic.as_str()).collect();
+    let failed: Vec<&str> = r.results.iter().filter(|t| !t.ok).map(|t| t.topic.as_str()).collect();
+    let waited = if common.wait && !r.validate_only && !ok.is_empty() {
+        if format == Format::Table {
+            print_summary(op, &common.mirror, &r, &ok, &failed);
+        }
+        Some(wait_for(&server, &r.operation_id, common.timeout).await)
+    } else {
+        if common.wait && r.validate_only {
+            eprintln!("kmirror: --validate-only changes nothing: nothing to wait for");
+        }
+        None
+    };
+    for t in r.results.iter().filter(|t| !t.ok) {
+        match &t.error {
+            Some(e) => report_item(&format!("topic {}", t.topic), &e.problem_type, &e.detail),
+            None => report_item(&format!("topic {}", t.topic), "unknown", "failed without a problem"),
+        }
+    }
+    match format {
+        Format::Json => {
+            let mut out = v.clone();
+            if let Some(Ok((op_json, _))) = &waited {
+                out["operation"] = op_json.clone();
+            }
+            output::print_json(&out);
+        }
+        Format::Table => {
+            if waited.is_none() {
+                print_summary(op, &common.mirror, &r, &ok, &failed);
+            }
+        }
+    }
+    let wait_result = match waited {
+        None => Ok(()),
+        Some(Err(f)) => Err(f),
+        Some(Ok((_, op_state))) => {
+            let behind: Vec<String> = op_state
+                .progress
+                .iter()
+                .flat_map(|p| &p.partitions)
+                .filter(|p| !p.done)
+                .map(|p| {
+                    let why = p.error.as_ref().map(|e| format!(" ({}: {})", e.code, e.message)).unwrap_or_default();
+                    format!("{}-{} {}{why}", p.topic, p.partition, p.state)
+                })
+                .collect();
+            if format == Format::Table {
+                print_operation(&op_state);
+            }
+            if behind.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::Failed(format!("{} partition(s) cannot get there: {}", behind.len(), behind.join(", "))))
+            }
+        }
+    };
+    if !failed.is_empty() {
+        return Err(Failure::Failed(format!("{} of {} topic(s) failed", failed.len(), r.results.len())));
+    }
+    wait_result
+}
+
+fn print_summary(op: Op, mirror: &str, r: &LifecycleResponse, ok: &[&str], failed: &[&str]) {
+    if r.validate_only {
+        println!(
+            "Validated (nothing changed): {} {} topic(s) in mirror {mirror}: [{}]",
+            op.would(),
+            ok.len(),
+            ok.join(", ")
+        );
+        if !failed.is_empty() {
+            println!("Would fail: {} topic(s): [{}]", failed.len(), failed.join(", "));
+        }
+    } else {
+        println!("{} {} topic(s) in mirror {mirror}: [{}]", op.done(), ok.len(), ok.join(", "));
+        if !failed.is_empty() {
+            println!("Failed: {} topic(s): [{}]", failed.len(), failed.join(", "));
+        }
+        println!("Operation {} (kmirror operations show {} --wait)", r.operation_id, r.operation_id);
+    }
+}
+
+/// A 400/422 refusing a field a flag needs: this server does not have the feature yet.
+fn unsupported(f: Failure, newer: &[&'static str]) -> Failure {
+    let refused_field = match &f {
+        Failure::Problem(p) => {
+            matches!(problem_status(&f).map(|s| s.as_u16()), Some(400 | 422))
+                && p.problem_type == "invalid-body"
+                && p.detail.contains("unknown field")
+        }
+        _ => false,
+    };
+    if refused_field && !newer.is_empty() {
+        let detail = if let Failure::Problem(p) = &f { p.detail.clone() } else { String::new() };
+        return Failure::Usage(format!(
+            "this kmirror server does not support {} yet (it refused the request: {detail})",
+            newer.join(" and ")
+        ));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(topics: Option<&str>, exclude: Option<&str>, all: bool) -> LifecycleArgs {
+        LifecycleArgs {
+            mirror: "m".into(),
+            topics: topics.map(str::to_string),
+            exclude: exclude.map(str::to_string),
+            all,
+            validate_only: false,
+            wait: false,
+            timeout: std::time::Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn selections_map_to_names_a_pattern_or_a_resolution() {
+        let s = |t, e, all| selection(&args(t, e, all));
+        assert_eq!(
+            s(Some("a, b,a,,orders.eu"), None, false).unwrap(),
+            Selection::Names(vec!["a".into(), "b".into(), "orders.eu".into()])
+        );
+        assert_eq!(s(Some("orders-.*"), None, false).unwrap(), Selection::Pattern("orders-.*".into()));
+        assert_eq!(
+            s(Some("a,orders-.*"), None, false).unwrap(),
+            Selection::Resolve { names: vec!["a".into()], patterns: vec!["orders-.*".into()], exclude: vec![] }
+        );
+        assert_eq!(
+            s(Some("a"), Some("x.*"), false).unwrap(),
+            Selection::Resolve { names: vec!["a".into()], patterns: vec![], exclude: vec!["x.*".into()] }
+        );
+        assert_eq!(s(None, None, true).unwrap(), Selection::All);
+        for (t, e) in [(Some("(unclosed"), None), (Some("a"), Some("[")), (Some(" , "), None)] {
+            assert!(matches!(s(t, e, false), Err(Failure::Usage(_))), "{t:?} {e:?}");
+        }
+        assert!(matches!(s(None, Some("x"), true), Err(Failure::Usage(_))));
+        assert_eq!(joined(&["a.*".into(), "b|c".into()]), "(?:a.*)|(?:b|c)");
+    }
+
+    #[test]
+    fn unknown_fields_mean_an_older_server() {
+        let p = |status, slug: &str, detail: &str| {
+            Failure::Problem(super::super::http::Problem {
+                problem_type: slug.into(),
+                title: String::new(),
+                status,
+                detail: detail.into(),
+            })
+        };
+        let f = unsupported(p(400, "invalid-body", "unknown field `all`, expected one of ..."), &["--all"]);
+        assert!(matches!(&f, Failure::Usage(m) if m.contains("does not support --all")), "{f:?}");
+        assert_eq!(f.exit_code(), 2);
+        let f = unsupported(p(400, "invalid-body", "unknown field `all`"), &[]);
+        assert_eq!(f.exit_code(), 1);
+        let f = unsupported(p(404, "mirror-not-found", "no"), &["--all"]);
+        assert_eq!(f.exit_code(), 1);
+    }
+}
