@@ -1,4 +1,4 @@
-//! The `kmirror` client commands (issue 45) against a real `kmirror serve` on the rig: every
+//! The `kmirror` client commands against a real `kmirror serve` on the rig: every
 //! command and flag, output columns and JSON, the exit codes 0/1/2 from real cases, mirrors as
 //! code (`apply`, `export`) and the `ETag` / `If-Match` check that keeps a concurrent change from
 //! being overwritten.
@@ -89,7 +89,8 @@ impl Serve {
                  [engine]\nstate_topic = \"{state_topic}\"\nstate_partitions = 1\ninstance_id = \"{id}\"\n\
                  cluster_name = \"{id}\"\nmembership = \"standalone\"\nlag_refresh_interval_ms = 500\n\
                  [[auth.tokens]]\nname = \"ops\"\nrole = \"admin\"\ntoken = \"{ADMIN}\"\n\
-                 [[auth.tokens]]\nname = \"watcher\"\nrole = \"viewer\"\ntoken = \"{VIEWER}\"\n",
+                 [[auth.tokens]]\nname = \"watcher\"\nrole = \"viewer\"\ntoken = \"{VIEWER}\"\n\
+                 [secrets]\nenv_allow = [\"CLIENT_TEST_PW_*\"]\n",
                 Cluster::Destination.bootstrap()
             ),
         );
