@@ -463,6 +463,10 @@ pub enum ClusterIdCheck {
     Mismatch,
     /// The source did not answer (retryable; not a mismatch).
     Unreachable,
+    /// The source refused the mirror's credentials (authentication failed); retried.
+    AuthenticationFailed,
+    /// The TLS handshake with the source failed; retried.
+    TlsFailed,
 }
 
 impl From<ClusterIdStatus> for ClusterIdCheck {
@@ -472,6 +476,8 @@ impl From<ClusterIdStatus> for ClusterIdCheck {
             ClusterIdStatus::Ok => Self::Ok,
             ClusterIdStatus::Mismatch => Self::Mismatch,
             ClusterIdStatus::Unreachable => Self::Unreachable,
+            ClusterIdStatus::AuthenticationFailed => Self::AuthenticationFailed,
+            ClusterIdStatus::TlsFailed => Self::TlsFailed,
         }
     }
 }

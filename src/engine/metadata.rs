@@ -135,6 +135,9 @@ struct GroupCounts {
 pub(super) struct RefreshReport {
     /// The source's cluster ID, or why it could not be read.
     pub cluster_id: Result<String, String>,
+    /// Why the cluster-ID check got no answer, when it did not: unreachable, or the source
+    /// refused the credentials or the TLS handshake.
+    pub check_failed: crate::engine::ClusterIdStatus,
     /// Topic -> Some((source topic ID, partition count)), None when the topic is missing.
     pub topics: BTreeMap<String, Option<(String, usize)>>,
     pub configs: KindOutcome,
@@ -161,6 +164,7 @@ fn unsupported(admin: &dyn super::ports::ClusterAdmin, e: &crate::kafka::KafkaEr
 pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     let mut report = RefreshReport {
         cluster_id: Err("not checked".into()),
+        check_failed: crate::engine::ClusterIdStatus::Unreachable,
         topics: BTreeMap::new(),
         configs: KindOutcome::default(),
         groups: KindOutcome::default(),
@@ -172,6 +176,8 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     match input.source.describe_cluster().await {
         Ok(c) => report.cluster_id = Ok(c.cluster_id),
         Err(e) => {
+            report.check_failed =
+                crate::engine::ClusterIdStatus::of_failed_check(e.is("_AUTHENTICATION"), e.is("_SSL"));
             report.cluster_id = Err(e.to_string());
             return report;
         }

@@ -66,6 +66,12 @@ problem_kinds! {
     /// The operator-supplied source does not answer (a problem with the request's source, so 422
     /// rather than a 5xx of kmirror's own).
     SourceUnreachable => ("source-unreachable", 422, "Source cluster unreachable"),
+    /// The source refused the mirror's credentials (SASL authentication failed). Names the
+    /// mechanism and user, never the password.
+    SourceAuthenticationFailed => ("source-authentication-failed", 422, "Source refused the credentials"),
+    /// The TLS handshake with the source failed (its certificate is not trusted, or it refused
+    /// the client certificate).
+    SourceTlsFailed => ("source-tls-failed", 422, "TLS handshake with the source failed"),
     DestinationUnavailable => ("destination-unavailable", 503, "Destination cluster unavailable"),
     MirrorHasActiveTopics => ("mirror-has-active-topics", 409, "Mirror has topics that are not STOPPED"),
     /// Another kmirror instance with the same instance ID took over; this one no longer writes.

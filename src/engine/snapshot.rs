@@ -94,6 +94,22 @@ pub enum ClusterIdStatus {
     Mismatch,
     /// The source did not answer (retryable; not a mismatch).
     Unreachable,
+    /// The source refused the mirror's credentials (SASL authentication failed).
+    AuthenticationFailed,
+    /// The TLS handshake with the source failed.
+    TlsFailed,
+}
+
+impl ClusterIdStatus {
+    /// The status of a check that got no answer: why, when the client was told.
+    #[must_use]
+    pub fn of_failed_check(authentication_failed: bool, tls_failed: bool) -> ClusterIdStatus {
+        match (authentication_failed, tls_failed) {
+            (true, _) => ClusterIdStatus::AuthenticationFailed,
+            (_, true) => ClusterIdStatus::TlsFailed,
+            _ => ClusterIdStatus::Unreachable,
+        }
+    }
 }
 
 /// What a mirror's data path is doing. The dashboard colours it by [`DataPathStatus::health`]

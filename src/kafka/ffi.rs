@@ -410,3 +410,53 @@ pub(crate) fn property_table() -> Vec<PropertyRow> {
         })
         .collect()
 }
+
+/// An event librdkafka put on a client's main queue.
+pub(super) enum MainEvent {
+    /// A client-level error (`error_cb`): a broker refused the credentials, a connection failed.
+    Error { code: KafkaCode, reason: String },
+    /// A log line (`log.queue` routes librdkafka's logs to the main queue).
+    Log { level: i32, facility: String, message: String },
+}
+
+/// Takes up to `max` events off `rk`'s main queue without waiting. An admin client never polls
+/// that queue itself (rdkafka's admin client polls only its own result queue), so its log lines
+/// and client errors (one per failed connection attempt to a broker that is down or refuses the
+/// credentials) would pile up there for the client's whole life, unread.
+///
+/// # Safety
+/// `rk` must be a live client handle for the duration of the call.
+pub(super) unsafe fn drain_main_queue(rk: *mut rd::rd_kafka_t, max: usize) -> Vec<MainEvent> {
+    let mut out = Vec::new();
+    // SAFETY: `rk` is live (the caller's contract); the queue reference is ours to destroy.
+    let Some(queue) = (unsafe { Owned::new(rd::rd_kafka_queue_get_main(rk), rd::rd_kafka_queue_destroy) }) else {
+        return out;
+    };
+    while out.len() < max {
+        // SAFETY: `queue` is a live queue; a zero timeout returns at once; the event (if any) is
+        // ours and destroyed by `Owned`.
+        let Some(ev) = (unsafe { Owned::new(rd::rd_kafka_queue_poll(queue.ptr(), 0), rd::rd_kafka_event_destroy) })
+        else {
+            break;
+        };
+        // SAFETY: `ev` is a live event; the strings it hands out live as long as the event and
+        // are copied before it is destroyed.
+        unsafe {
+            match rd::rd_kafka_event_type(ev.ptr()) {
+                rd::RD_KAFKA_EVENT_ERROR => out.push(MainEvent::Error {
+                    code: kafka_code(rd::rd_kafka_event_error(ev.ptr())),
+                    reason: string(rd::rd_kafka_event_error_string(ev.ptr())),
+                }),
+                rd::RD_KAFKA_EVENT_LOG => {
+                    let (mut fac, mut msg, mut level): (*const c_char, *const c_char, i32) =
+                        (std::ptr::null(), std::ptr::null(), 0);
+                    if rd::rd_kafka_event_log(ev.ptr(), &mut fac, &mut msg, &mut level) == 0 {
+                        out.push(MainEvent::Log { level, facility: string(fac), message: string(msg) });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}

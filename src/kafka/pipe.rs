@@ -1187,6 +1187,18 @@ impl Pipe {
                 | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
                 | Some(RDKafkaErrorCode::UnknownTopic)
         );
+        if let Some(what) = super::admin::refusal_kind(code, &text) {
+            // The source refused the credentials or the TLS handshake: librdkafka keeps
+            // reconnecting, and the data path says why it is not mirroring rather than
+            // looking idle (or unreachable).
+            let message = format!(
+                "the source refused the connection: {what} ({}); retrying",
+                super::client::scrub_secrets(&text)
+            );
+            tracing::warn!(mirror = %self.config.mirror, "{message}");
+            self.emit(PipeEvent::Retrying { attempt: 0, message });
+            return;
+        }
         if !truncation {
             tracing::debug!(mirror = %self.config.mirror, error = %text, "transient source consumer error");
             return;

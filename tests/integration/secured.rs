@@ -430,3 +430,85 @@ async fn references_resolve_only_in_secret_properties_and_only_allowed_variables
     assert!(e.to_string().contains("env_allow") && !e.to_string().contains(&path), "{e}");
     engine.stop().await;
 }
+
+/// Refused credentials are said as such, as fast as the broker answers: a wrong SCRAM password
+/// is `source-authentication-failed` naming the mechanism and user (never the password), an
+/// untrusted broker certificate is `source-tls-failed`; a running mirror whose credentials stop
+/// working shows "authentication failed" in its data path and its cluster-ID check, not
+/// "unreachable".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_and_tls_handshakes_are_said_as_such() {
+    use kmirror::engine::{ClusterIdStatus, MirrorUpdate};
+    let _rig = shared().await;
+    allow_rig_secret_files();
+    let engine = TestEngine::start().await;
+    let spec = |name: &str, bootstrap: String, properties| MirrorSpec {
+        name: name.to_string(),
+        source: SourceSpec { bootstrap_servers: bootstrap, properties },
+        expected_source_cluster_id: None,
+        sync: Default::default(),
+        replication_throttle_bytes_per_sec: None,
+    };
+    let wrong = "wrong-password-9d2e71";
+    let t0 = std::time::Instant::now();
+    let e = engine
+        .handle
+        .create_mirror(spec(&unique("auth-bad"), env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"), sasl(wrong)), actor())
+        .await
+        .expect_err("refused");
+    let took = t0.elapsed();
+    assert_eq!(e.kind(), ProblemKind::SourceAuthenticationFailed, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("SCRAM-SHA-512") && text.contains(&format!("{:?}", env("KMIRROR_TEST_SASL_USERNAME"))),
+        "{text}"
+    );
+    assert!(text.contains("authentication failed") && !text.contains(wrong), "{text}");
+    assert!(took < Duration::from_secs(8), "the refusal took {took:?} (the probe's timeout is 10 s)");
+
+    // A broker certificate the client does not trust (the system's CAs, not the rig's).
+    let mut untrusted = mtls();
+    untrusted.insert("ssl.ca.location".into(), "/etc/ssl/certs/ca-certificates.crt".into());
+    let e = engine
+        .handle
+        .create_mirror(spec(&unique("tls-bad"), env("KMIRROR_TEST_SOURCE_SSL_BOOTSTRAP"), untrusted), actor())
+        .await
+        .expect_err("refused");
+    assert_eq!(e.kind(), ProblemKind::SourceTlsFailed, "{e}");
+    assert!(e.to_string().contains("TLS handshake"), "{e}");
+
+    // A running mirror whose password stops working (changed to a wrong one).
+    let topic = TestTopic::create(Cluster::Source, "auth-run", 1, &[]).await;
+    let m = unique("auth-run");
+    let password = env("KMIRROR_TEST_SASL_PASSWORD");
+    engine
+        .handle
+        .create_mirror(spec(&m, env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"), sasl(&password)), actor())
+        .await
+        .expect("create");
+    engine.op_ok(&m, &[&topic.name], LifecycleOp::Start { truncation: Default::default() }).await;
+    engine.wait_state(&m, &topic.name, PartitionState::Mirroring).await;
+    let source = SourceSpec { bootstrap_servers: env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"), properties: sasl(wrong) };
+    engine
+        .handle
+        .update_mirror(&m, MirrorUpdate { source: Some(source), ..Default::default() }, actor())
+        .await
+        .expect("update");
+    let _ = engine.handle.refresh_now(&m).await;
+    let (status, error, data_path) = eventually("authentication failed is shown", Duration::from_secs(60), || async {
+        let snap = engine.handle.snapshot();
+        let mm = snap.mirror(&m)?;
+        let data_path = mm.data_path.to_string();
+        (mm.cluster_id_status == ClusterIdStatus::AuthenticationFailed && data_path.contains("authentication failed"))
+            .then(|| (mm.cluster_id_status, mm.cluster_id_error.clone().unwrap_or_default(), data_path))
+    })
+    .await;
+    assert_eq!(status, ClusterIdStatus::AuthenticationFailed);
+    assert!(error.contains("authentication failed") && !error.contains("unreachable"), "{error}");
+    for t in [&error, &data_path] {
+        assert!(!t.contains(wrong) && !t.contains(&password), "{t}");
+    }
+    engine.op_ok(&m, &[&topic.name], LifecycleOp::Stop).await;
+    engine.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}

@@ -130,12 +130,36 @@ async fn create_probe(ports: &dyn Ports, source: SourceSpec) -> Result<ClusterDe
         ports.connect_source(&source.bootstrap_servers, &source.properties, CREATE_PROBE_TIMEOUT).map_err(|e| {
             EngineError::rejected(ProblemKind::InvalidName, format!("invalid source client properties: {e}"))
         })?;
-    let cluster = admin.describe_cluster().await.map_err(|e| {
-        EngineError::rejected(ProblemKind::SourceUnreachable, format!("the source cluster does not answer: {e}"))
-    });
+    let cluster = admin.describe_cluster().await.map_err(|e| source_error(&source, &e));
     // Destroying a client that never reached its brokers can block: not on a runtime worker.
     drop(tokio::task::spawn_blocking(move || drop(admin)));
     cluster
+}
+
+/// Why a source did not answer a mirror's client, as an operator reads it: refused credentials
+/// (with the mechanism and user, never the password) and a failed TLS handshake are not an
+/// unreachable cluster.
+pub(super) fn source_error(source: &SourceSpec, e: &crate::kafka::KafkaError) -> EngineError {
+    let prop = |names: &[&str]| names.iter().find_map(|n| source.properties.get(*n)).cloned();
+    if e.is("_AUTHENTICATION") {
+        let mechanism = prop(&["sasl.mechanism", "sasl.mechanisms"]).unwrap_or_else(|| "GSSAPI".into());
+        let user = prop(&["sasl.username"]).map_or_else(|| "no user".to_string(), |u| format!("user {u:?}"));
+        return EngineError::rejected(
+            ProblemKind::SourceAuthenticationFailed,
+            format!(
+                "the source cluster refused the credentials (SASL mechanism {mechanism}, {user}): authentication failed ({e})"
+            ),
+        );
+    }
+    if e.is("_SSL") {
+        return EngineError::rejected(
+            ProblemKind::SourceTlsFailed,
+            format!(
+                "the TLS handshake with the source cluster failed: check ssl.ca.location (does it trust the brokers' certificates?) and the client certificate and key ({e})"
+            ),
+        );
+    }
+    EngineError::rejected(ProblemKind::SourceUnreachable, format!("the source cluster does not answer: {e}"))
 }
 
 /// Reads what a start needs from the source: for a pattern the topic listing (the names it

@@ -291,17 +291,25 @@ impl Coordinator {
         let observed = match &report.cluster_id {
             Ok(id) => id.clone(),
             Err(e) => {
-                if m.cluster_id_status != ClusterIdStatus::Mismatch {
-                    if m.cluster_id_status != ClusterIdStatus::Unreachable {
-                        tracing::warn!(%mirror, "source cluster unreachable: {e}");
+                let status = report.check_failed;
+                let why = match status {
+                    ClusterIdStatus::AuthenticationFailed => {
+                        "the source refused the credentials (authentication failed)"
                     }
-                    m.cluster_id_status = ClusterIdStatus::Unreachable;
-                    m.cluster_id_error = Some(e.clone());
+                    ClusterIdStatus::TlsFailed => "the TLS handshake with the source failed",
+                    _ => "source cluster unreachable",
+                };
+                if m.cluster_id_status != ClusterIdStatus::Mismatch {
+                    if m.cluster_id_status != status {
+                        tracing::warn!(%mirror, "{why}: {e}");
+                    }
+                    m.cluster_id_status = status;
+                    m.cluster_id_error = Some(format!("{why}: {e}"));
                     m.cluster_id_checked_at = Some(t);
                 }
                 // The syncs did not run either: say so per kind, so a sync that cannot reach
                 // its source is never shown as healthy.
-                metadata::mark_not_run(&mut m.sync, &enabled, &format!("source cluster unreachable: {e}"), t);
+                metadata::mark_not_run(&mut m.sync, &enabled, &format!("{why}: {e}"), t);
                 return;
             }
         };

@@ -48,6 +48,12 @@ pub struct KafkaAdmin {
 
 struct Inner {
     client: AdminClient<DefaultClientContext>,
+    /// The last refusal of the credentials or TLS handshake, until a request succeeds: librdkafka
+    /// reports it only as a client error event on the main queue while the request itself waits
+    /// for its timeout ([`KafkaAdmin::pump`]).
+    refused: std::sync::Mutex<Option<Refused>>,
+    /// Woken when a refusal is recorded.
+    refusal_seen: tokio::sync::Notify,
     timeout: Duration,
     bootstrap: String,
     /// The cluster does not serve DescribeCluster: describe it from Metadata.
@@ -60,6 +66,41 @@ impl std::fmt::Debug for KafkaAdmin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Client properties may hold secrets: show only the bootstrap servers.
         f.debug_struct("KafkaAdmin").field("bootstrap", &self.inner.bootstrap).finish()
+    }
+}
+
+/// A refusal of the client's credentials or TLS handshake, as librdkafka reported it.
+#[derive(Clone)]
+struct Refused {
+    code: KafkaCode,
+    reason: String,
+}
+
+/// What a client error says the cluster refused: `"authentication failed"` (SASL) or `"TLS
+/// handshake failed"`, or `None` for any other error.
+fn refusal_of(code_name: &str, reason: &str) -> Option<&'static str> {
+    match code_name {
+        "_AUTHENTICATION" => Some("authentication failed"),
+        "_SSL" => Some("TLS handshake failed"),
+        // A broker that drops the connection during the TLS handshake (a client certificate it
+        // refuses) is reported as a transport error "... in state SSL_HANDSHAKE".
+        "_TRANSPORT" | "_ALL_BROKERS_DOWN" if reason.contains("SSL_HANDSHAKE") || reason.contains("SSL handshake") => {
+            Some("TLS handshake failed")
+        }
+        _ => None,
+    }
+}
+
+/// [`refusal_of`] for an rdkafka error code (the data path's consumer errors).
+pub(in crate::kafka) fn refusal_kind(code: Option<RDKafkaErrorCode>, reason: &str) -> Option<&'static str> {
+    let code = code?;
+    refusal_of(&code_of(code).name, reason)
+}
+
+impl Inner {
+    fn refused(&self, operation: &'static str) -> Option<KafkaError> {
+        let r = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
+        Some(KafkaError::Kafka { operation, resource: "cluster".to_string(), code: r.code, message: r.reason })
     }
 }
 
@@ -106,6 +147,8 @@ impl KafkaAdmin {
         Ok(KafkaAdmin {
             inner: Arc::new(Inner {
                 client,
+                refused: std::sync::Mutex::new(None),
+                refusal_seen: tokio::sync::Notify::new(),
                 timeout,
                 bootstrap: bootstrap.to_string(),
                 metadata_cluster: std::sync::atomic::AtomicBool::new(false),
@@ -177,15 +220,96 @@ impl KafkaAdmin {
         f: impl FnOnce(&Inner) -> KafkaResult<R> + Send + 'static,
     ) -> KafkaResult<R> {
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || f(&inner))
+        let r = tokio::task::spawn_blocking(move || f(&inner))
             .await
-            .map_err(|e| KafkaError::Task { operation, message: e.to_string() })?
+            .map_err(|e| KafkaError::Task { operation, message: e.to_string() })?;
+        self.pump();
+        r
     }
 
     /// DescribeCluster: cluster ID, brokers and the active controller. Clusters that do not
     /// implement DescribeCluster (older brokers, librdkafka's mock cluster) are described from a
     /// Metadata request instead.
     pub async fn describe_cluster(&self) -> KafkaResult<ClusterDescription> {
+        self.or_refused("DescribeCluster", self.describe_cluster_unchecked()).await
+    }
+
+    /// `work`, unless the cluster refuses this client's credentials or TLS handshake first: then
+    /// that refusal at once. A request that ends without an answer after a refusal is that
+    /// refusal too; one that succeeds forgets it.
+    async fn or_refused<T>(
+        &self,
+        operation: &'static str,
+        work: impl std::future::Future<Output = KafkaResult<T>>,
+    ) -> KafkaResult<T> {
+        let refused = async {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                let woken = self.inner.refusal_seen.notified();
+                self.pump();
+                if let Some(e) = self.inner.refused(operation) {
+                    return e;
+                }
+                tokio::select! {
+                    _ = woken => {}
+                    _ = tick.tick() => {}
+                }
+            }
+        };
+        let r = tokio::select! {
+            r = work => r,
+            e = refused => return Err(e),
+        };
+        self.pump();
+        match r {
+            Ok(v) => {
+                *self.inner.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                Ok(v)
+            }
+            Err(e) if e.is_no_answer() => Err(self.inner.refused(operation).unwrap_or(e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads the events librdkafka left on this client's main queue (nothing else reads them, so
+    /// they would pile up for the client's life): its log lines go to the debug log, scrubbed; a
+    /// refusal of the credentials or the TLS handshake
+    /// is recorded for the next request.
+    fn pump(&self) {
+        let rk = self.inner.client.inner().native_ptr();
+        // SAFETY: `rk` is this live client's handle, held by `self` for the call.
+        #[allow(unsafe_code)]
+        let events = unsafe { ffi::drain_main_queue(rk, 1_000) };
+        for ev in events {
+            match ev {
+                ffi::MainEvent::Error { code, reason } => {
+                    let reason = super::client::scrub_secrets(&reason);
+                    if refusal_of(&code.name, &reason).is_some() {
+                        *self.inner.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(Refused { code: code.clone(), reason: reason.clone() });
+                        self.inner.refusal_seen.notify_waiters();
+                    }
+                    tracing::debug!(bootstrap = %self.inner.bootstrap, "admin client error: {code}: {reason}");
+                }
+                // Debug only: what an admin client's failures mean reaches its callers as request
+                // errors (and refusals, above); at error level these lines would repeat every
+                // reconnect attempt for as long as a source is down.
+                ffi::MainEvent::Log { level, facility, message } => {
+                    let message = super::client::scrub_secrets(&message);
+                    tracing::debug!(target: "librdkafka", level, %facility, "{message}");
+                }
+            }
+        }
+    }
+
+    /// The last refusal of this client's credentials or TLS handshake, if the cluster has not
+    /// answered a request since.
+    pub fn refusal(&self) -> Option<KafkaError> {
+        self.pump();
+        self.inner.refused("connect")
+    }
+
+    async fn describe_cluster_unchecked(&self) -> KafkaResult<ClusterDescription> {
         use std::sync::atomic::Ordering;
         if self.inner.metadata_cluster.load(Ordering::Relaxed) {
             return self.describe_cluster_from_metadata().await;

@@ -29,6 +29,16 @@ pub(super) fn cluster_id_view(m: &MirrorSnapshot, now: Timestamp) -> ClusterIdVi
         ClusterIdStatus::Unreachable => {
             ("unreachable", "warn", "The source did not answer the last check; kmirror keeps retrying.")
         }
+        ClusterIdStatus::AuthenticationFailed => (
+            "authentication failed",
+            "bad",
+            "The source refused the mirror's credentials: fix them (PATCH the mirror's source properties); kmirror keeps retrying.",
+        ),
+        ClusterIdStatus::TlsFailed => (
+            "TLS handshake failed",
+            "bad",
+            "The TLS handshake with the source failed: check its CA and the client certificate; kmirror keeps retrying.",
+        ),
         ClusterIdStatus::Unknown => ("not checked yet", "muted", "The first check has not finished yet."),
     };
     ClusterIdView {
