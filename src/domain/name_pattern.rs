@@ -29,6 +29,12 @@ pub struct PatternError {
 impl NamePattern {
     /// Compiles `pattern` to match whole names.
     pub fn new(pattern: &str) -> Result<Self, PatternError> {
+        // The pattern must be a whole expression on its own: wrapped as it is, `a)|(b` would
+        // become `^(?:a)|(b)$` and match any name that starts with `a` or ends with `b`.
+        regex::RegexBuilder::new(pattern)
+            .size_limit(SIZE_LIMIT)
+            .build()
+            .map_err(|e| PatternError { pattern: pattern.to_string(), reason: e.to_string() })?;
         let regex = regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
             .size_limit(SIZE_LIMIT)
             .build()
@@ -87,6 +93,16 @@ impl NameFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alternation_cannot_escape_the_whole_name_anchoring() {
+        for bad in ["a)|(b", "x)|.*|(y", ")(", "a)"] {
+            assert!(NamePattern::new(bad).is_err(), "{bad}");
+        }
+        let p = NamePattern::new("orders|payments").unwrap();
+        assert!(p.is_match("orders") && p.is_match("payments"));
+        assert!(!p.is_match("orders.eu") && !p.is_match("x.payments"), "alternation stays whole-name");
+    }
 
     #[test]
     fn a_pattern_matches_whole_names_only() {

@@ -330,3 +330,107 @@ mod tests {
         assert_eq!(KafkaUuid::parse("AAAA"), None);
     }
 }
+
+/// Kafka's own words for a resource type, as `kafka-acls.sh` prints them.
+fn resource_word(r: ResourceType) -> &'static str {
+    match r {
+        ResourceType::Any => "any resource",
+        ResourceType::Topic => "topic",
+        ResourceType::Group => "group",
+        ResourceType::Cluster => "cluster",
+        ResourceType::TransactionalId => "transactional id",
+    }
+}
+
+fn pattern_word(p: PatternType) -> &'static str {
+    match p {
+        PatternType::Any => "any pattern",
+        PatternType::Match => "matching",
+        PatternType::Literal => "literal",
+        PatternType::Prefixed => "prefixed",
+    }
+}
+
+fn operation_word(o: AclOperation) -> &'static str {
+    match o {
+        AclOperation::Any => "ANY",
+        AclOperation::All => "ALL",
+        AclOperation::Read => "READ",
+        AclOperation::Write => "WRITE",
+        AclOperation::Create => "CREATE",
+        AclOperation::Delete => "DELETE",
+        AclOperation::Alter => "ALTER",
+        AclOperation::Describe => "DESCRIBE",
+        AclOperation::ClusterAction => "CLUSTER_ACTION",
+        AclOperation::DescribeConfigs => "DESCRIBE_CONFIGS",
+        AclOperation::AlterConfigs => "ALTER_CONFIGS",
+        AclOperation::IdempotentWrite => "IDEMPOTENT_WRITE",
+    }
+}
+
+fn permission_word(p: AclPermission) -> &'static str {
+    match p {
+        AclPermission::Any => "ANY",
+        AclPermission::Deny => "DENY",
+        AclPermission::Allow => "ALLOW",
+    }
+}
+
+/// As people read a binding: `ALLOW READ on topic orders (prefixed) for User:alice from *`.
+impl fmt::Display for AclBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} on {} {} ({}) for {} from {}",
+            permission_word(self.permission),
+            operation_word(self.operation),
+            resource_word(self.resource_type),
+            self.name,
+            pattern_word(self.pattern_type),
+            self.principal,
+            self.host
+        )
+    }
+}
+
+/// As people read a filter: `ACLs on topic orders (literal), any principal, any host`.
+impl fmt::Display for AclFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let any = |v: &Option<String>, what: &str| v.clone().unwrap_or_else(|| format!("any {what}"));
+        let kind: Vec<&str> =
+            [self.permission.map(permission_word), self.operation.map(operation_word)].into_iter().flatten().collect();
+        let acls = if kind.is_empty() { "ACLs".to_string() } else { format!("{} ACLs", kind.join(" ")) };
+        write!(
+            f,
+            "{acls} on {} {} ({}), {}, {}",
+            self.resource_type.map_or("any resource", resource_word),
+            any(&self.name, "name"),
+            self.pattern_type.map_or("any pattern", pattern_word),
+            any(&self.principal, "principal"),
+            any(&self.host, "host"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn acls_read_as_kafka_operators_write_them_not_as_rust_debug() {
+        let b = AclBinding {
+            resource_type: ResourceType::Topic,
+            name: "orders".into(),
+            pattern_type: PatternType::Prefixed,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: AclOperation::Read,
+            permission: AclPermission::Allow,
+        };
+        assert_eq!(b.to_string(), "ALLOW READ on topic orders (prefixed) for User:alice from *");
+        let any = AclFilter::default().to_string();
+        assert_eq!(any, "ACLs on any resource any name (any pattern), any principal, any host");
+        let f = AclFilter::from(&b).to_string();
+        assert!(!f.contains("None") && !f.contains('{') && f.contains("User:alice"), "{f}");
+    }
+}

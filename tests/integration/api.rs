@@ -431,6 +431,16 @@ async fn bad_requests_are_problems() {
         .problem(400, "invalid-body");
     srv.post("/api/v1/mirrors", ADMIN, json!([1, 2])).await.problem(400, "invalid-body");
     srv.call(Method::PATCH, &mp, Some(ADMIN), json!([null, null])).await.problem(400, "invalid-body");
+    // PATCH checks the source as create does: an empty bootstrap is refused, nothing changes.
+    srv.call(Method::PATCH, &mp, Some(ADMIN), json!({"source": {"bootstrap_servers": " "}}))
+        .await
+        .problem(400, "invalid-name");
+    assert_eq!(srv.get(&mp, Some(ADMIN)).await.ok(200)["source"]["bootstrap_servers"], Cluster::Source.bootstrap());
+    // A pattern cannot escape the whole-name anchoring with an alternation (`a)|(b` would match
+    // every name starting with `a` or ending with `b`).
+    srv.post(&format!("{mp}/topics:start"), OPERATOR, json!({"pattern": "a)|(b", "validate_only": true}))
+        .await
+        .problem(400, "invalid-pattern");
     let syntax = srv.request(Method::POST, "/api/v1/mirrors", Some(ADMIN)).header("content-type", "application/json");
     srv.send(syntax.body("{\"name\": ")).await.problem(400, "invalid-body");
     // A repeated key is refused (serde_json alone would keep the last value), at any depth.

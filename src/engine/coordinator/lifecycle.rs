@@ -616,7 +616,7 @@ impl Coordinator {
                     return Err(Some((ProblemKind::SourceUnreachable, e.clone())));
                 }
                 let e = dest.or(source);
-                tracing::info!(%mirror, topics = topics.len(), "start offsets in one request: {e:?}; reading them topic by topic");
+                tracing::info!(%mirror, topics = topics.len(), "start offsets in one request: {}; reading them topic by topic", e.map(|e| e.to_string()).unwrap_or_default());
                 return Err(None);
             }
         };

@@ -41,7 +41,7 @@ impl KafkaAdmin {
                         for (i, &r) in
                             ffi::c_array(rd::rd_kafka_CreateAcls_result_acls(res, &mut n), n).iter().enumerate()
                         {
-                            let what = bindings.get(i).map(|b| format!("{b:?}")).unwrap_or_default();
+                            let what = bindings.get(i).map(ToString::to_string).unwrap_or_default();
                             ffi::borrowed_error(OP, &what, rd::rd_kafka_acl_result_error(r))?;
                         }
                         Ok(())
@@ -60,7 +60,7 @@ impl KafkaAdmin {
             let f = new_acl(OP, &filter, false)?;
             let call = AdminCall {
                 operation: OP,
-                resource: format!("{filter:?}"),
+                resource: filter.to_string(),
                 timeout: inner.timeout,
                 api: rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBEACLS,
             };
