@@ -513,7 +513,9 @@ impl PartitionLineage {
     /// Whether this side's copies still have their originals on the other cluster (see
     /// [`Self::source_log_start`]).
     fn copies_in_hold(&self) -> bool {
-        self.source_log_start.is_none_or(|start| start < self.copied_in_source_end())
+        // Nothing known to be copied (no position, no last mirrored offset): no claim to void.
+        let end = self.copied_in_source_end();
+        end == 0 || self.source_log_start.is_none_or(|start| start < end)
     }
 
     /// The offset here where the records that are not on the other side begin: the end of the

@@ -7,7 +7,7 @@
 //! 1,834 open files. So, for each kind of read and each (mirror, topic):
 //!
 //! - at most one read is in flight; requests that arrive meanwhile wait for its answer;
-//! - an answer is reused for [`READ_CACHE_FOR`];
+//! - an answer is reused for [`READ_CACHE_FOR`] (a metadata refresh of the mirror forgets it);
 //! - over all mirrors and topics at most [`READS_AT_ONCE`] reads run at once; the rest wait.
 //!
 //! The topic must belong to the mirror (the caller checks), so the number of entries is bounded
@@ -21,8 +21,10 @@ use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use tokio::sync::{Semaphore, oneshot};
 
-/// How long an answer is reused.
-pub(super) const READ_CACHE_FOR: Duration = Duration::from_secs(5);
+/// How long an answer is reused: long enough that a burst of requests (a page reloaded by many
+/// viewers, a script in a loop) makes one read, short enough that a page reloaded after a change
+/// shows it. A metadata refresh of the mirror (which may change configs) also forgets them.
+pub(super) const READ_CACHE_FOR: Duration = Duration::from_secs(1);
 
 /// Reads of either kind running at once, over every mirror.
 pub(super) const READS_AT_ONCE: usize = 2;
@@ -129,7 +131,7 @@ mod tests {
         assert_eq!(reads.load(Ordering::SeqCst), 1);
         // Reused while fresh; read again once stale; another topic is its own read.
         let (tx, rx) = oneshot::channel();
-        shared.answer("m", "orders", t0 + Duration::from_secs(1), tx, make(&reads, &gate_rx));
+        shared.answer("m", "orders", t0 + READ_CACHE_FOR / 2, tx, make(&reads, &gate_rx));
         assert_eq!(rx.await.unwrap(), 1);
         let (tx, rx) = oneshot::channel();
         shared.answer("m", "orders", t0 + READ_CACHE_FOR + Duration::from_secs(1), tx, make(&reads, &gate_rx));

@@ -285,6 +285,8 @@ impl Coordinator {
 
     pub(super) async fn metadata_result(&mut self, mirror: &str, report: metadata::RefreshReport) {
         let t = now();
+        // The sync may have changed the mirror's topic configs: the next read sees them.
+        self.config_reads.forget(mirror);
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         m.metadata_in_flight = false;
         let enabled = m.stored.spec.sync.clone();
