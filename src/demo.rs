@@ -100,6 +100,8 @@ async fn start_demo_mirror(
                 expected_source_cluster_id: None,
                 sync: Default::default(),
                 replication_throttle_bytes_per_sec: None,
+                topic_include: Vec::new(),
+                topic_exclude: crate::domain::topic_policy::default_exclude(),
             },
             actor.clone(),
         )

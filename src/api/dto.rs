@@ -432,6 +432,16 @@ pub struct MirrorCreateRequest {
     #[serde(default)]
     #[schema(example = 52_428_800)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Topic policy (KIP-1279's `topics.include`): source topics whose whole name matches one of
+    /// these regexes are mirrored, also those created later (discovery, at every metadata
+    /// refresh). Absent or empty: only topics someone starts.
+    #[serde(default)]
+    #[schema(example = json!([r"orders\..*"]))]
+    pub topic_include: Option<Vec<String>>,
+    /// Exclusions (`topics.exclude`, win over `topic_include`): never started, and a mirrored
+    /// topic that comes to match is stopped. Absent: `["__.*", ".*\\.kmirror-diverged"]`.
+    #[serde(default)]
+    pub topic_exclude: Option<Vec<String>>,
 }
 
 /// A change to a mirror; absent fields are left alone. `source` replaces the whole source
@@ -449,6 +459,71 @@ pub struct MirrorUpdateRequest {
     /// once without restarting anything; 0 removes the throttle.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new include list (replaces the whole list). Topics it matches are started at the
+    /// mirror's next discovery run, which the change triggers at once.
+    #[serde(default)]
+    pub topic_include: Option<Vec<String>>,
+    /// A new exclude list (replaces the whole list). Mirrored topics it matches are stopped
+    /// (failed over) at the next discovery run.
+    #[serde(default)]
+    pub topic_exclude: Option<Vec<String>>,
+    /// Check the change and answer what it would do (`policy_preview`: the topics the new
+    /// policy would start and stop now), without changing anything.
+    #[serde(default)]
+    pub validate_only: bool,
+}
+
+/// What a topic policy would do now (a mirror change with `validate_only`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PolicyPreview {
+    /// The include list as it would be.
+    pub topic_include: Vec<String>,
+    /// The exclude list as it would be.
+    pub topic_exclude: Vec<String>,
+    /// Source topics discovery would start.
+    pub would_start: Vec<String>,
+    /// Mirrored topics discovery would stop (fail over), with the exclusion each matches.
+    pub would_stop: Vec<PolicyStop>,
+    /// Source topics the include list matches (exclusions aside).
+    pub matched: usize,
+    /// Matched source topics another mirror of this destination holds.
+    pub taken: Vec<TopicOfMirror>,
+}
+
+/// A topic a policy stops, and why.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PolicyStop {
+    pub topic: String,
+    /// The `topic_exclude` pattern it matches.
+    pub pattern: String,
+}
+
+/// A topic and the mirror that holds it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicOfMirror {
+    pub topic: String,
+    pub mirror: String,
+}
+
+impl PolicyPreview {
+    pub fn new(include: Vec<String>, exclude: Vec<String>, plan: &crate::domain::topic_policy::Plan) -> Self {
+        PolicyPreview {
+            topic_include: include,
+            topic_exclude: exclude,
+            would_start: plan.start.clone(),
+            would_stop: plan
+                .stop
+                .iter()
+                .map(|(topic, pattern)| PolicyStop { topic: topic.clone(), pattern: pattern.clone() })
+                .collect(),
+            matched: plan.matched.len(),
+            taken: plan
+                .taken
+                .iter()
+                .map(|(topic, mirror)| TopicOfMirror { topic: topic.clone(), mirror: mirror.clone() })
+                .collect(),
+        }
+    }
 }
 
 /// Result of the source cluster-ID check.
@@ -509,6 +584,11 @@ pub struct Mirror {
     pub throttled_seconds: f64,
     /// What the mirror syncs besides records (as given on create or the last update).
     pub sync: SyncSettings,
+    /// Topic policy: source topics discovery mirrors (whole-name regexes; empty: only topics
+    /// someone starts).
+    pub topic_include: Vec<String>,
+    /// Topic policy: exclusions (win over `topic_include`).
+    pub topic_exclude: Vec<String>,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -535,6 +615,8 @@ impl From<&MirrorSnapshot> for Mirror {
             replication_throttle_bytes_per_sec: m.replication_throttle_bytes_per_sec,
             throttled_seconds: finite(m.throttled_seconds),
             sync: m.sync_spec.clone().into(),
+            topic_include: m.topic_include.clone(),
+            topic_exclude: m.topic_exclude.clone(),
         }
     }
 }
@@ -546,6 +628,10 @@ pub struct MirrorResponse {
     pub mirror: Mirror,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+    /// A change with `validate_only`: nothing was changed (the mirror above is as it is), and
+    /// this is what the topic policy as changed would start and stop now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_preview: Option<PolicyPreview>,
 }
 
 /// Every mirror.
@@ -964,6 +1050,10 @@ pub struct LifecycleRequest {
     /// Only check whether the call would be accepted; change nothing.
     #[serde(default)]
     pub validate_only: bool,
+    /// `topics:stop` only: also add the topics to the mirror's `topic_exclude` (the pattern, or
+    /// each name as a literal pattern), so discovery never starts them again.
+    #[serde(default)]
+    pub exclude: bool,
 }
 
 /// Per-topic outcomes of a lifecycle call. Partial success is explicit: HTTP 200 with `ok:
@@ -975,6 +1065,19 @@ pub struct LifecycleResponse {
     pub operation_id: String,
     pub validate_only: bool,
     pub results: Vec<TopicResult>,
+    /// The pattern the call added to the mirror's topic policy: a start with a `pattern` adds it
+    /// to `topic_include` (topics created later that match it are mirrored too), a stop with
+    /// `exclude` to `topic_exclude`. Absent when nothing was added.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_pattern: Option<SavedPatternBody>,
+}
+
+/// A pattern saved in a mirror's topic policy.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SavedPatternBody {
+    /// `topic_include` or `topic_exclude`.
+    pub list: String,
+    pub pattern: String,
 }
 
 // ----- operations and audit -----------------------------------------------------------------

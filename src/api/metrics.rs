@@ -364,6 +364,50 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
 
     header(
         &mut out,
+        "kmirror_discovery_runs_total",
+        "counter",
+        "Discovery runs of the mirror's topic policy on this instance (listings of the source's topics by the instance \
+         that runs discovery for the mirror).",
+    );
+    for m in &snap.mirrors {
+        let _ = writeln!(
+            out,
+            "kmirror_discovery_runs_total{{mirror=\"{}\"}} {}",
+            escape_label(&m.name),
+            m.discovery.runs_total
+        );
+    }
+    header(
+        &mut out,
+        "kmirror_discovery_topics_started_total",
+        "counter",
+        "Source topics discovery started on this instance because they match the mirror's topic_include.",
+    );
+    for m in &snap.mirrors {
+        let _ = writeln!(
+            out,
+            "kmirror_discovery_topics_started_total{{mirror=\"{}\"}} {}",
+            escape_label(&m.name),
+            m.discovery.topics_started_total
+        );
+    }
+    header(
+        &mut out,
+        "kmirror_discovery_refused_topics",
+        "gauge",
+        "Source topics that match the mirror's topic_include but that a start refused (see GET .../discovery for why).",
+    );
+    for m in &snap.mirrors {
+        let _ = writeln!(
+            out,
+            "kmirror_discovery_refused_topics{{mirror=\"{}\"}} {}",
+            escape_label(&m.name),
+            m.discovery.refused.len()
+        );
+    }
+
+    header(
+        &mut out,
         "kmirror_source_cluster_id_mismatch",
         "gauge",
         "1 when the source answered with another cluster ID than expected (mirroring is halted), else 0 (also while \

@@ -59,6 +59,7 @@ fn mirror_response(snap: &Snapshot, m: &MirrorSnapshot) -> MirrorResponse {
         mirror: Mirror::from(m),
         taken_at: ts(snap.taken_at),
         snapshot_age_ms: age_ms(snap.taken_at, now()),
+        policy_preview: None,
     }
 }
 
@@ -78,6 +79,8 @@ pub(super) fn etag(m: &MirrorSnapshot) -> String {
         "sync": super::dto::SyncSettings::from(m.sync_spec.clone()),
         "replication_throttle_bytes_per_sec": m.replication_throttle_bytes_per_sec,
         "created_at": ts(m.created_at),
+        "topic_include": m.topic_include,
+        "topic_exclude": m.topic_exclude,
     });
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in definition.to_string().bytes() {
@@ -202,6 +205,8 @@ pub async fn mirror_create(
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from).unwrap_or_default(),
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
+        topic_include: body.topic_include.unwrap_or_default(),
+        topic_exclude: body.topic_exclude.unwrap_or_else(crate::domain::topic_policy::default_exclude),
     };
     state.engine.create_mirror(spec, caller.actor()).await.map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
@@ -298,7 +303,12 @@ pub async fn mirror_update(
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from),
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec,
+        topic_include: body.topic_include,
+        topic_exclude: body.topic_exclude,
     };
+    if body.validate_only {
+        return preview_update(&state, &mirror, &update, &current).await.map_err(|e| scrub_secrets(e, &properties));
+    }
     state
         .engine
         .update_mirror(&mirror, update, caller.actor())
@@ -307,6 +317,43 @@ pub async fn mirror_update(
     let snap = state.engine.snapshot();
     let m = find_mirror(&snap, &mirror)?;
     Ok(with_etag(mirror_response(&snap, m), &etag(m), StatusCode::OK))
+}
+
+/// A change with `validate_only`: the checks a change makes before anything is written, then
+/// what its topic policy would start and stop now (the same plan a discovery run makes, from
+/// the source's topics listed now). Nothing is changed.
+async fn preview_update(
+    state: &AppState,
+    mirror: &str,
+    update: &MirrorUpdate,
+    etag_now: &str,
+) -> Result<Response, ApiError> {
+    if let Some(source) = &update.source {
+        if source.bootstrap_servers.trim().is_empty() {
+            return Err(ApiError::new(ProblemKind::InvalidName, "source.bootstrap_servers must not be empty"));
+        }
+        let given: BTreeMap<String, String> = source
+            .properties
+            .iter()
+            .filter(|(_, v)| v.as_str() != REDACTED)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        crate::engine::check_client_properties(&given)?;
+    }
+    if let Some(sync) = &update.sync {
+        crate::engine::check_group_patterns(sync)?;
+    }
+    if let Some(rate) = update.replication_throttle_bytes_per_sec {
+        crate::engine::check_throttle(Some(rate))?;
+    }
+    let snap = state.engine.snapshot();
+    let m = find_mirror(&snap, mirror)?;
+    let include = update.topic_include.clone().unwrap_or_else(|| m.topic_include.clone());
+    let exclude = update.topic_exclude.clone().unwrap_or_else(|| m.topic_exclude.clone());
+    let plan = state.engine.preview_policy(mirror, include.clone(), exclude.clone()).await?;
+    let mut body = mirror_response(&snap, m);
+    body.policy_preview = Some(super::dto::PolicyPreview::new(include, exclude, &plan));
+    Ok(with_etag(body, etag_now, StatusCode::OK))
 }
 
 /// Delete a mirror (admin).
@@ -418,6 +465,9 @@ mod tests {
 
     fn mirror() -> MirrorSnapshot {
         MirrorSnapshot {
+            topic_include: Vec::new(),
+            topic_exclude: Vec::new(),
+            discovery: Default::default(),
             name: "m".into(),
             source_bootstrap_servers: "src:9092".into(),
             source_properties: [("sasl.password".to_string(), "[redacted]".to_string())].into_iter().collect(),

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod pagination;
 pub mod problem;
 
+mod discovery;
 mod history;
 mod instances;
 mod mirrors;
@@ -107,6 +108,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mirrors::mirror_get, mirrors::mirror_update, mirrors::mirror_delete))
         .routes(routes!(mirrors::mirror_health))
         .routes(routes!(mirrors::mirror_refresh))
+        .routes(routes!(discovery::mirror_discovery))
         .routes(routes!(report::mirror_report))
         .routes(routes!(history::mirror_history))
         .routes(routes!(topics::topic_list))

@@ -114,7 +114,7 @@ impl From<ProblemKind> for ProblemType {
 /// `type` is a stable slug; clients branch on it. Slugs and statuses: invalid-name 400,
 /// invalid-pattern 400, invalid-setting 400, invalid-property 422, mirror-not-found 404, mirror-exists 409, topic-not-found 404,
 /// topic-not-in-mirror 404, illegal-transition 409, destination-diverged 409,
-/// destination-topic-conflict 409, quarantine-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
+/// destination-topic-conflict 409, topic-excluded 409, quarantine-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
 /// source-authentication-failed 422, source-tls-failed 422,
 /// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,
 /// internal 500, too-many-topics 400, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,

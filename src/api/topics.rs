@@ -256,11 +256,17 @@ async fn run_lifecycle(
     selector: TopicSelector,
     op: LifecycleOp,
     validate_only: bool,
+    exclude: bool,
 ) -> Result<Json<LifecycleResponse>, ApiError> {
-    let r = state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?;
+    let r = if exclude {
+        state.engine.stop_and_exclude(mirror, selector, validate_only, caller.actor()).await?
+    } else {
+        state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?
+    };
     Ok(Json(LifecycleResponse {
         operation_id: r.operation_id,
         validate_only,
+        saved_pattern: r.saved_pattern.map(|p| super::dto::SavedPatternBody { list: p.list, pattern: p.pattern }),
         results: r
             .results
             .iter()
@@ -276,8 +282,11 @@ async fn run_lifecycle(
 /// Start mirroring topics (operator); also restarts STOPPED topics in the same direction.
 ///
 /// Per-topic outcomes: HTTP 200 even when some topics fail (`ok: false` with an `error` whose
-/// `type` is a problem slug, e.g. `topic-not-found`, `illegal-transition`). Repeating the call is
-/// harmless.
+/// `type` is a problem slug, e.g. `topic-not-found`, `illegal-transition`, `topic-excluded`).
+/// Repeating the call is harmless. A `pattern` is also saved in the mirror's `topic_include`
+/// (`saved_pattern` in the answer): topics created on the source later that match it are
+/// mirrored too, at the mirror's next metadata refresh. A pattern never selects a topic that
+/// `topic_exclude` excludes; a topic named on its own that it excludes is refused.
 #[utoipa::path(
     post,
     path = "/api/v1/mirrors/{mirror}/topics:start",
@@ -317,7 +326,7 @@ pub async fn topics_start(
         TruncationMode::Resync => Truncation::Resync { quarantine: body.quarantine },
     };
     let sel = selector(body.topics, body.pattern)?;
-    run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only).await
+    run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only, false).await
 }
 
 macro_rules! lifecycle_handler {
@@ -354,8 +363,11 @@ macro_rules! lifecycle_handler {
             ApiJson(body): ApiJson<LifecycleRequest>,
         ) -> Result<Json<LifecycleResponse>, ApiError> {
             validate_mirror_name(&mirror)?;
+            if body.exclude && $op != LifecycleOp::Stop {
+                return Err(ApiError::new(ProblemType::InvalidBody, "`exclude` applies to topics:stop only"));
+            }
             let sel = selector(body.topics, body.pattern)?;
-            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only).await
+            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, body.exclude).await
         }
     };
 }
@@ -380,7 +392,8 @@ lifecycle_handler!(
     LifecycleOp::Stop,
     "Stop mirroring topics: failover (operator).",
     "The topics become ordinary writable topics on the destination; the stop point is recorded. \
-     Per-topic outcomes; idempotent."
+     Per-topic outcomes; idempotent. With `exclude: true` the pattern (or each name) is also added \
+     to the mirror's `topic_exclude`, so discovery never starts those topics again."
 );
 
 lifecycle_handler!(
@@ -612,6 +625,9 @@ mod tests {
             })
             .collect();
         MirrorSnapshot {
+            topic_include: Vec::new(),
+            topic_exclude: Vec::new(),
+            discovery: Default::default(),
             name: "big".into(),
             source_bootstrap_servers: "x:1".into(),
             source_properties: Default::default(),

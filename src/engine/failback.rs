@@ -230,6 +230,8 @@ mod tests {
         let partitions =
             states.iter().enumerate().map(|(p, s)| (p as i32, record(*s, Some((99, 120 + p as i64))))).collect();
         let spec = MirrorSpec {
+            topic_include: Vec::new(),
+            topic_exclude: crate::domain::topic_policy::default_exclude(),
             name: "m1".into(),
             source: SourceSpec { bootstrap_servers: "a:9092".into(), properties: Default::default() },
             expected_source_cluster_id: Some(source_cluster.into()),

@@ -43,6 +43,8 @@ pub(super) struct RefreshInput {
     /// Config values kmirror applied last time, per (topic, config) — to tell drift from change.
     pub applied_configs: HashMap<(String, String), String>,
     pub now: Timestamp,
+    /// List the source's topics for discovery (the mirror has an include pattern).
+    pub list_topics: bool,
 }
 
 /// The outcome of one sync kind.
@@ -147,6 +149,9 @@ pub(super) struct RefreshReport {
     /// The new set of kmirror-created ACLs, when it changed.
     pub created_acls: Option<Vec<AclBinding>>,
     pub applied_configs: HashMap<(String, String), String>,
+    /// The source's topic names for discovery (one metadata request), when asked, and how long
+    /// listing them took.
+    pub listing: Option<(Result<Vec<String>, String>, std::time::Duration)>,
 }
 
 /// Whether a failed sync call means the cluster does not offer the feature at all (a cluster
@@ -172,6 +177,7 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
         group_views: Vec::new(),
         created_acls: None,
         applied_configs: input.applied_configs.clone(),
+        listing: None,
     };
     match input.source.describe_cluster().await {
         Ok(c) => report.cluster_id = Ok(c.cluster_id),
@@ -187,6 +193,11 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     {
         // A mismatch halts the mirror's metadata sync as well as its data.
         return report;
+    }
+    if input.list_topics {
+        let began = std::time::Instant::now();
+        let listed = input.source.list_topics().await.map_err(|e| e.to_string());
+        report.listing = Some((listed, began.elapsed()));
     }
     let names: Vec<String> = input.topics.iter().map(|t| t.name.clone()).collect();
     if !names.is_empty() {

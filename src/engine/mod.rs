@@ -196,6 +196,14 @@ pub struct MirrorSpec {
     /// `mirror.replication.throttled.rate`); `None` copies as fast as it can.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Source topics discovery starts (KIP-1279's `topics.include`): whole-name patterns; empty:
+    /// only topics someone starts.
+    #[serde(default)]
+    pub topic_include: Vec<String>,
+    /// Source topics never started, and mirrored topics stopped when they come to match
+    /// (`topics.exclude`; wins over `topic_include`).
+    #[serde(default = "crate::domain::topic_policy::default_exclude")]
+    pub topic_exclude: Vec<String>,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -206,6 +214,10 @@ pub struct MirrorUpdate {
     pub sync: Option<SyncSpec>,
     /// A new throttle; `Some(0)` removes it.
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new include list (replaces the old one).
+    pub topic_include: Option<Vec<String>>,
+    /// A new exclude list (replaces the old one).
+    pub topic_exclude: Option<Vec<String>>,
 }
 
 /// Which topics a lifecycle call is about.
@@ -299,6 +311,31 @@ pub struct OpResult {
     /// and what each partition will copy.
     #[serde(default)]
     pub failback: BTreeMap<String, crate::domain::lineage::FailbackPreview>,
+    /// The pattern the call added to the mirror's topic policy: a start with a pattern adds it to
+    /// `topic_include` (discovery then starts topics created later that match it), a stop with
+    /// `exclude` to `topic_exclude`. `None` when nothing was added (no pattern, already there,
+    /// `validate_only`).
+    #[serde(default)]
+    pub saved_pattern: Option<SavedPattern>,
+}
+
+/// A pattern a lifecycle call saved in the mirror's topic policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedPattern {
+    /// `topic_include` or `topic_exclude`.
+    pub list: String,
+    pub pattern: String,
+}
+
+/// The identity discovery acts as in the operation log and the audit trail.
+pub const DISCOVERY_ACTOR: &str = "discovery";
+
+impl Actor {
+    /// Discovery: the mirror's topic policy carried out by kmirror itself.
+    #[must_use]
+    pub fn discovery() -> Actor {
+        Actor { identity: DISCOVERY_ACTOR.to_string(), address: None }
+    }
 }
 
 /// A recorded operation: a lifecycle call or a mirror change, with who asked and the outcome.
@@ -410,6 +447,14 @@ pub fn check_group_patterns(sync: &SyncSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Checks a mirror's topic policy before anything is stored: each list within
+/// [`crate::domain::topic_policy::MAX_PATTERNS`], each pattern valid.
+pub fn check_topic_policy(include: &[String], exclude: &[String]) -> Result<(), EngineError> {
+    crate::domain::topic_policy::TopicPolicy::new(include, exclude)
+        .map(|_| ())
+        .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))
+}
+
 /// Validates a mirror name: `[a-zA-Z0-9._-]{1,249}`.
 pub fn validate_mirror_name(name: &str) -> Result<(), EngineError> {
     if name.is_empty()
@@ -452,6 +497,22 @@ pub fn is_internal_topic(name: &str, state_topic: &str) -> bool {
     name.starts_with("__") || name == state_topic
 }
 
+/// Refuses to start a topic the mirror's topic policy excludes, naming the pattern.
+pub(crate) fn check_not_excluded(
+    name: &str,
+    policy: &crate::domain::topic_policy::TopicPolicy,
+) -> Result<(), EngineError> {
+    match policy.excluded_by(name) {
+        None => Ok(()),
+        Some(p) => Err(EngineError::rejected(
+            ProblemKind::TopicExcluded,
+            format!(
+                "topic {name:?} matches the mirror's topic_exclude pattern {p:?}: remove the pattern from topic_exclude to start it"
+            ),
+        )),
+    }
+}
+
 /// Refuses to start an internal topic ([`is_internal_topic`]), with the reason.
 pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineError> {
     if !is_internal_topic(name, state_topic) {
@@ -469,14 +530,45 @@ pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineErr
 }
 
 pub(crate) enum Request {
-    CreateMirror { spec: MirrorSpec, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
-    UpdateMirror { name: String, update: MirrorUpdate, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
-    DeleteMirror { name: String, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
+    CreateMirror {
+        spec: MirrorSpec,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    UpdateMirror {
+        name: String,
+        update: MirrorUpdate,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    DeleteMirror {
+        name: String,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     Lifecycle(LifecycleCall),
-    RefreshNow { mirror: String, reply: oneshot::Sender<Result<(), EngineError>> },
-    Lineage { mirror: String, topic: String, reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>> },
-    TopicConfigs { mirror: String, topic: String, reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>> },
-    Shutdown { reply: oneshot::Sender<()> },
+    RefreshNow {
+        mirror: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Lineage {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>>,
+    },
+    TopicConfigs {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>>,
+    },
+    PreviewPolicy {
+        mirror: String,
+        policy: crate::domain::topic_policy::TopicPolicy,
+        reply: oneshot::Sender<Result<crate::domain::topic_policy::Plan, EngineError>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
 }
 
 /// One lifecycle call as the coordinator receives it (and as a start keeps it while its source
@@ -489,6 +581,22 @@ pub(crate) struct LifecycleCall {
     validate_only: bool,
     actor: Actor,
     reply: oneshot::Sender<Result<OpResult, EngineError>>,
+    /// Who makes the call: an operator (recorded as its own operation; a pattern is saved in the
+    /// topic policy) or discovery (its run records one operation for all its batches).
+    origin: CallOrigin,
+}
+
+/// How a lifecycle call is recorded and what it does to the topic policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallOrigin {
+    /// A call of its own (the API, the dashboard, a discovery stop): recorded as its own
+    /// operation; a start with a pattern saves it in `topic_include`.
+    Single {
+        /// A stop that also adds its topics (a pattern, or each name) to `topic_exclude`.
+        exclude: bool,
+    },
+    /// One batch of a discovery run's starts: the run records one operation for all of them.
+    DiscoveryBatch,
 }
 
 /// See [`EngineHandle::offset_map_extent`].
@@ -592,9 +700,59 @@ impl EngineHandle {
             LifecycleOp::Start { .. } | LifecycleOp::Resume | LifecycleOp::Recover => &self.tx,
         };
         self.call_on(lane, |reply| {
-            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply })
+            Request::Lifecycle(LifecycleCall {
+                mirror,
+                selector,
+                op,
+                validate_only,
+                actor,
+                reply,
+                origin: CallOrigin::Single { exclude: false },
+            })
         })
         .await
+    }
+
+    /// A stop (failover) that also adds its topics to the mirror's `topic_exclude` (the pattern,
+    /// or each name as a literal pattern), so discovery never starts them again.
+    pub async fn stop_and_exclude(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        validate_only: bool,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
+        if let TopicSelector::Names(names) = &selector {
+            check_topic_count(names.len())?;
+        }
+        let mirror = mirror.to_string();
+        self.call_on(&self.priority_tx, |reply| {
+            Request::Lifecycle(LifecycleCall {
+                mirror,
+                selector,
+                op: LifecycleOp::Stop,
+                validate_only,
+                actor,
+                reply,
+                origin: CallOrigin::Single { exclude: true },
+            })
+        })
+        .await
+    }
+
+    /// What `topic_include` / `topic_exclude` would do now: the source's topics are listed (off
+    /// the engine's loop) and the same plan a discovery run makes is returned, without starting
+    /// or stopping anything. Refused topics are not held back (a policy change retries them).
+    pub async fn preview_policy(
+        &self,
+        mirror: &str,
+        include: Vec<String>,
+        exclude: Vec<String>,
+    ) -> Result<crate::domain::topic_policy::Plan, EngineError> {
+        let policy = crate::domain::topic_policy::TopicPolicy::new(&include, &exclude)
+            .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
+        let mirror = mirror.to_string();
+        self.call(|reply| Request::PreviewPolicy { mirror, policy, reply }).await
     }
 
     /// What the mirror's source cluster's state says about `topic`'s way back (issue 18): the

@@ -216,6 +216,10 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32, sealer: &Sealer) -> StateWrite {
         },
         created_acls: m.created_acls.iter().filter_map(acl_value).collect(),
         replication_throttle_bytes_per_sec: m.spec.replication_throttle_bytes_per_sec,
+        topic_include: m.spec.topic_include.clone(),
+        // The defaults are written as absent, so a later version's defaults apply to them.
+        topic_exclude: Some(m.spec.topic_exclude.clone())
+            .filter(|e| *e != crate::domain::topic_policy::default_exclude()),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -575,6 +579,8 @@ pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
                 group_exclude: mv.sync.group_exclude.clone(),
             },
             replication_throttle_bytes_per_sec: mv.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
+            topic_include: mv.topic_include.clone(),
+            topic_exclude: mv.topic_exclude.clone().unwrap_or_else(crate::domain::topic_policy::default_exclude),
         },
         created_at: Timestamp::from_millis(mv.created_at),
         updated_at: Timestamp::from_millis(mv.updated_at),
@@ -664,6 +670,8 @@ mod tests {
 
     fn mirror_record() -> StateWrite {
         let value = MirrorValue {
+            topic_include: Vec::new(),
+            topic_exclude: None,
             name: "m".into(),
             source: SourceClusterValue { bootstrap_servers: "src:9092".into(), properties: BTreeMap::new() },
             expected_source_cluster_id: None,

@@ -59,6 +59,9 @@ problem_kinds! {
     IllegalTransition => ("illegal-transition", 409, "Illegal state transition"),
     DestinationDiverged => ("destination-diverged", 409, "Destination diverged"),
     DestinationTopicConflict => ("destination-topic-conflict", 409, "Destination topic conflict"),
+    /// The topic matches the mirror's `topic_exclude`: it is never started (remove the pattern
+    /// from `topic_exclude` first).
+    TopicExcluded => ("topic-excluded", 409, "Topic excluded by the mirror's topic policy"),
     /// `resync` with `quarantine`: the quarantine topic (`<topic>.kmirror-diverged`) holds records
     /// kmirror did not copy there from this topic; nothing was copied or deleted.
     QuarantineConflict => ("quarantine-conflict", 409, "Quarantine topic holds foreign records"),

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::domain::{PartitionState, Timestamp};
@@ -211,6 +213,52 @@ pub struct MirrorSnapshot {
     /// Per consumer group: last offset sync time and last error.
     pub groups: Vec<super::metadata::GroupSyncView>,
     pub topics: Vec<TopicSnapshot>,
+    /// The topic policy: source topics discovery starts (whole-name patterns).
+    pub topic_include: Vec<String>,
+    /// The topic policy's exclusions (win over `topic_include`).
+    pub topic_exclude: Vec<String>,
+    /// What discovery found and did.
+    pub discovery: DiscoverySnapshot,
+}
+
+/// A topic a discovery start refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub kind: super::ProblemKind,
+    pub detail: String,
+    /// When it was first refused for this reason.
+    pub since: Timestamp,
+    /// When it was last tried.
+    pub tried_at: Timestamp,
+}
+
+/// A mirror's discovery as this instance sees it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DiscoverySnapshot {
+    /// The instance that runs discovery for the mirror (the owner of its slot), when known.
+    pub runs_on: Option<String>,
+    /// Whether that is this instance (refusals are known only there).
+    pub runs_here: bool,
+    /// The last listing of the source's topics.
+    pub last_run_at: Option<Timestamp>,
+    /// How long that listing took.
+    pub last_run_ms: Option<u64>,
+    /// Topics the source had then.
+    pub topics_seen: Option<usize>,
+    /// Why the last run could not list or start, if it could not.
+    pub last_error: Option<String>,
+    /// The last run's plan (matched, excluded, taken by another mirror, to start), while the
+    /// mirror has an include pattern.
+    #[serde(skip)]
+    pub plan: Option<Arc<crate::domain::topic_policy::Plan>>,
+    /// Topics the run in progress still has to start.
+    pub starting: Option<usize>,
+    /// Topics a start refused lately, with why (tried again on a refresh, a policy change or
+    /// after a while).
+    pub refused: Vec<(String, Refusal)>,
+    pub runs_total: u64,
+    pub topics_started_total: u64,
+    pub topics_stopped_total: u64,
 }
 
 /// The kinds of metadata the MirrorMetadataManager syncs.

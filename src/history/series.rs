@@ -551,6 +551,9 @@ mod tests {
         Snapshot {
             taken_at: Timestamp::from_millis(at),
             mirrors: vec![MirrorSnapshot {
+                topic_include: Vec::new(),
+                topic_exclude: Vec::new(),
+                discovery: Default::default(),
                 name: "m".into(),
                 source_bootstrap_servers: String::new(),
                 source_properties: Default::default(),

@@ -252,6 +252,13 @@ pub struct MirrorValue {
     /// The mirror's replication throttle in record bytes per second per instance; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Topic policy: source topics discovery starts (whole-name patterns). Absent in records
+    /// written before the policy existed: empty (only topics someone starts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_include: Vec<String>,
+    /// Topic policy: exclusions. Absent: the defaults (`domain::topic_policy::DEFAULT_EXCLUDE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_exclude: Option<Vec<String>>,
 }
 
 /// An ACL binding as stored: its canonical record. The kinds are written as stable lowercase
@@ -1274,6 +1281,8 @@ mod tests {
         properties.insert("security.protocol".to_owned(), "SASL_SSL".to_owned());
         properties.insert("client.id".to_owned(), "kmirror".to_owned());
         let mirror = MirrorValue {
+            topic_include: Vec::new(),
+            topic_exclude: None,
             name: "m".to_owned(),
             source: SourceClusterValue { bootstrap_servers: "a:9092,b:9092".to_owned(), properties },
             expected_source_cluster_id: Some("abc".to_owned()),

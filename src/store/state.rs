@@ -413,6 +413,8 @@ mod tests {
         StateRecord::Mirror(Entry::put(
             MirrorKey { mirror: name.to_owned() },
             MirrorValue {
+                topic_include: Vec::new(),
+                topic_exclude: None,
                 name: name.to_owned(),
                 source: SourceClusterValue { bootstrap_servers: "src:9092".to_owned(), properties: BTreeMap::new() },
                 expected_source_cluster_id: Some("cluster-a".to_owned()),

@@ -409,8 +409,15 @@ pub async fn new_mirror_get(Extension(viewer): Extension<Viewer>) -> Page {
         cluster_id: String::new(),
         properties: String::new(),
         throttle: String::new(),
+        topic_include: String::new(),
+        topic_exclude: crate::domain::topic_policy::default_exclude().join("\n"),
     };
     Ok(html(askama::Template::render(&page)?))
+}
+
+/// A topic policy list typed one pattern per line (blank lines ignored).
+pub(super) fn pattern_lines(text: &str) -> Vec<String> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
 fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, String> {
@@ -443,6 +450,8 @@ pub async fn mirror_create_post(
     let cluster_id = f.get("cluster_id").to_string();
     let properties_text = f.0.iter().find(|(k, _)| k == "properties").map(|(_, v)| v.clone()).unwrap_or_default();
     let throttle_text = f.get("throttle_mib").trim().to_string();
+    let include_text = f.0.iter().find(|(k, _)| k == "topic_include").map(|(_, v)| v.clone()).unwrap_or_default();
+    let exclude_text = f.0.iter().find(|(k, _)| k == "topic_exclude").map(|(_, v)| v.clone()).unwrap_or_default();
     // The form comes back with the error and the status the API would answer for the same
     // request: the problem table's for an engine refusal, 400 (the API's invalid-body) for a
     // form that cannot be read.
@@ -456,6 +465,8 @@ pub async fn mirror_create_post(
             cluster_id: cluster_id.clone(),
             properties: properties_text.clone(),
             throttle: throttle_text.clone(),
+            topic_include: include_text.clone(),
+            topic_exclude: exclude_text.clone(),
         };
         Ok((status, html(askama::Template::render(&page)?)).into_response())
     };
@@ -481,6 +492,8 @@ pub async fn mirror_create_post(
             acls: f.get("sync_acls") == "on",
             ..SyncSpec::default()
         },
+        topic_include: pattern_lines(&include_text),
+        topic_exclude: pattern_lines(&exclude_text),
     };
     match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),

@@ -265,6 +265,9 @@ pub struct NewMirrorPage {
     pub properties: String,
     /// The replication throttle as typed, in MiB/s (empty: none).
     pub throttle: String,
+    /// The topic policy as typed, one pattern per line.
+    pub topic_include: String,
+    pub topic_exclude: String,
 }
 
 #[derive(Debug, Template)]

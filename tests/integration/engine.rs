@@ -64,6 +64,8 @@ impl TestEngine {
         self.handle
             .create_mirror(
                 MirrorSpec {
+                    topic_include: Vec::new(),
+                    topic_exclude: kmirror::domain::topic_policy::default_exclude(),
                     name: name.to_string(),
                     source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                     expected_source_cluster_id: None,
@@ -995,6 +997,8 @@ async fn bad_requests_get_clear_errors() {
         .unwrap_err();
     assert_eq!(err.kind(), ProblemKind::MirrorNotFound);
     let bad = MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: "bad name!".into(),
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
@@ -1003,6 +1007,8 @@ async fn bad_requests_get_clear_errors() {
     };
     assert_eq!(eng.handle.create_mirror(bad, actor()).await.unwrap_err().kind(), ProblemKind::InvalidName);
     let wrong_id = MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: unique("m-wrong"),
         source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
         expected_source_cluster_id: Some("AAAAAAAAAAAAAAAAAAAAAA".into()),
@@ -1019,6 +1025,8 @@ async fn bad_requests_get_clear_errors() {
         .handle
         .create_mirror(
             MirrorSpec {
+                topic_include: Vec::new(),
+                topic_exclude: kmirror::domain::topic_policy::default_exclude(),
                 name: mirror.clone(),
                 source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties: BTreeMap::new() },
                 expected_source_cluster_id: None,
@@ -1677,6 +1685,8 @@ async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
 
     // A create whose source is a closed port: it waits ~10 s for the source to answer.
     let dead = MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: unique("m-dead"),
         source: SourceSpec { bootstrap_servers: "127.0.0.1:1".into(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,
@@ -1888,6 +1898,8 @@ async fn a_rotated_source_password_reaches_the_running_data_path() {
     eng.handle
         .create_mirror(
             MirrorSpec {
+                topic_include: Vec::new(),
+                topic_exclude: kmirror::domain::topic_policy::default_exclude(),
                 name: mirror.clone(),
                 source: SourceSpec { bootstrap_servers: bootstrap.clone(), properties: sasl_properties(&password) },
                 expected_source_cluster_id: None,

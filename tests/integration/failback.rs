@@ -45,6 +45,8 @@ pub(crate) async fn create_failback_mirror(h: &EngineHandle) -> String {
     let m2 = unique("m2");
     h.create_mirror(
         MirrorSpec {
+            topic_include: Vec::new(),
+            topic_exclude: kmirror::domain::topic_policy::default_exclude(),
             name: m2.clone(),
             source: SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() },
             expected_source_cluster_id: None,

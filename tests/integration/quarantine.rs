@@ -74,6 +74,8 @@ async fn failback_with_quarantine_keeps_the_divergent_records_then_resyncs() {
     let m2 = unique("m2");
     let source = SourceSpec { bootstrap_servers: Cluster::Destination.bootstrap(), properties: Default::default() };
     let spec = MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: m2.clone(),
         source,
         expected_source_cluster_id: None,

@@ -108,6 +108,8 @@ async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
             .handle
             .create_mirror(
                 MirrorSpec {
+                    topic_include: Vec::new(),
+                    topic_exclude: kmirror::domain::topic_policy::default_exclude(),
                     name: mirror.clone(),
                     source: SourceSpec { bootstrap_servers: source.clone(), properties: source_props },
                     expected_source_cluster_id: None,
@@ -145,6 +147,8 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
         .handle
         .create_mirror(
             MirrorSpec {
+                topic_include: Vec::new(),
+                topic_exclude: kmirror::domain::topic_policy::default_exclude(),
                 name: unique("sec-bad"),
                 source: SourceSpec {
                     bootstrap_servers: env("KMIRROR_TEST_SOURCE_SASL_BOOTSTRAP"),
@@ -163,6 +167,8 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
     // A mirror with these source properties, expected to be refused.
     let refused = |mirror: &str, properties: BTreeMap<String, String>| {
         let spec = MirrorSpec {
+            topic_include: Vec::new(),
+            topic_exclude: kmirror::domain::topic_policy::default_exclude(),
             name: mirror.to_string(),
             source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties },
             expected_source_cluster_id: None,
@@ -321,6 +327,8 @@ async fn secrets_are_encrypted_at_rest_and_a_wrong_key_fails_only_that_mirror() 
     let engine = TestEngine::with_config(config.clone()).await;
     let (m_sec, m_plain) = (unique("rest-sec"), unique("rest-plain"));
     let spec = |name: &str, bootstrap: String, properties| MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: name.to_string(),
         source: SourceSpec { bootstrap_servers: bootstrap, properties },
         expected_source_cluster_id: None,
@@ -406,6 +414,8 @@ async fn references_resolve_only_in_secret_properties_and_only_allowed_variables
     let create = |properties: BTreeMap<String, String>| {
         let handle = engine.handle.clone();
         let spec = MirrorSpec {
+            topic_include: Vec::new(),
+            topic_exclude: kmirror::domain::topic_policy::default_exclude(),
             name: unique("sec-ref"),
             source: SourceSpec { bootstrap_servers: Cluster::Source.bootstrap(), properties },
             expected_source_cluster_id: None,
@@ -443,6 +453,8 @@ async fn refused_credentials_and_tls_handshakes_are_said_as_such() {
     allow_rig_secret_files();
     let engine = TestEngine::start().await;
     let spec = |name: &str, bootstrap: String, properties| MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
         name: name.to_string(),
         source: SourceSpec { bootstrap_servers: bootstrap, properties },
         expected_source_cluster_id: None,

@@ -88,6 +88,9 @@ fn sync_ok(kind: SyncKind) -> SyncStatus {
 
 fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
     MirrorSnapshot {
+        topic_include: Vec::new(),
+        topic_exclude: kmirror::domain::topic_policy::default_exclude(),
+        discovery: Default::default(),
         name: name.to_string(),
         source_bootstrap_servers: "eu-kafka-1:9092,eu-kafka-2:9092".into(),
         source_properties: BTreeMap::from([

@@ -19,6 +19,7 @@ impl Coordinator {
         op: LifecycleOp,
         validate_only: bool,
         actor: &Actor,
+        origin: CallOrigin,
     ) -> Result<OpResult, EngineError> {
         if !validate_only {
             self.check_writable()?;
@@ -27,6 +28,10 @@ impl Coordinator {
             return Err(not_found(mirror));
         }
         let topics = self.resolve(mirror, &selector, op).await?;
+        let policy = {
+            let spec = &self.mirrors[mirror].stored.spec;
+            crate::domain::topic_policy::TopicPolicy::lenient(&spec.topic_include, &spec.topic_exclude)
+        };
         let operation_id = self.next_operation_id();
         let requested_at = now();
         let mut results = Vec::with_capacity(topics.len());
@@ -63,11 +68,12 @@ impl Coordinator {
             } else {
                 // Internal topics are never started, whether named or matched by a pattern.
                 let checked = validate_topic_name(&topic).and_then(|()| match op {
-                    LifecycleOp::Start { .. } => check_not_internal(&topic, &self.config.state_topic),
+                    LifecycleOp::Start { .. } => check_not_internal(&topic, &self.config.state_topic)
+                        .and_then(|()| check_not_excluded(&topic, &policy)),
                     _ => Ok(()),
                 });
                 match checked {
-                    Err(e) => Err(Problem { kind: ProblemKind::InvalidName, detail: e.to_string() }),
+                    Err(e) => Err(Problem { kind: e.kind(), detail: e.to_string() }),
                     Ok(()) if validate_only => match self.validate(mirror, &topic, op).await {
                         // The preview of a quarantine is the copy's own count, without copying.
                         Ok(_) if op == QUARANTINE => {
@@ -110,10 +116,57 @@ impl Coordinator {
                 Err(p) => TopicOutcome { topic, ok: false, error: Some(p) },
             });
         }
-        if !validate_only {
+        // The topic policy keeps what the call asked for: a start's pattern is followed from now
+        // on (discovery starts the topics created later that match it), a stop with `exclude`
+        // is never started again.
+        let saved_pattern = match (origin, op, &selector) {
+            _ if validate_only => None,
+            (CallOrigin::Single { .. }, LifecycleOp::Start { .. }, TopicSelector::Pattern(p)) => {
+                self.save_pattern(mirror, "topic_include", vec![p.clone()]).await
+            }
+            (CallOrigin::Single { exclude: true }, LifecycleOp::Stop, TopicSelector::Pattern(p)) => {
+                self.save_pattern(mirror, "topic_exclude", vec![p.clone()]).await
+            }
+            (CallOrigin::Single { exclude: true }, LifecycleOp::Stop, TopicSelector::Names(names)) => {
+                let literal = names.iter().map(|n| regex::escape(n)).collect();
+                self.save_pattern(mirror, "topic_exclude", literal).await
+            }
+            _ => None,
+        };
+        if !validate_only && origin != CallOrigin::DiscoveryBatch {
             self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
-        Ok(OpResult { operation_id, results, quarantined, failback })
+        Ok(OpResult { operation_id, results, quarantined, failback, saved_pattern })
+    }
+
+    /// Adds `patterns` to the mirror's `list` (`topic_include` or `topic_exclude`) and stores
+    /// the definition; what was added (the patterns joined by `|` when several), `None` when all
+    /// were there already or the write failed (logged: the call itself was carried out).
+    async fn save_pattern(&mut self, mirror: &str, list: &str, patterns: Vec<String>) -> Option<SavedPattern> {
+        let m = self.mirrors.get(mirror)?;
+        let mut stored = m.stored.clone();
+        let target =
+            if list == "topic_include" { &mut stored.spec.topic_include } else { &mut stored.spec.topic_exclude };
+        let added: Vec<String> =
+            patterns.into_iter().filter(|p| crate::domain::topic_policy::append(target, p)).collect();
+        if added.is_empty() {
+            return None;
+        }
+        if let Err(e) = check_topic_policy(&stored.spec.topic_include, &stored.spec.topic_exclude) {
+            tracing::warn!(%mirror, "cannot save the call's pattern in {list}: {e}");
+            return None;
+        }
+        stored.updated_at = now();
+        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
+        if let Err(e) = self.flush().await {
+            tracing::warn!(%mirror, "cannot save the call's pattern in {list}: {e}");
+            return None;
+        }
+        if let Some(m) = self.mirrors.get_mut(mirror) {
+            m.stored = stored;
+        }
+        tracing::info!(%mirror, "saved {} in {list}", added.join(", "));
+        Some(SavedPattern { list: list.to_string(), pattern: added.join("|") })
     }
 
     pub(super) async fn resolve(
@@ -141,7 +194,15 @@ impl Coordinator {
                         EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
                     })?;
                     let state_topic = &self.config.state_topic;
-                    names.extend(listed.into_iter().filter(|t| re.is_match(t) && !is_internal_topic(t, state_topic)));
+                    // A pattern never selects what the mirror's topic policy excludes (a name
+                    // given on its own is refused with the reason instead).
+                    let policy = crate::domain::topic_policy::TopicPolicy::lenient(
+                        &m.stored.spec.topic_include,
+                        &m.stored.spec.topic_exclude,
+                    );
+                    names.extend(listed.into_iter().filter(|t| {
+                        re.is_match(t) && !is_internal_topic(t, state_topic) && policy.excluded_by(t).is_none()
+                    }));
                 }
                 check_topic_count(names.len())?;
                 Ok(names.into_iter().collect())

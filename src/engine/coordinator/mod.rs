@@ -57,6 +57,8 @@ mod failback;
 mod planning;
 // Reads pages ask of Kafka (lineage, topic configs): shared, cached, bounded.
 mod reads;
+// The topic policy carried out: discovery of source topics, exclusions stopped.
+mod discovery;
 
 use crate::clock::now;
 
@@ -191,6 +193,8 @@ struct MirrorRt {
     /// A secret of the mirror's definition that this instance cannot decrypt (sealed under a key
     /// it does not have): its data path is not started, and reports this.
     secret_error: Option<String>,
+    /// The topic policy carried out (`discovery`).
+    discovery: discovery::DiscoveryRt,
 }
 
 impl MirrorRt {
@@ -252,6 +256,11 @@ enum Internal {
     Membership(crate::kafka::membership::MembershipEvent),
     /// The periodic heartbeat's write ended (`group::Heartbeat`).
     HeartbeatWritten(Result<(), crate::kafka::state_log::StateWriteError>),
+    /// A batch of a discovery run was started (or refused).
+    Discovered {
+        mirror: String,
+        result: Result<OpResult, EngineError>,
+    },
     /// Whether a cluster FAILED partitions wait on answered (`cluster_watch`).
     ClusterProbed {
         key: cluster_watch::ClusterKey,
@@ -280,6 +289,7 @@ impl Internal {
             Internal::HeartbeatWritten(_) => "heartbeat written",
             Internal::ClusterProbed { .. } => "cluster probe",
             Internal::FailbackWatch { .. } => "failback watch",
+            Internal::Discovered { .. } => "discovery batch",
         }
     }
 }
@@ -294,6 +304,7 @@ impl Request {
             Request::RefreshNow { .. } => "refresh now",
             Request::Lineage { .. } => "lineage",
             Request::TopicConfigs { .. } => "topic configs",
+            Request::PreviewPolicy { .. } => "topic policy preview",
             Request::Shutdown { .. } => "shutdown",
         }
     }
@@ -722,14 +733,16 @@ impl Coordinator {
             }
             // Checked here, then the source is read off the loop; `off_loop_done` applies it.
             Request::Lifecycle(call) if matches!(call.op, LifecycleOp::Start { .. }) => self.begin_start(call),
-            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply }) => {
-                let r = self.lifecycle(&mirror, selector, op, validate_only, &actor).await;
+            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin }) => {
+                let r = self.lifecycle(&mirror, selector, op, validate_only, &actor, origin).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
                 let _ = reply.send(r);
             }
             Request::RefreshNow { mirror, reply } => {
-                let r = if self.mirrors.contains_key(&mirror) {
+                let r = if let Some(m) = self.mirrors.get_mut(&mirror) {
+                    // Topics discovery refused are tried again by an explicit refresh.
+                    m.discovery.retry_refused();
                     self.spawn_metadata_refresh(Some(&mirror));
                     self.spawn_offset_map_prune(Some(&mirror));
                     self.spawn_failback_watch(Some(&mirror));
@@ -743,6 +756,7 @@ impl Coordinator {
             }
             Request::Lineage { mirror, topic, reply } => self.spawn_lineage(mirror, topic, reply),
             Request::TopicConfigs { mirror, topic, reply } => self.spawn_topic_configs(mirror, topic, reply),
+            Request::PreviewPolicy { mirror, policy, reply } => self.preview_policy(mirror, policy, reply),
             Request::Shutdown { .. } => unreachable!("handled in run"),
         }
     }
@@ -1005,6 +1019,7 @@ impl Coordinator {
             failbacks: BTreeMap::new(),
             failback_watch_in_flight: false,
             secret_error: None,
+            discovery: discovery::DiscoveryRt::default(),
         };
         self.mirrors.insert(name.clone(), m);
         self.check_secrets_open(&name);
@@ -1074,6 +1089,7 @@ impl Coordinator {
             ));
         }
         check_group_patterns(&spec.sync)?;
+        check_topic_policy(&spec.topic_include, &spec.topic_exclude)?;
         self.check_plaintext_secrets(&spec.source.properties)?;
         check_throttle(spec.replication_throttle_bytes_per_sec)
     }
@@ -1171,6 +1187,15 @@ impl Coordinator {
             check_throttle(Some(rate))?;
             stored.spec.replication_throttle_bytes_per_sec = Some(rate).filter(|r| *r > 0);
         }
+        if let Some(include) = update.topic_include {
+            stored.spec.topic_include = include;
+        }
+        if let Some(exclude) = update.topic_exclude {
+            stored.spec.topic_exclude = exclude;
+        }
+        check_topic_policy(&stored.spec.topic_include, &stored.spec.topic_exclude)?;
+        let policy_changed = (&stored.spec.topic_include, &stored.spec.topic_exclude)
+            != (&m.stored.spec.topic_include, &m.stored.spec.topic_exclude);
         // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
         // for an unchanged secret, does not).
         let source_changed = stored.spec.source != m.stored.spec.source;
@@ -1180,6 +1205,11 @@ impl Coordinator {
         let m = self.mirrors.get_mut(name).expect("checked above");
         m.stored = stored;
         m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
+        if policy_changed {
+            // A new policy tries the topics the old one's starts refused (the preview did not
+            // hold them back either); the refresh below runs discovery with it.
+            m.discovery.retry_refused();
+        }
         self.check_secrets_open(name);
         if source_changed {
             self.source_changed(name).await;
@@ -1346,6 +1376,13 @@ impl Coordinator {
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),
                     topics,
+                    topic_include: m.stored.spec.topic_include.clone(),
+                    topic_exclude: m.stored.spec.topic_exclude.clone(),
+                    discovery: {
+                        let slot = slots::mirror_slot(&m.stored.spec.name, self.state_partitions);
+                        let runs_on = owners.get(&slot).map(|o| o.to_string());
+                        m.discovery.snapshot(runs_on, self.owned.contains(&slot))
+                    },
                 }
             })
             .collect();

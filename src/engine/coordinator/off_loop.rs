@@ -457,14 +457,16 @@ impl Coordinator {
                 let _ = reply.send(r);
             }
             Done::Surveyed { job, survey } => {
-                let StartJob { call: LifecycleCall { mirror, selector, op, validate_only, actor, reply }, source } =
-                    job;
+                let StartJob {
+                    call: LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin },
+                    source,
+                } = job;
                 let r = match survey {
                     Err(e) => Err(e),
                     Ok(survey) => {
                         let same_source = self.mirrors.get(&mirror).is_some_and(|m| m.stored.spec.source == source);
                         self.off_loop.survey = same_source.then_some(survey);
-                        let r = self.lifecycle(&mirror, selector, op, validate_only, &actor).await;
+                        let r = self.lifecycle(&mirror, selector, op, validate_only, &actor, origin).await;
                         self.off_loop.survey = None;
                         r
                     }

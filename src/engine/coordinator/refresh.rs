@@ -115,6 +115,7 @@ impl Coordinator {
                 created_acls: m.stored.created_acls.clone(),
                 applied_configs: m.applied_configs.clone(),
                 now: t,
+                list_topics: !m.stored.spec.topic_include.is_empty(),
             };
             let internal = self.internal_tx.clone();
             let mirror = name.clone();
@@ -283,8 +284,9 @@ impl Coordinator {
         }
     }
 
-    pub(super) async fn metadata_result(&mut self, mirror: &str, report: metadata::RefreshReport) {
+    pub(super) async fn metadata_result(&mut self, mirror: &str, mut report: metadata::RefreshReport) {
         let t = now();
+        let listing = report.listing.take();
         // The sync may have changed the mirror's topic configs: the next read sees them.
         self.config_reads.forget(mirror);
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
@@ -412,6 +414,10 @@ impl Coordinator {
             let _ = self.run_actions(mirror, planned).await;
         }
         let _ = self.flush().await;
+        // The topic policy: new source topics that match it started, excluded ones stopped
+        // (on the mirror's owner; every instance keeps the plan for its view).
+        let listing = listing.map(|(topics, took)| super::discovery::Listing { topics, took });
+        self.discover(mirror, listing).await;
         if !self.owns_mirror(mirror) {
             return; // the mirror's owner adds new partitions
         }

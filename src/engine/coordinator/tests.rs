@@ -67,6 +67,8 @@ fn config() -> EngineConfig {
 
 fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
     MirrorSpec {
+        topic_include: Vec::new(),
+        topic_exclude: crate::domain::topic_policy::default_exclude(),
         name: name.to_string(),
         source: SourceSpec { bootstrap_servers: bootstrap.to_string(), properties: BTreeMap::new() },
         expected_source_cluster_id: None,

@@ -488,7 +488,13 @@ mod tests {
         for t in others {
             results.push(crate::engine::TopicOutcome { topic: t.to_string(), ok: true, error: None });
         }
-        crate::engine::OpResult { operation_id: "op-1".into(), results, quarantined: Default::default(), failback: fb }
+        crate::engine::OpResult {
+            operation_id: "op-1".into(),
+            results,
+            quarantined: Default::default(),
+            failback: fb,
+            saved_pattern: None,
+        }
     }
 
     #[test]
