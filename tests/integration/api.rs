@@ -42,7 +42,7 @@ pub(crate) struct Resp {
 }
 
 impl Resp {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
 
@@ -103,7 +103,7 @@ impl TestServer {
         TestServer { base, client, shutdown: Some(tx), join: Some(join), seen: Arc::default(), _sampler: sampler }
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+    pub(crate) async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
         let res = req.send().await.expect("HTTP request");
         let status = res.status().as_u16();
         let headers = res.headers().clone();
@@ -113,7 +113,7 @@ impl TestServer {
         Resp { status, headers, text, json }
     }
 
-    fn request(&self, method: Method, path: &str, token: Option<&str>) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str, token: Option<&str>) -> reqwest::RequestBuilder {
         let mut r = self.client.request(method, format!("{}{path}", self.base));
         if let Some(t) = token {
             r = r.bearer_auth(t);
@@ -125,7 +125,7 @@ impl TestServer {
         self.send(self.request(Method::GET, path, token)).await
     }
 
-    async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Value) -> Resp {
+    pub(crate) async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Value) -> Resp {
         self.send(self.request(method, path, token).json(&body)).await
     }
 
@@ -151,7 +151,7 @@ impl TestServer {
         }
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

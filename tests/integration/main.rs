@@ -9,6 +9,7 @@ mod alerts;
 mod api;
 mod cli;
 mod client;
+mod discovery;
 mod docs;
 mod engine;
 mod failback;

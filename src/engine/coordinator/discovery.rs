@@ -130,11 +130,15 @@ impl Coordinator {
         let state_topic = self.config.state_topic.clone();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         let d = &mut m.discovery;
-        if std::mem::take(&mut d.retry_refused) {
-            d.refused.clear();
-        }
-        d.refused.retain(|_, r| r.tried_at.millis_until(t) < RETRY_REFUSED_AFTER.as_millis() as i64);
-        let refused: BTreeSet<String> = d.refused.keys().cloned().collect();
+        // Refused topics are held back unless it is time to try them again. Their entries stay
+        // until they are tried: a refusal for the same reason keeps its first time.
+        let retry_all = std::mem::take(&mut d.retry_refused);
+        let refused: BTreeSet<String> = d
+            .refused
+            .iter()
+            .filter(|(_, r)| !retry_all && r.tried_at.millis_until(t) < RETRY_REFUSED_AFTER.as_millis() as i64)
+            .map(|(topic, _)| topic.clone())
+            .collect();
         let listed = match listing {
             Some(Listing { topics: Ok(topics), took }) => {
                 d.last_run_ms = Some(took.as_millis() as u64);
@@ -163,9 +167,13 @@ impl Coordinator {
         let d = &mut m.discovery;
         if policy.discovers() && listed_ok {
             d.last_run_at = Some(t);
+            // A refusal ends when the topic no longer matches or became the mirror's.
+            let matched: BTreeSet<&String> = plan.matched.iter().collect();
+            d.refused.retain(|topic, _| matched.contains(topic) && !m.topics.contains_key(topic));
             d.plan = Some(Arc::new(plan.clone()));
         } else if !policy.discovers() {
             d.plan = None;
+            d.refused.clear();
         }
         // Only the owner of the mirror's slot acts, and only while it may write and the mirror
         // is not halted.
