@@ -85,10 +85,11 @@ pub struct BrokerSnapshot {
 }
 
 /// Health of the source cluster-ID check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClusterIdStatus {
     /// Not checked yet.
+    #[default]
     Unknown,
     /// The source answered with the expected ID.
     Ok,
@@ -116,10 +117,11 @@ impl ClusterIdStatus {
 
 /// What a mirror's data path is doing. The dashboard colours it by [`DataPathStatus::health`]
 /// and the API reports its words (`Display`); the snapshot's JSON tags it with its `status` slug.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum DataPathStatus {
     /// The data path is being created (its producer fences any predecessor).
+    #[default]
     Starting,
     /// Mirroring normally.
     Running,
@@ -187,8 +189,8 @@ impl std::fmt::Display for DataPathStatus {
     }
 }
 
-/// One mirror.
-#[derive(Debug, Clone, Serialize)]
+/// One mirror. `Default` is for tests that build a snapshot: set what the test is about.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct MirrorSnapshot {
     pub name: String,
     pub source_bootstrap_servers: String,

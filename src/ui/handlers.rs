@@ -527,6 +527,58 @@ pub async fn mirror_delete_post(
     Ok(Redirect::to("/").into_response())
 }
 
+/// The mirror page's topic policy form: `intent=preview` answers what the policy would start
+/// and stop now (a fragment for htmx, a page otherwise), `intent=save` stores it (discovery then
+/// runs at once) and goes back to the mirror page.
+pub async fn mirror_policy_post(
+    State(ui): State<UiState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(addr): Extension<ClientAddr>,
+    headers: HeaderMap,
+    Path(m): Path<String>,
+    Form(form): Form<Pairs>,
+) -> Page {
+    let f = Params(form);
+    check_csrf(&viewer, &f, &headers)?;
+    require(&viewer, Role::Admin, "changing a mirror's topic policy")?;
+    let text = |name: &str| f.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let include = pattern_lines(&text("topic_include"));
+    let exclude = pattern_lines(&text("topic_exclude"));
+    // htmx sends the Preview button's request; without JavaScript the button's own value says.
+    let preview = f.get("intent") == "preview" || (is_htmx(&headers) && f.get("intent") != "save");
+    if preview {
+        let plan = ui
+            .app
+            .engine
+            .preview_policy(&m, include.clone(), exclude.clone())
+            .await
+            .map_err(|e| UiError::engine(&e))?;
+        let p = view::policy_preview(&m, &view::mirror_href(&m), &include, &exclude, &plan, &viewer.csrf);
+        if is_htmx(&headers) {
+            return Ok(html(askama::Template::render(&pages::PolicyPreviewFragment { p })?));
+        }
+        let page =
+            pages::PolicyPreviewPage { chrome: Chrome::new("Topic policy", "overview", Some(viewer.clone())), p };
+        return Ok(html(askama::Template::render(&page)?));
+    }
+    let update = crate::engine::MirrorUpdate {
+        topic_include: Some(include),
+        topic_exclude: Some(exclude),
+        ..Default::default()
+    };
+    ui.app.engine.update_mirror(&m, update, actor(&viewer, &addr)).await.map_err(|e| UiError::engine(&e))?;
+    tracing::info!(mirror = %m, identity = %viewer.name, "Dashboard: topic policy saved.");
+    let to = format!("{}#topic-policy", view::mirror_href(&m));
+    if is_htmx(&headers) {
+        let mut resp = StatusCode::NO_CONTENT.into_response();
+        if let Ok(v) = HeaderValue::from_str(&to) {
+            resp.headers_mut().insert("HX-Redirect", v);
+        }
+        return Ok(resp);
+    }
+    Ok(Redirect::to(&to).into_response())
+}
+
 // ----- operations -------------------------------------------------------------------------------
 
 async fn operations_part(ui: UiState, viewer: Viewer, q: Pairs, audit: bool, part: Part) -> Page {

@@ -101,6 +101,7 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/mirrors/{m}/confirm", get(handlers::confirm_get))
         .route("/mirrors/{m}/actions", post(handlers::actions_post))
         .route("/mirrors/{m}/delete", post(handlers::mirror_delete_post))
+        .route("/mirrors/{m}/policy", post(handlers::mirror_policy_post))
         .route("/operations", get(handlers::operations_get))
         .route("/ui/operations", get(handlers::operations_live))
         .route("/operations/{id}", get(handlers::operation_get))

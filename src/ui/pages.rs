@@ -14,7 +14,7 @@ use crate::history::History;
 use super::error::UiError;
 use super::view::{
     self, ConfirmView, FailbackPreviewView, InstancesView, MirrorView, OperationDetailView, OperationsView,
-    OverviewView, Params, PartitionsView, ResultsView, UiOp, Viewer,
+    OverviewView, Params, PartitionsView, PolicyPreviewView, ResultsView, UiOp, Viewer,
 };
 
 /// What every full page needs around its content.
@@ -268,6 +268,19 @@ pub struct NewMirrorPage {
     /// The topic policy as typed, one pattern per line.
     pub topic_include: String,
     pub topic_exclude: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/policy_preview.html")]
+pub struct PolicyPreviewPage {
+    pub chrome: Chrome,
+    pub p: PolicyPreviewView,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/policy_preview.html")]
+pub struct PolicyPreviewFragment {
+    pub p: PolicyPreviewView,
 }
 
 #[derive(Debug, Template)]

@@ -32,6 +32,7 @@ const VIEWER = env("KM_VIEWER_TOKEN");
 const MIRROR = env("KM_MIRROR");
 const A = env("KM_TOPIC_A");
 const B = env("KM_TOPIC_B");
+const C = env("KM_TOPIC_C");
 const SOURCE = env("KM_SOURCE_BOOTSTRAP");
 const DEST = env("KM_DEST_BOOTSTRAP");
 const PRODUCE = env("KM_PRODUCE");
@@ -257,6 +258,27 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     assert((await dialog.locator('input[name="truncation"]').count()) === 3, "truncation choices");
     await confirmAndExpectAccepted(admin, dialog);
     await waitRowState(admin, A, "MIRRORING");
+  });
+
+  await test("the topic policy: preview what it starts, save it, and the matching topic is mirrored", async () => {
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    const card = admin.locator("#topic-policy");
+    assert(/no pattern/.test(await card.textContent()), "no include pattern yet");
+    await admin.click('#topic-policy summary:has-text("Edit topic policy")');
+    await admin.fill('#topic-policy textarea[name="topic_include"]', `${C}|${A}`);
+    await mark(admin);
+    await admin.click('#topic-policy button:has-text("Preview")');
+    await admin.waitForSelector("#policy-preview [data-policy-preview]");
+    const starts = await admin.textContent("#policy-preview [data-would-start]");
+    assert(starts.includes(C) && !starts.includes(A), `the preview starts only the new topic: ${starts}`);
+    assert(/stops no topic/.test(await admin.textContent("#policy-preview [data-would-stop]")), "nothing stopped");
+    await assertNotReloaded(admin);
+    assert((await admin.locator(row(C)).count()) === 0, "a preview changes nothing");
+    await shot(admin, "22-topic-policy-preview");
+    await Promise.all([admin.waitForURL(`**/mirrors/${MIRROR}*`), admin.click('#topic-policy button:has-text("Save policy")')]);
+    assert((await admin.textContent("#topic-policy")).includes(`${C}|${A}`), "the saved pattern is shown");
+    await waitRowState(admin, C, "MIRRORING");
+    await shot(admin, "23-topic-policy");
   });
 
   const nojs = await newPage({ javaScriptEnabled: false });

@@ -34,8 +34,13 @@ fn free_port() -> u16 {
 
 impl Node {
     fn new(cluster: &str, state_topic: &str, id: &str, slots: i32) -> Node {
+        Self::with_args(cluster, state_topic, id, slots, &[])
+    }
+
+    /// An instance with more `serve` flags.
+    fn with_args(cluster: &str, state_topic: &str, id: &str, slots: i32, extra: &[&str]) -> Node {
         let port = free_port();
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "serve",
             "--destination-bootstrap",
             &Cluster::Destination.bootstrap(),
@@ -58,6 +63,7 @@ impl Node {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
         let log = std::env::temp_dir().join(format!("{cluster}-{id}.log"));
         let mut n = Node { id: id.to_string(), port, args, log, child: None };
         n.start();
@@ -640,4 +646,85 @@ async fn all_in_n(node: &Node, mirror: &str, topic: &str, n: usize, state: &str,
         (parts.len() == n && parts.iter().all(|p| p["state"] == state)).then_some(())
     })
     .await
+}
+
+/// Discovery with two instances: exactly one (the owner of the mirror's slot) starts each
+/// matching topic, so every discovered topic is started once in the operation log; when it is
+/// killed, the survivor takes the slot over and mirrors a matching topic created afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_runs_on_one_instance_and_the_survivor_carries_on() {
+    let _rig = shared().await;
+    let cluster = unique("kmc-disc");
+    let state_topic = format!("__mirror_state-{cluster}");
+    let extra = ["--metadata-refresh-interval-ms", "1000"];
+    let mut nodes: Vec<Node> =
+        ["d0", "d1"].iter().map(|id| Node::with_args(&cluster, &state_topic, id, 4, &extra)).collect();
+    eventually("both instances own slots", Duration::from_secs(90), || async {
+        let (a, b) = (nodes[0].slots().await?, nodes[1].slots().await?);
+        (a.len() + b.len() == 4 && !a.is_empty() && !b.is_empty()).then_some(())
+    })
+    .await;
+    let prefix = unique("inst-disc");
+    let include = format!(r"{}\..*", regex::escape(&prefix));
+    let mirror = unique("m-disc");
+    nodes[0]
+        .post(
+            "/mirrors",
+            json!({"name": mirror, "source": {"bootstrap_servers": Cluster::Source.bootstrap()}, "topic_include": [include]}),
+        )
+        .await;
+    let mut first = Vec::new();
+    for n in ["a", "b", "c"] {
+        first.push(TestTopic::create(Cluster::Source, &format!("{prefix}.{n}"), 2, &[]).await);
+    }
+    let names: Vec<String> = first.iter().map(|t| t.name.clone()).collect();
+    for t in &names {
+        all_in_n(&nodes[1], &mirror, t, 2, "MIRRORING", Duration::from_secs(90)).await;
+    }
+    // Both instances planned; one started. Every discovered topic is in exactly one discovery
+    // start, whichever instance's log is read.
+    let discovered = |ops: &Value| -> Vec<String> {
+        let mut v: Vec<String> = ops["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["mirror"] == mirror.as_str() && o["requested_by"] == "discovery" && o["kind"] == "start")
+            .flat_map(|o| o["results"].as_array().cloned().unwrap_or_default())
+            .filter(|r| r["ok"] == true)
+            .filter_map(|r| r["topic"].as_str().map(str::to_string))
+            .collect();
+        v.sort();
+        v
+    };
+    for node in &nodes {
+        let ops = eventually("the discovery operation is in the log", Duration::from_secs(30), || async {
+            let ops = node.get(&format!("/audit?mirror={mirror}&page_size=1000")).await?;
+            (discovered(&ops) == names).then_some(ops)
+        })
+        .await;
+        assert_eq!(discovered(&ops), names, "on {}", node.id);
+    }
+    let d = nodes[0].get(&format!("/mirrors/{mirror}/discovery")).await.expect("discovery");
+    let runner = d["runs_on"].as_str().expect("an instance runs discovery").to_string();
+    let (dead, alive) = if runner == "d0" { (0, 1) } else { (1, 0) };
+    assert_eq!(nodes[dead].id, runner);
+
+    // The discovering instance dies; a matching topic created afterwards is mirrored by the
+    // survivor once it owns the mirror's slot.
+    nodes[dead].kill9();
+    let later = TestTopic::create(Cluster::Source, &format!("{prefix}.later"), 2, &[]).await;
+    let t = later.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &t, &records(40, 2, "later"))).await.unwrap();
+    all_in_n(&nodes[alive], &mirror, &later.name, 2, "MIRRORING", TAKEOVER_BOUND + Duration::from_secs(60)).await;
+    caught_up_n(std::slice::from_ref(&later.name), 2, Duration::from_secs(60)).await;
+    assert_same_content(&later.name, 2).await;
+    let d = nodes[alive].get(&format!("/mirrors/{mirror}/discovery")).await.expect("discovery");
+    assert_eq!(d["runs_on"].as_str(), Some(nodes[alive].id.as_str()), "{d}");
+    let _ = nodes[alive]
+        .post(&format!("/mirrors/{mirror}/topics:stop"), json!({"pattern": format!(r"{}\..*", regex::escape(&prefix))}))
+        .await;
+    drop(nodes);
+    for t in names.iter().chain([&later.name]) {
+        let _ = Cluster::Destination.admin().delete_topic(t).await;
+    }
 }

@@ -166,6 +166,8 @@ pub struct MirrorView {
     pub eta: EtaView,
     /// Failed-over topics whose old source still receives records (split brain), if any.
     pub old_source_writes: Option<OldSourceWrites>,
+    /// The topic policy and discovery.
+    pub policy: super::PolicyView,
 }
 
 /// The split-brain watch on the mirror page: failed-over topics whose old source received
@@ -271,6 +273,7 @@ pub fn mirror(
         trends: trends(history, (&m.name, None), (taken_at, lag), "mirror", now),
         eta: eta_of(history, m, None),
         old_source_writes: old_source_writes(m),
+        policy: super::policy(m, &href, now),
         fresh: Freshness::new(taken_at, now),
         can_operate: viewer.can_operate(),
         can_admin: viewer.can_admin(),

@@ -22,6 +22,7 @@ mod operation;
 mod operations;
 mod overview;
 mod partitions;
+mod policy;
 mod results;
 
 pub use actions::*;
@@ -35,4 +36,5 @@ pub use operation::*;
 pub use operations::*;
 pub use overview::*;
 pub use partitions::*;
+pub use policy::*;
 pub use results::*;
