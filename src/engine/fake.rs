@@ -95,6 +95,8 @@ struct ClusterInner {
     fail_delete_records: bool,
     /// DeleteRecords requests so far (answered or failed).
     delete_records_calls: usize,
+    /// Metadata requests for the whole topic list so far.
+    list_topics_calls: usize,
     topics: BTreeMap<String, FakeTopic>,
     /// Every ListOffsets request so far, as asked.
     list_offsets: Vec<ListOffsetsCall>,
@@ -121,6 +123,7 @@ impl FakeCluster {
                 delay: Duration::ZERO,
                 fail_delete_records: false,
                 delete_records_calls: 0,
+                list_topics_calls: 0,
                 topics: BTreeMap::new(),
                 list_offsets: Vec::new(),
                 stamps: HashMap::new(),
@@ -205,6 +208,10 @@ impl FakeCluster {
         lock(&self.inner).fail_delete_records = fail;
     }
 
+    pub(crate) fn list_topics_calls(&self) -> usize {
+        lock(&self.inner).list_topics_calls
+    }
+
     pub(crate) fn delete_records_calls(&self) -> usize {
         lock(&self.inner).delete_records_calls
     }
@@ -278,6 +285,7 @@ impl ClusterAdmin for FakeCluster {
     }
 
     fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>> {
+        lock(&self.inner).list_topics_calls += 1;
         self.call("Metadata", |c| Ok(c.topics.keys().filter(|n| !n.starts_with("__")).cloned().collect()))
     }
 

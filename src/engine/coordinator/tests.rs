@@ -1971,3 +1971,150 @@ async fn a_wrong_key_fails_only_that_mirrors_data_path_and_a_rotation_re_encrypt
     assert!(!matches!(snap.mirror("secret").unwrap().data_path, DataPathStatus::Failed { .. }));
     rig.engine.shutdown().await;
 }
+
+// ----- topic policy and discovery ------------------------------------------------------------
+
+/// A mirror with a topic policy on the fake source.
+fn policy_spec(name: &str, include: &[&str], exclude: &[&str]) -> MirrorSpec {
+    MirrorSpec {
+        topic_include: include.iter().map(|s| s.to_string()).collect(),
+        topic_exclude: exclude.iter().map(|s| s.to_string()).collect(),
+        ..spec(name, SOURCE)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_starts_thousands_of_matching_topics_in_batches_while_a_stop_goes_first() {
+    let rig = Rig::new().await;
+    const N: usize = 2_000;
+    for i in 0..N {
+        rig.source.add_topic(&format!("t{i:04}"), 1, 2);
+    }
+    rig.source.add_topic("other", 1, 3);
+    rig.mirroring("m2", "other", 1, 3).await;
+    let calls_before = rig.source.list_topics_calls();
+    rig.engine.create_mirror(policy_spec("m", &["t.*"], &["__.*"]), actor()).await.unwrap();
+    rig.engine.refresh_now("m").await.unwrap();
+    // The run is under way: some batches started, many topics still to start.
+    rig.until("a discovery run under way", |s| {
+        let d = &s.mirror("m")?.discovery;
+        d.starting.filter(|n| *n > 0 && *n < N).map(|_| ())
+    })
+    .await;
+    // A failover sent now is carried out between two topics of the run, not after it.
+    let r =
+        rig.engine.lifecycle("m2", TopicSelector::Names(vec!["other".into()]), LifecycleOp::Stop, false, actor()).await;
+    assert_eq!(refusal(&r), None, "{r:?}");
+    let still = rig.engine.snapshot().mirror("m").unwrap().discovery.starting;
+    assert!(still.is_some_and(|n| n > 0), "the stop waited for the whole run: {still:?}");
+    rig.all_in("m2", "other", S::Stopped).await;
+
+    // Every topic is started, once, by one operation for the whole run.
+    rig.until("every matching topic mirroring", |s| {
+        let m = s.mirror("m")?;
+        (m.topics.len() == N && m.topics.iter().all(|t| t.state == S::Mirroring) && m.discovery.starting.is_none())
+            .then_some(())
+    })
+    .await;
+    let ops: Vec<OperationView> =
+        rig.engine.operations().into_iter().filter(|o| o.mirror == "m" && o.requested_by == DISCOVERY_ACTOR).collect();
+    assert_eq!(ops.len(), 1, "one operation per run");
+    assert_eq!(ops[0].kind, OperationKind::Start);
+    assert_eq!(ops[0].results.len(), N);
+    assert!(ops[0].results.iter().all(|r| r.ok));
+    let d = rig.engine.snapshot().mirror("m").unwrap().discovery.clone();
+    assert_eq!(d.topics_started_total, N as u64);
+    assert!(d.refused.is_empty());
+    // One listing of the source per run, whatever the number of topics.
+    let runs = d.runs_total as usize;
+    assert!(runs >= 1);
+    assert_eq!(rig.source.list_topics_calls() - calls_before, runs, "one metadata request per run");
+
+    // An idle run writes nothing.
+    let before = rig.engine.operations().len();
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("another run", |s| (s.mirror("m")?.discovery.runs_total as usize > runs).then_some(())).await;
+    assert_eq!(rig.engine.operations().len(), before, "an idle run records no operation");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirrored_topic_that_comes_to_match_an_exclusion_is_stopped_and_never_restarted() {
+    let rig = Rig::new().await;
+    rig.source.add_topic("orders.eu", 2, 4);
+    rig.source.add_topic("orders.test", 1, 4);
+    rig.engine.create_mirror(policy_spec("m", &["orders\\..*"], &["__.*"]), actor()).await.unwrap();
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.caught_up("m", "orders.eu").await;
+    rig.caught_up("m", "orders.test").await;
+    // The exclusion is added: the topic is failed over by discovery, in its own operation.
+    let update = MirrorUpdate { topic_exclude: Some(vec!["__.*".into(), ".*\\.test".into()]), ..Default::default() };
+    rig.engine.update_mirror("m", update, actor()).await.unwrap();
+    rig.all_in("m", "orders.test", S::Stopped).await;
+    let stops: Vec<OperationView> = rig
+        .engine
+        .operations()
+        .into_iter()
+        .filter(|o| o.requested_by == DISCOVERY_ACTOR && o.kind == OperationKind::Stop)
+        .collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0].topics, vec!["orders.test".to_string()]);
+    assert_eq!(rig.engine.snapshot().mirror("m").unwrap().discovery.topics_stopped_total, 1);
+    // Lifting the exclusion does not restart it: a failed-over topic stays the mirror's, stopped.
+    let update = MirrorUpdate { topic_exclude: Some(vec!["__.*".into()]), ..Default::default() };
+    rig.engine.update_mirror("m", update, actor()).await.unwrap();
+    let runs = rig.engine.snapshot().mirror("m").unwrap().discovery.runs_total;
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("two more runs", |s| (s.mirror("m")?.discovery.runs_total >= runs + 1).then_some(())).await;
+    assert!(rig.partition("m", "orders.test", 0).state == S::Stopped);
+    assert!(rig.engine.snapshot().mirror("m").unwrap().topic("orders.eu").unwrap().state == S::Mirroring);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_topic_is_held_back_until_a_refresh_or_a_policy_change() {
+    // Routine discovery runs every 200 ms.
+    let mut c = config();
+    c.metadata_refresh_interval = Duration::from_millis(200);
+    let rig = Rig::with_config(c).await;
+    // A topic another mirror holds, and one this mirror may start.
+    rig.mirroring("other", "shared.t", 1, 2).await;
+    rig.source.add_topic("mine.t", 1, 2);
+    rig.engine.create_mirror(policy_spec("m", &["shared\\..*", "mine\\..*"], &[]), actor()).await.unwrap();
+    rig.caught_up("m", "mine.t").await;
+    let plan = rig
+        .until("a plan with nothing to start", |s| s.mirror("m")?.discovery.plan.clone().filter(|p| p.start.is_empty()))
+        .await;
+    assert_eq!(plan.taken, vec![("shared.t".to_string(), "other".to_string())], "{plan:?}");
+    // A start the destination refuses: a topic of that name with another partition count.
+    rig.source.add_topic("mine.u", 2, 1);
+    rig.world.destination.add_topic("mine.u", 1, 0);
+    let first = rig
+        .until("refused", |s| {
+            s.mirror("m")?.discovery.refused.iter().find(|(t, _)| t == "mine.u").map(|(_, r)| r.clone())
+        })
+        .await;
+    assert_eq!(first.kind, ProblemKind::DestinationTopicConflict, "{first:?}");
+    // Routine runs hold it back: no second try, no second operation.
+    let ops = rig.engine.operations().len();
+    let runs = rig.engine.snapshot().mirror("m").unwrap().discovery.runs_total;
+    rig.until("three more routine runs", |s| (s.mirror("m")?.discovery.runs_total >= runs + 3).then_some(())).await;
+    let snap = rig.engine.snapshot();
+    let d = &snap.mirror("m").unwrap().discovery;
+    assert_eq!(d.refused[0].1.tried_at, first.tried_at, "tried again at a routine run");
+    assert_eq!(d.plan.as_ref().unwrap().held_back, vec!["mine.u".to_string()]);
+    assert_eq!(rig.engine.operations().len(), ops);
+    // An explicit refresh tries it again: refused again, for the same reason since the same time.
+    rig.engine.refresh_now("m").await.unwrap();
+    let again = rig
+        .until("tried again", |s| {
+            let r = s.mirror("m")?.discovery.refused.iter().find(|(t, _)| t == "mine.u")?.1.clone();
+            (r.tried_at > first.tried_at).then_some(r)
+        })
+        .await;
+    assert_eq!(again.since, first.since);
+    // The conflict goes, and a policy change starts it at once.
+    rig.world.destination.delete_topic("mine.u");
+    let update = MirrorUpdate { topic_include: Some(vec!["mine\\..*".into()]), ..Default::default() };
+    rig.engine.update_mirror("m", update, actor()).await.unwrap();
+    rig.caught_up("m", "mine.u").await;
+    rig.until("no refusal left", |s| s.mirror("m")?.discovery.refused.is_empty().then_some(())).await;
+}
