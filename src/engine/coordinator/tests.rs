@@ -2064,7 +2064,7 @@ async fn a_mirrored_topic_that_comes_to_match_an_exclusion_is_stopped_and_never_
     rig.engine.update_mirror("m", update, actor()).await.unwrap();
     let runs = rig.engine.snapshot().mirror("m").unwrap().discovery.runs_total;
     rig.engine.refresh_now("m").await.unwrap();
-    rig.until("two more runs", |s| (s.mirror("m")?.discovery.runs_total >= runs + 1).then_some(())).await;
+    rig.until("another run", |s| (s.mirror("m")?.discovery.runs_total > runs).then_some(())).await;
     assert!(rig.partition("m", "orders.test", 0).state == S::Stopped);
     assert!(rig.engine.snapshot().mirror("m").unwrap().topic("orders.eu").unwrap().state == S::Mirroring);
 }
