@@ -2118,3 +2118,34 @@ async fn a_refused_topic_is_held_back_until_a_refresh_or_a_policy_change() {
     rig.caught_up("m", "mine.u").await;
     rig.until("no refusal left", |s| s.mirror("m")?.discovery.refused.is_empty().then_some(())).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovered_topic_deleted_at_the_source_keeps_its_mirror_topic_and_is_not_recreated() {
+    let rig = Rig::new().await;
+    rig.source.add_topic("orders.eu", 2, 4);
+    rig.engine.create_mirror(policy_spec("m", &["orders\\..*"], &[]), actor()).await.unwrap();
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.caught_up("m", "orders.eu").await;
+    let id = rig.engine.snapshot().mirror("m").unwrap().topic("orders.eu").unwrap().source_topic_id.clone();
+    rig.source.delete_topic("orders.eu");
+    // Two refreshes without the topic: its partitions say why; the destination keeps the copy.
+    for _ in 0..3 {
+        let runs = rig.engine.snapshot().mirror("m").unwrap().discovery.runs_total;
+        rig.engine.refresh_now("m").await.unwrap();
+        rig.until("a run", |s| (s.mirror("m")?.discovery.runs_total > runs).then_some(())).await;
+    }
+    rig.all_in("m", "orders.eu", S::Failed).await;
+    let p = rig.partition("m", "orders.eu", 0);
+    assert_eq!(p.error.as_ref().map(|e| e.code.as_str()), Some("SOURCE_TOPIC_DELETED"), "{p:?}");
+    assert_eq!(rig.destination_end("orders.eu", 0), 4, "the mirror topic is kept");
+    // Created again at the source (a new topic ID): discovery does not start it over the old copy.
+    rig.source.add_topic("orders.eu", 2, 1);
+    let runs = rig.engine.snapshot().mirror("m").unwrap().discovery.runs_total;
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("a run", |s| (s.mirror("m")?.discovery.runs_total > runs).then_some(())).await;
+    let snap = rig.engine.snapshot();
+    let m = snap.mirror("m").unwrap();
+    assert_eq!(m.topic("orders.eu").unwrap().source_topic_id, id, "still the mirror of the deleted topic");
+    assert_eq!(m.discovery.topics_started_total, 1);
+    assert!(m.discovery.plan.as_ref().unwrap().start.is_empty());
+}
