@@ -25,6 +25,7 @@ pub mod secrets;
 pub mod state;
 pub mod throttle;
 pub mod time;
+pub mod topic_call;
 pub mod topic_policy;
 pub mod transition;
 
