@@ -575,6 +575,8 @@ mod tests {
 
     fn partition(topic: &str, partition: i32, lag: i64, state: PartitionState) -> PartitionSnapshot {
         PartitionSnapshot {
+            failed_in: None,
+            resync_pending: false,
             topic: topic.to_string(),
             partition,
             state,

@@ -385,8 +385,8 @@ pub struct PartitionErrorView {
     pub recoverable: bool,
 }
 
-/// One mirrored partition.
-#[derive(Debug, Clone, Serialize)]
+/// One mirrored partition. `Default` is for tests that build a snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct PartitionSnapshot {
     pub topic: String,
     pub partition: i32,
@@ -424,4 +424,28 @@ pub struct PartitionSnapshot {
     pub slot: i32,
     /// The instance that owns the slot, when known.
     pub owner: Option<String>,
+    /// A FAILED partition's state when it failed (what its retry goes back to).
+    pub failed_in: Option<PartitionState>,
+    /// A start with truncation `resync` has not completed.
+    pub resync_pending: bool,
+}
+
+impl PartitionSnapshot {
+    /// What a lifecycle call needs to know of the partition (`domain::topic_call`).
+    #[must_use]
+    pub fn call_facts(&self) -> crate::domain::topic_call::PartitionFacts {
+        crate::domain::topic_call::PartitionFacts {
+            partition: self.partition,
+            state: self.state,
+            failed_in: self.failed_in,
+            resync: self.resync_pending,
+            foreign_write: self.error.as_ref().is_some_and(|e| !e.recoverable),
+        }
+    }
+}
+
+/// What lifecycle calls need to know of `partitions`.
+#[must_use]
+pub fn call_facts(partitions: &[PartitionSnapshot]) -> Vec<crate::domain::topic_call::PartitionFacts> {
+    partitions.iter().map(PartitionSnapshot::call_facts).collect()
 }

@@ -38,6 +38,8 @@ fn viewer(role: Role) -> Viewer {
 fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionSnapshot {
     let mirrored = 10_000 + i64::from(p) * 10;
     PartitionSnapshot {
+        failed_in: None,
+        resync_pending: false,
         topic: topic.to_string(),
         partition: p,
         state,

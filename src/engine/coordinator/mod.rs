@@ -1515,6 +1515,8 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         source_writes_after_stop: source_writes_after_stop(rt),
         slot: 0,
         owner: None,
+        failed_in: rec.failed_in(),
+        resync_pending: rec.truncation.is_resync(),
     }
 }
 
