@@ -120,6 +120,10 @@ pub struct TopicResult {
     /// `DESTINATION_DIVERGED` instead, with their count and range per partition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failback: Option<FailbackResult>,
+    /// What to know beyond `ok`: e.g. a pause of a topic with FAILED partitions pauses the others
+    /// now, and the FAILED ones stay FAILED and pause when they are retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The preview of an incremental failback of one topic.
@@ -173,6 +177,7 @@ impl From<&TopicOutcome> for TopicResult {
             error: o.error.as_ref().map(TopicProblem::from),
             quarantined: None,
             failback: None,
+            note: None,
         }
     }
 }

@@ -273,6 +273,7 @@ async fn run_lifecycle(
             .map(|o| TopicResult {
                 quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
                 failback: r.failback.get(&o.topic).map(FailbackResult::from),
+                note: r.notes.get(&o.topic).cloned(),
                 ..TopicResult::from(o)
             })
             .collect(),

@@ -247,6 +247,18 @@ pub enum LifecycleOp {
 }
 
 impl LifecycleOp {
+    /// The call it makes on each topic (`domain::topic_call`).
+    pub fn call(self) -> crate::domain::topic_call::TopicCall {
+        use crate::domain::topic_call::TopicCall;
+        match self {
+            LifecycleOp::Start { .. } => TopicCall::Start,
+            LifecycleOp::Pause => TopicCall::Pause,
+            LifecycleOp::Resume => TopicCall::Resume,
+            LifecycleOp::Stop => TopicCall::Stop,
+            LifecycleOp::Recover => TopicCall::Recover,
+        }
+    }
+
     /// The operation kind it is recorded as.
     pub fn kind(self) -> OperationKind {
         match self {
@@ -317,6 +329,10 @@ pub struct OpResult {
     /// `validate_only`).
     #[serde(default)]
     pub saved_pattern: Option<SavedPattern>,
+    /// Per topic, what the operator should know beyond "accepted" (e.g. a pause of a topic
+    /// with FAILED partitions: they stay FAILED and pause when retried).
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
 }
 
 /// A pattern a lifecycle call saved in the mirror's topic policy.

@@ -384,7 +384,7 @@ pub async fn actions_post(
         .map_err(|e| UiError::engine(&e))?;
     tracing::info!(mirror = %m, op = op.value(), identity = %viewer.name, operation = %result.operation_id, "Dashboard action.");
     if is_htmx(&headers) {
-        let r = view::results(&m, op.label(), &result.operation_id, &result.results);
+        let r = view::results(&m, op.label(), &result.operation_id, &result.results).with_notes(&result.notes);
         let mut resp = html(pages::results(r)?);
         // Refresh the live regions now instead of at the next tick.
         resp.headers_mut().insert("HX-Trigger", HeaderValue::from_static("kmirror:refresh"));

@@ -49,6 +49,11 @@ pub struct ConfirmTopic {
     pub local_writes_n: i64,
     /// When the topic will have caught up (failover: how long to wait to lose nothing).
     pub eta: EtaView,
+    /// What the call will do beyond the obvious (`domain::topic_call`'s note), said before it
+    /// is sent.
+    pub note: Option<String>,
+    /// Why the engine will refuse the call for this topic, if it will.
+    pub refused: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -193,6 +198,12 @@ pub fn confirm(
         .iter()
         .map(|t| {
             let c: StateCounts = t.partitions.iter().map(|p| p.state).collect();
+            // The engine's own rule for this call and topic: what it will do, or why not.
+            let plan = match op.call() {
+                Some(call) => crate::domain::topic_call::plan(call, &crate::engine::call_facts(&t.partitions))
+                    .map_err(|r| r.message(call, &t.name)),
+                None => Ok(Default::default()),
+            };
             let mut parts: Vec<&PartitionSnapshot> = t.partitions.iter().collect();
             // Worst first: what the operator most needs to see is at the top.
             parts.sort_by(|a, b| b.lag_records.cmp(&a.lag_records).then(a.partition.cmp(&b.partition)));
@@ -228,6 +239,8 @@ pub fn confirm(
                 local_writes: format::int(local),
                 local_writes_n: local,
                 eta: eta_of(history, m, Some(&t.name)),
+                note: plan.as_ref().ok().and_then(|p| op.call().and_then(|c| p.note(c))),
+                refused: plan.err(),
             }
         })
         .collect();
@@ -494,6 +507,7 @@ mod tests {
             quarantined: Default::default(),
             failback: fb,
             saved_pattern: None,
+            notes: Default::default(),
         }
     }
 
