@@ -2,6 +2,7 @@
 //! and the paginated partition listing.
 
 use std::cmp::Ordering;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -18,8 +19,8 @@ use crate::engine::{
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
     FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
-    PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, Topic, TopicPath, TopicResponse, TopicResult,
-    TopicsResponse, TruncationMode, ts,
+    PartitionBehindResult, PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, StopRequest, Topic,
+    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -218,10 +219,15 @@ pub async fn topic_configs(
 }
 
 /// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names, each once,
-/// at most [`crate::engine::MAX_TOPICS_PER_CALL`]) and `pattern` (a valid regex). Everything here needs no
-/// Kafka, so a bad call is refused before the engine makes any Kafka call.
-fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<TopicSelector, ApiError> {
+/// at most [`crate::engine::MAX_TOPICS_PER_CALL`]), `pattern` (a valid regex) and `all`. Everything
+/// here needs no Kafka, so a bad call is refused before the engine makes any Kafka call.
+fn selector(topics: Option<Vec<String>>, pattern: Option<String>, all: bool) -> Result<TopicSelector, ApiError> {
     match (topics, pattern) {
+        (None, None) if all => Ok(TopicSelector::All),
+        _ if all => Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`all: true` selects every topic of the mirror: give it without `topics` and `pattern`",
+        )),
         (Some(topics), None) => {
             if topics.is_empty() {
                 return Err(ApiError::new(ProblemType::InvalidBody, "`topics` must name at least one topic"));
@@ -245,7 +251,7 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<Topi
                 .map_err(|e| ApiError::new(ProblemKind::InvalidPattern, e.to_string()))?;
             Ok(TopicSelector::Pattern(pattern))
         }
-        _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics` and `pattern`")),
+        _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics`, `pattern` and `all: true`")),
     }
 }
 
@@ -263,7 +269,22 @@ async fn run_lifecycle(
     } else {
         state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?
     };
-    Ok(Json(LifecycleResponse {
+    Ok(Json(lifecycle_response(state, mirror, r, op, validate_only)))
+}
+
+/// The answer of a lifecycle call. `validate_only` of a stop adds what it would leave
+/// unmirrored per topic, from the snapshot: the failover dialog's computation
+/// (`TopicSnapshot::stop_impact`).
+fn lifecycle_response(
+    state: &AppState,
+    mirror: &str,
+    r: crate::engine::OpResult,
+    op: LifecycleOp,
+    validate_only: bool,
+) -> LifecycleResponse {
+    let snap = (validate_only && op == LifecycleOp::Stop).then(|| state.engine.snapshot());
+    let topics = snap.as_ref().and_then(|s| s.mirror(mirror));
+    LifecycleResponse {
         operation_id: r.operation_id,
         validate_only,
         saved_pattern: r.saved_pattern.map(|p| super::dto::SavedPatternBody { list: p.list, pattern: p.pattern }),
@@ -274,10 +295,15 @@ async fn run_lifecycle(
                 quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
                 failback: r.failback.get(&o.topic).map(FailbackResult::from),
                 note: r.notes.get(&o.topic).cloned(),
+                unmirrored: topics
+                    .filter(|_| o.ok)
+                    .and_then(|m| m.topic(&o.topic))
+                    .map(|t| UnmirroredResult::from(&t.stop_impact())),
+                behind: r.behind.get(&o.topic).map(|b| b.iter().map(PartitionBehindResult::from).collect()),
                 ..TopicResult::from(o)
             })
             .collect(),
-    }))
+    }
 }
 
 /// Start mirroring topics (operator); also restarts STOPPED topics in the same direction.
@@ -299,7 +325,7 @@ async fn run_lifecycle(
     request_body = StartRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
@@ -326,7 +352,7 @@ pub async fn topics_start(
         TruncationMode::None => Truncation::None,
         TruncationMode::Resync => Truncation::Resync { quarantine: body.quarantine },
     };
-    let sel = selector(body.topics, body.pattern)?;
+    let sel = selector(body.topics, body.pattern, false)?;
     run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only, false).await
 }
 
@@ -346,7 +372,7 @@ macro_rules! lifecycle_handler {
             request_body = LifecycleRequest,
             responses(
                 (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-                (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
@@ -364,11 +390,8 @@ macro_rules! lifecycle_handler {
             ApiJson(body): ApiJson<LifecycleRequest>,
         ) -> Result<Json<LifecycleResponse>, ApiError> {
             validate_mirror_name(&mirror)?;
-            if body.exclude && $op != LifecycleOp::Stop {
-                return Err(ApiError::new(ProblemType::InvalidBody, "`exclude` applies to topics:stop only"));
-            }
-            let sel = selector(body.topics, body.pattern)?;
-            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, body.exclude).await
+            let sel = selector(body.topics, body.pattern, body.all)?;
+            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, false).await
         }
     };
 }
@@ -387,15 +410,89 @@ lifecycle_handler!(
     "Resume paused topics (operator).",
     "PAUSED → MIRRORING. Per-topic outcomes; idempotent."
 );
-lifecycle_handler!(
-    topics_stop,
-    "/api/v1/mirrors/{mirror}/topics:stop",
-    LifecycleOp::Stop,
-    "Stop mirroring topics: failover (operator).",
-    "The topics become ordinary writable topics on the destination; the stop point is recorded. \
-     Per-topic outcomes; idempotent. With `exclude: true` the pattern (or each name) is also added \
-     to the mirror's `topic_exclude`, so discovery never starts those topics again."
-);
+/// Stop mirroring topics: failover (operator).
+///
+/// The topics become ordinary writable topics on the destination; the stop point is recorded.
+/// Per-topic outcomes; idempotent. With `validate_only`, each topic's result says what a stop now
+/// would leave unmirrored (`unmirrored`, per partition).
+///
+/// With `require_caught_up: true` it is a **promote**, a planned switch-over that loses nothing:
+/// kmirror stops the selected partitions only once every one of them has caught up with a
+/// reachable source (lag 0 against the source's last stable offset, read fresh), waiting up to
+/// `timeout_ms` (default 60 s), and the call answers then. If the timeout passes first, nothing
+/// is stopped: every topic answers `not-caught-up` and `behind` lists each partition still
+/// behind with its lag. Every record the source had committed at the final check is on the
+/// destination; the data path commits what it read after the check instead of aborting it, and
+/// any record the source received after that (a producer still writing) is listed in `behind`
+/// of a topic that stopped. Stop the producers on the source first, promote, then move them.
+/// Other stops and pauses are served while a promote waits.
+///
+/// With `exclude: true` (not with `require_caught_up`) the pattern, or each name as a literal
+/// pattern, is also added to the mirror's `topic_exclude`, so discovery never starts those topics
+/// again (`saved_pattern` in the answer).
+#[utoipa::path(
+    post,
+    path = "/api/v1/mirrors/{mirror}/topics:stop",
+    tag = "topics",
+    operation_id = "topics_stop",
+    security(("bearer" = [])),
+    extensions(("x-required-role" = json!("operator"))),
+    params(MirrorPath),
+    request_body = StopRequest,
+    responses(
+        (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`; `timeout_ms` without `require_caught_up` or above 600,000", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn topics_stop(
+    OperatorAuth(caller): OperatorAuth,
+    State(state): State<AppState>,
+    ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
+    ApiJson(body): ApiJson<StopRequest>,
+) -> Result<Json<LifecycleResponse>, ApiError> {
+    validate_mirror_name(&mirror)?;
+    let timeout = promote_timeout(body.require_caught_up, body.timeout_ms)?;
+    if body.exclude && timeout.is_some() {
+        return Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`exclude` does not go with `require_caught_up`: promote first, then stop the topics again with `exclude` (a stop of a STOPPED topic only saves the exclusion)",
+        ));
+    }
+    let sel = selector(body.topics, body.pattern, body.all)?;
+    match timeout {
+        // A promote's check changes nothing: it answers what a stop now would leave unmirrored.
+        Some(timeout) if !body.validate_only => {
+            let r = state.engine.promote(&mirror, sel, timeout, caller.actor()).await?;
+            Ok(Json(lifecycle_response(&state, &mirror, r, LifecycleOp::Stop, false)))
+        }
+        _ => run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Stop, body.validate_only, body.exclude).await,
+    }
+}
+
+/// A stop's promote settings: `None` for a plain stop, else how long to wait for catch-up.
+fn promote_timeout(require_caught_up: bool, timeout_ms: Option<u64>) -> Result<Option<Duration>, ApiError> {
+    let max = crate::engine::PROMOTE_MAX_TIMEOUT.as_millis() as u64;
+    match (require_caught_up, timeout_ms) {
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`timeout_ms` is how long a promote waits: it only applies with `require_caught_up: true`",
+        )),
+        (true, None) => Ok(Some(crate::engine::PROMOTE_DEFAULT_TIMEOUT)),
+        (true, Some(ms)) if ms <= max => Ok(Some(Duration::from_millis(ms))),
+        (true, Some(ms)) => {
+            Err(ApiError::new(ProblemType::InvalidBody, format!("`timeout_ms` must be between 0 and {max} (got {ms})")))
+        }
+    }
+}
 
 lifecycle_handler!(
     topics_recover,
@@ -564,14 +661,36 @@ mod tests {
     #[test]
     fn topic_lists_over_the_cap_or_with_repeats_are_refused_before_the_engine() {
         let names = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
-        assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None).is_ok());
-        let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None).unwrap_err();
+        assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None, false).is_ok());
+        let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None, false).unwrap_err();
         assert_eq!(e.problem, ProblemType::Engine(ProblemKind::TooManyTopics));
         assert_eq!(e.problem.status().as_u16(), 400);
         assert!(e.detail.contains("at most 1000"), "{}", e.detail);
-        let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None).unwrap_err();
+        let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None, false).unwrap_err();
         assert_eq!(e.problem, ProblemType::InvalidBody);
         assert!(e.detail.contains("\"a\" more than once"), "{}", e.detail);
+    }
+
+    #[test]
+    fn all_goes_alone_and_a_promote_timeout_needs_a_promote_within_its_range() {
+        assert_eq!(selector(None, None, true).unwrap(), TopicSelector::All);
+        for (topics, pattern) in [(Some(vec!["a".to_string()]), None), (None, Some(".*".to_string()))] {
+            let e = selector(topics, pattern, true).unwrap_err();
+            assert_eq!(e.problem, ProblemType::InvalidBody);
+            assert!(e.detail.contains("without `topics` and `pattern`"), "{}", e.detail);
+        }
+        let e = selector(None, None, false).unwrap_err();
+        assert!(e.detail.contains("exactly one of `topics`, `pattern` and `all: true`"), "{}", e.detail);
+
+        assert_eq!(promote_timeout(false, None).unwrap(), None);
+        assert_eq!(promote_timeout(true, None).unwrap(), Some(Duration::from_secs(60)));
+        assert_eq!(promote_timeout(true, Some(0)).unwrap(), Some(Duration::ZERO));
+        assert_eq!(promote_timeout(true, Some(600_000)).unwrap(), Some(Duration::from_secs(600)));
+        let e = promote_timeout(true, Some(600_001)).unwrap_err();
+        assert_eq!((e.problem, e.problem.status().as_u16()), (ProblemType::InvalidBody, 400));
+        assert!(e.detail.contains("between 0 and 600000"), "{}", e.detail);
+        let e = promote_timeout(false, Some(1000)).unwrap_err();
+        assert!(e.detail.contains("only applies with `require_caught_up: true`"), "{}", e.detail);
     }
 
     fn partition(topic: &str, partition: i32, lag: i64, state: PartitionState) -> PartitionSnapshot {

@@ -83,6 +83,8 @@ pub struct Server {
     http: reqwest::Client,
     /// `Bearer <token>`, marked sensitive (never printed or logged).
     authorization: Option<HeaderValue>,
+    /// How long one request may take (`--request-timeout`).
+    timeout: Duration,
 }
 
 /// The bearer token: the first line of `--token-file`, else `KMIRROR_TOKEN`, else none.
@@ -140,7 +142,12 @@ impl Server {
                 Some(v)
             }
         };
-        Ok(Server { base: url.as_str().trim_end_matches('/').to_string(), http, authorization })
+        Ok(Server {
+            base: url.as_str().trim_end_matches('/').to_string(),
+            http,
+            authorization,
+            timeout: conn.request_timeout,
+        })
     }
 
     /// The server's URL as given (for messages).
@@ -205,6 +212,19 @@ impl Server {
     /// POST a JSON body.
     pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<T, Failure> {
         let res = self.send(self.request(Method::POST, path).json(body), path).await?;
+        self.json(res, path).await
+    }
+
+    /// POST a JSON body to a call that answers after waiting up to `waits` on the server (a
+    /// promote): the request may take that long plus `--request-timeout`.
+    pub async fn post_waiting<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+        waits: Duration,
+    ) -> Result<T, Failure> {
+        let req = self.request(Method::POST, path).json(body).timeout(self.timeout.saturating_add(waits));
+        let res = self.send(req, path).await?;
         self.json(res, path).await
     }
 

@@ -138,7 +138,7 @@ pub struct LifecycleArgs {
     /// server which topics the selection matches, then sends the remaining names).
     #[arg(long, value_name = "REGEX")]
     pub exclude: Option<String>,
-    /// Every topic of the mirror (needs a server that supports `"all": true`).
+    /// Every topic of the mirror, however many (stop, pause, resume, recover).
     #[arg(long)]
     pub all: bool,
     /// Only check whether the call would be accepted; change nothing.
@@ -176,10 +176,11 @@ pub struct StopArgs {
     #[command(flatten)]
     pub common: LifecycleArgs,
     /// Planned switch-over: stop only once every selected partition has caught up with a
-    /// reachable source (needs a server that supports `require_caught_up`).
+    /// reachable source; if the timeout passes first, nothing is stopped and the partitions still
+    /// behind are listed (exit 1). Stop the producers on the source first.
     #[arg(long)]
     pub promote: bool,
-    /// With --promote: how long the server waits for the partitions to catch up [server default: 60s].
+    /// With --promote: how long the server waits for the partitions to catch up, at most 10m [server default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "promote")]
     pub promote_timeout: Option<std::time::Duration>,
 }

@@ -113,6 +113,42 @@ pub struct TopicResultView {
     pub ok: bool,
     #[serde(default)]
     pub error: Option<TopicProblemView>,
+    /// `validate_only` of a stop: what it would leave unmirrored.
+    #[serde(default)]
+    pub unmirrored: Option<UnmirroredView>,
+    /// A promote: partitions whose source holds records the destination does not have.
+    #[serde(default)]
+    pub behind: Option<Vec<BehindView>>,
+}
+
+/// `UnmirroredResult`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnmirroredView {
+    pub records: i64,
+    pub seconds: f64,
+    pub partitions: Vec<UnmirroredPartitionView>,
+}
+
+/// `UnmirroredPartition`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnmirroredPartitionView {
+    pub partition: i32,
+    pub state: String,
+    pub records: i64,
+    pub seconds: f64,
+}
+
+/// `PartitionBehindResult`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BehindView {
+    pub partition: i32,
+    pub state: String,
+    #[serde(default)]
+    pub lag_records: Option<i64>,
+    #[serde(default)]
+    pub source_last_stable_offset: Option<i64>,
+    #[serde(default)]
+    pub mirrored_source_offset: Option<i64>,
 }
 
 /// `TopicProblem`.
@@ -137,10 +173,22 @@ pub struct OperationResponse {
     pub finished_at: Option<String>,
     pub outcome: String,
     pub results: Vec<TopicResultView>,
+    /// Absent from servers that answered every result at once.
+    #[serde(default)]
+    pub result_counts: Option<ResultCountsView>,
     #[serde(default)]
     pub error: Option<TopicProblemView>,
     #[serde(default)]
     pub progress: Option<OperationProgress>,
+}
+
+/// `ResultCounts`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct ResultCountsView {
+    pub total: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub omitted: u64,
 }
 
 /// `OperationProgress`.
@@ -149,6 +197,11 @@ pub struct OperationProgress {
     #[serde(default)]
     pub target_state: Option<String>,
     pub done: bool,
+    /// Over every page (absent from servers that answered every result at once).
+    #[serde(default)]
+    pub partitions_total: Option<u64>,
+    #[serde(default)]
+    pub partitions_done: Option<u64>,
     pub partitions: Vec<PartitionProgress>,
 }
 
@@ -265,6 +318,10 @@ mod tests {
             ("PartitionError", fields::<PartitionErrorView>()),
             ("LifecycleResponse", fields::<LifecycleResponse>()),
             ("TopicResult", fields::<TopicResultView>()),
+            ("UnmirroredResult", fields::<UnmirroredView>()),
+            ("UnmirroredPartition", fields::<UnmirroredPartitionView>()),
+            ("PartitionBehindResult", fields::<BehindView>()),
+            ("ResultCounts", fields::<ResultCountsView>()),
             ("TopicProblem", fields::<TopicProblemView>()),
             ("OperationResponse", fields::<OperationResponse>()),
             ("OperationProgress", fields::<OperationProgress>()),

@@ -20,9 +20,9 @@ use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue,
-    PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue,
-    TruncationValue,
+    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OmittedResultsValue, OperationValue, PartitionKey,
+    PartitionStateValue, PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue,
+    TopicResultValue, TruncationValue,
 };
 
 use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, SyncSpec, TopicOutcome};
@@ -349,8 +349,55 @@ pub(crate) fn last_mirror_epochs(mirror: &str, value: &LastMirrorEpochsValue, n:
     write(StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: mirror.to_string() }, value.clone())), n)
 }
 
-/// The audit record of one operation.
+/// The most bytes an Operation record's per-topic results and topic list may take, encoded. The
+/// state topic keeps the brokers' default maximum message size (about 1 MiB, and librdkafka's
+/// `message.max.bytes` is 1,000,000), and the record also holds its key and other fields. About
+/// 8,000 results of topics with 20-character names fit.
+pub(crate) const MAX_OPERATION_RESULT_BYTES: usize = 768 * 1024;
+
+/// A per-topic result as its record stores it.
+fn result_value(r: &TopicOutcome) -> TopicResultValue {
+    TopicResultValue {
+        topic: r.topic.clone(),
+        outcome: if r.ok { "ok".into() } else { "error".into() },
+        error_code: r.error.as_ref().map(|e| e.kind.slug().to_string()),
+        message: r.error.as_ref().map(|e| e.detail.clone()),
+    }
+}
+
+/// The per-topic results an operation keeps, in their order: what fits its record
+/// ([`MAX_OPERATION_RESULT_BYTES`] for the results and the topic list), failures before successes;
+/// and how many of each it leaves out. The live instance keeps the same (the audit trail reads
+/// the same on every instance and after a restart); counts of the rest are exact.
+pub(crate) fn bound_results(results: Vec<TopicOutcome>) -> (Vec<TopicOutcome>, super::OmittedResults) {
+    let size = |r: &TopicOutcome| {
+        let encoded = serde_json::to_vec(&result_value(r)).map_or(usize::MAX / 4, |v| v.len());
+        // The result, the name again in the topic list, quotes and separators.
+        encoded + r.topic.len() + 4
+    };
+    let mut budget = MAX_OPERATION_RESULT_BYTES;
+    let mut keep = vec![false; results.len()];
+    let mut omitted = super::OmittedResults::default();
+    let failures_first =
+        (0..results.len()).filter(|i| !results[*i].ok).chain((0..results.len()).filter(|i| results[*i].ok));
+    for i in failures_first {
+        let n = size(&results[i]);
+        if n <= budget {
+            budget -= n;
+            keep[i] = true;
+        } else if results[i].ok {
+            omitted.ok += 1;
+        } else {
+            omitted.failed += 1;
+        }
+    }
+    let kept = results.into_iter().zip(keep).filter(|(_, k)| *k).map(|(r, _)| r).collect();
+    (kept, omitted)
+}
+
+/// The audit record of one operation (whose results [`bound_results`] bounded).
 pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
+    let omitted = op.results_omitted;
     let value = OperationValue {
         id: op.id.clone(),
         mirror: op.mirror.clone(),
@@ -361,17 +408,10 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
         client_address: op.client_address.clone(),
         requested_at: op.requested_at,
         finished_at: op.finished_at,
-        results: op
-            .results
-            .iter()
-            .map(|r| TopicResultValue {
-                topic: r.topic.clone(),
-                outcome: if r.ok { "ok".into() } else { "error".into() },
-                error_code: r.error.as_ref().map(|e| e.kind.slug().to_string()),
-                message: r.error.as_ref().map(|e| e.detail.clone()),
-            })
-            .collect(),
+        results: op.results.iter().map(result_value).collect(),
         accepted_by: op.accepted_by.clone(),
+        results_omitted: (omitted.ok > 0 || omitted.failed > 0)
+            .then_some(OmittedResultsValue { ok: omitted.ok, failed: omitted.failed }),
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
 }
@@ -399,6 +439,10 @@ fn operation_view(v: &OperationValue) -> OperationView {
                 }),
             })
             .collect(),
+        results_omitted: v
+            .results_omitted
+            .map(|o| super::OmittedResults { ok: o.ok, failed: o.failed })
+            .unwrap_or_default(),
         accepted_by: v.accepted_by.clone(),
     }
 }
@@ -654,6 +698,52 @@ mod tests {
     use super::*;
     use crate::domain::PartitionState;
     use crate::store::MAX_PARTITION_COUNT;
+
+    /// An operation about 20,000 topics keeps what fits its record, failures first, in the call's
+    /// order; the record stays under librdkafka's and the brokers' default message size, counts
+    /// the rest, and reads back the same; a small operation keeps everything.
+    #[test]
+    fn an_operation_about_thousands_of_topics_keeps_what_fits_its_record() {
+        let outcome = |i: usize| {
+            let topic = format!("orders-eu-west-{i:06}-payments");
+            if i % 1000 == 7 {
+                let detail = format!("topic {topic:?}: partition 3 is FAILED: {}", "x".repeat(900));
+                TopicOutcome { topic, ok: false, error: Some(Problem { kind: ProblemKind::IllegalTransition, detail }) }
+            } else {
+                TopicOutcome { topic, ok: true, error: None }
+            }
+        };
+        let results: Vec<TopicOutcome> = (0..20_000).map(outcome).collect();
+        let (kept, omitted) = bound_results(results.clone());
+        assert_eq!(kept.iter().filter(|r| !r.ok).count(), 20, "every failure is kept");
+        assert_eq!(omitted.failed, 0);
+        assert_eq!(kept.len() as u64 + omitted.ok, 20_000);
+        assert!(omitted.ok > 10_000 && kept.len() > 5_000, "{} kept, {omitted:?}", kept.len());
+        let order: Vec<usize> = kept.iter().map(|k| results.iter().position(|r| r.topic == k.topic).unwrap()).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "kept in the call's order");
+        let view = OperationView {
+            id: "op-1".into(),
+            mirror: "m".into(),
+            kind: super::super::OperationKind::Stop,
+            topics: kept.iter().map(|r| r.topic.clone()).collect(),
+            requested_by: "alice".into(),
+            client_address: None,
+            requested_at: 1,
+            finished_at: Some(2),
+            results: kept,
+            results_omitted: omitted,
+            accepted_by: None,
+        };
+        let w = operation(&view, 16);
+        let size = w.key.len() + w.value.as_ref().map_or(0, Vec::len);
+        assert!(size < 1_000_000, "the record is {size} bytes");
+        assert!(size > 700_000, "the budget is used: {size} bytes");
+        let loaded = load(&log(&[w]), &crate::store::seal::Sealer::default()).0;
+        assert_eq!(loaded.operations, vec![view], "reads back as kept");
+
+        let few: Vec<TopicOutcome> = (0..50).map(outcome).collect();
+        assert_eq!(bound_results(few.clone()), (few, crate::engine::OmittedResults::default()));
+    }
 
     fn log(records: &[StateWrite]) -> Vec<LogRecord> {
         records

@@ -81,10 +81,13 @@ problem_kinds! {
     Fenced => ("fenced", 409, "This instance is fenced"),
     ShuttingDown => ("shutting-down", 503, "Shutting down"),
     Internal => ("internal", 500, "Internal error"),
-    /// A call names (or its pattern matches) more topics than
-    /// [`MAX_TOPICS_PER_CALL`](super::MAX_TOPICS_PER_CALL), or a mirror lists more group patterns
-    /// than [`MAX_GROUP_PATTERNS`](super::MAX_GROUP_PATTERNS); nothing was changed.
+    /// A call names more topics than [`MAX_TOPICS_PER_CALL`](super::MAX_TOPICS_PER_CALL), or a
+    /// mirror lists more group patterns than [`MAX_GROUP_PATTERNS`](super::MAX_GROUP_PATTERNS);
+    /// nothing was changed.
     TooManyTopics => ("too-many-topics", 400, "Too many topics in one call"),
+    /// A promote (`topics:stop` with `require_caught_up`) timed out with partitions still behind
+    /// their source (or a source that did not answer): nothing was stopped.
+    NotCaughtUp => ("not-caught-up", 409, "Partitions have not caught up"),
 }
 
 impl ProblemKind {

@@ -348,7 +348,64 @@ pub struct TopicSnapshot {
     pub failback_mirror: Option<String>,
 }
 
+/// What a stop (failover) of a topic now would leave unmirrored: the one computation behind the
+/// failover dialog, `validate_only` of `topics:stop` and the CLI's `topics stop --validate-only`
+/// ([`TopicSnapshot::stop_impact`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopImpact {
+    /// Source records not on the destination, over every partition.
+    pub records: i64,
+    /// The largest of the partitions' `seconds`.
+    pub seconds: f64,
+    /// Every partition of the topic, by partition number.
+    pub partitions: Vec<PartitionStopImpact>,
+}
+
+/// What a stop now would leave unmirrored of one partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionStopImpact {
+    pub partition: i32,
+    pub state: PartitionState,
+    /// Source records (offsets) committed on the source and not mirrored yet: the lag,
+    /// `lineage::failover_impact` of the partition's position and the source's last stable
+    /// offset. 0 for a STOPPED partition (a stop changes nothing there).
+    pub records: i64,
+    /// How long ago the partition last had no lag: about the age of the oldest of those
+    /// records; 0 without lag.
+    pub seconds: f64,
+    pub source_last_stable_offset: Option<i64>,
+    pub mirrored_source_offset: Option<i64>,
+}
+
+impl PartitionSnapshot {
+    /// What a stop of this partition now would leave unmirrored.
+    pub fn stop_impact(&self) -> PartitionStopImpact {
+        let records = if self.state == PartitionState::Stopped { 0 } else { self.lag_records.max(0) };
+        PartitionStopImpact {
+            partition: self.partition,
+            state: self.state,
+            records,
+            seconds: if records > 0 { self.lag_seconds.max(0.0) } else { 0.0 },
+            source_last_stable_offset: self.source_last_stable_offset,
+            mirrored_source_offset: self.mirrored_source_offset,
+        }
+    }
+}
+
 impl TopicSnapshot {
+    /// What a stop of this topic now would leave unmirrored, per partition and in total, from
+    /// the snapshot's lag (refreshed about once a second).
+    pub fn stop_impact(&self) -> StopImpact {
+        let mut partitions: Vec<PartitionStopImpact> =
+            self.partitions.iter().map(PartitionSnapshot::stop_impact).collect();
+        partitions.sort_by_key(|p| p.partition);
+        StopImpact {
+            records: partitions.iter().map(|p| p.records).sum(),
+            seconds: partitions.iter().map(|p| p.seconds).fold(0.0, f64::max),
+            partitions,
+        }
+    }
+
     /// What the split-brain watch reports: the topic's writes to its old source after the
     /// failover ([`Self::source_writes_after_stop`]) unless a failback explains them.
     pub fn split_brain(&self) -> SourceWrites {

@@ -19,8 +19,8 @@ pub use records::{
     AclBindingValue, AclOperationValue, AclPatternTypeValue, AclPermissionValue, AclResourceTypeValue, DecodeError,
     DesiredStateValue, EncodedRecord, Entry, ErrorValue, InstanceKey, InstanceValue, LastMirrorEpochsValue,
     LmePartitionValue, LmeTopicValue, MAX_PARTITION_COUNT, MAX_RECORD_LIST_LEN, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationKey, OperationValue, Part, PartitionKey,
-    PartitionStateValue, PositionValue, RecordKind, RunValue, SourceClusterValue, StateRecord, StopValue,
-    SyncSettingsValue, TopicResultValue, TruncationValue, decode,
+    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OmittedResultsValue, OperationKey, OperationValue,
+    Part, PartitionKey, PartitionStateValue, PositionValue, RecordKind, RunValue, SourceClusterValue, StateRecord,
+    StopValue, SyncSettingsValue, TopicResultValue, TruncationValue, decode,
 };
 pub use state::{ApplyError, LoadError, MAX_OPERATIONS, MaterializedState, SkippedRecord};

@@ -652,12 +652,25 @@ pub struct OperationValue {
     pub requested_at: i64,
     /// When it finished; `None` while it runs.
     pub finished_at: Option<i64>,
-    /// The outcome per topic.
+    /// The outcome per topic. A call about thousands of topics keeps what fits the state
+    /// topic's message size, failures first (`results_omitted` counts the rest).
     pub results: Vec<TopicResultValue>,
     /// The instance that accepted the call (the owners of its partitions carry it out); absent
     /// from records written before instances shared a cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_by: Option<String>,
+    /// Per-topic results left out of `results` (absent when none were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results_omitted: Option<OmittedResultsValue>,
+}
+
+/// How many per-topic results an Operation record left out, by outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmittedResultsValue {
+    /// Topics that succeeded.
+    pub ok: u64,
+    /// Topics that failed.
+    pub failed: u64,
 }
 
 impl OperationValue {
@@ -1326,6 +1339,7 @@ mod tests {
                 message: Some("3 local records".to_owned()),
             }],
             accepted_by: None,
+            results_omitted: Some(OmittedResultsValue { ok: 2, failed: 1 }),
         };
         let mirror_key = MirrorKey { mirror: "m".to_owned() };
         let state = partition_state();

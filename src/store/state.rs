@@ -505,6 +505,7 @@ mod tests {
             finished_at,
             results: Vec::new(),
             accepted_by: None,
+            results_omitted: None,
         };
         StateRecord::Operation(Entry::put(value.key(), value))
     }

@@ -18,6 +18,7 @@ mod instances;
 mod kafka_admin;
 mod membership;
 mod metadata;
+mod promote;
 mod quarantine;
 mod responsiveness;
 mod secured;

@@ -247,6 +247,7 @@ fn operations() -> Vec<OperationView> {
                     }),
                 },
             ],
+            results_omitted: Default::default(),
             accepted_by: None,
         },
         OperationView {
@@ -259,6 +260,7 @@ fn operations() -> Vec<OperationView> {
             requested_at: NOW - 86_400_000,
             finished_at: Some(NOW - 86_399_000),
             results: vec![],
+            results_omitted: Default::default(),
             accepted_by: None,
         },
     ]
@@ -861,6 +863,7 @@ fn hostile_strings_are_escaped_everywhere() {
             ok: false,
             error: Some(Problem { kind: ProblemKind::Internal, detail: hostile("detail") }),
         }],
+        results_omitted: Default::default(),
         accepted_by: None,
     }];
     let mut v = viewer(Role::Admin);

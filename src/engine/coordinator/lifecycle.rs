@@ -143,7 +143,7 @@ impl Coordinator {
         if !validate_only && origin != CallOrigin::DiscoveryBatch {
             self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
-        Ok(OpResult { operation_id, results, quarantined, failback, saved_pattern, notes })
+        Ok(OpResult { operation_id, results, quarantined, failback, saved_pattern, notes, behind: BTreeMap::new() })
     }
 
     /// Adds `patterns` to the mirror's `list` (`topic_include` or `topic_exclude`) and stores
@@ -211,9 +211,15 @@ impl Coordinator {
                         re.is_match(t) && !is_internal_topic(t, state_topic) && policy.excluded_by(t).is_none()
                     }));
                 }
-                check_topic_count(names.len())?;
+                // Not capped: a pattern selects what it matches (`MAX_TOPICS_PER_CALL`).
                 Ok(names.into_iter().collect())
             }
+            TopicSelector::All if matches!(op, LifecycleOp::Start { .. }) => Err(EngineError::rejected(
+                ProblemKind::InvalidName,
+                "a start names its topics or gives a pattern (every topic of the source: \".*\")",
+            )),
+            // Every topic of the mirror, however many.
+            TopicSelector::All => Ok(m.topics.keys().cloned().collect()),
         }
     }
 
@@ -1003,11 +1009,28 @@ impl Coordinator {
         mirror: &str,
         topics: &[String],
     ) -> Vec<Result<Option<String>, Problem>> {
-        let (outcomes, planned) = self.plan_batch(mirror, topics, TopicCall::Stop, || Event::Stop);
+        self.stop_topics_with(mirror, topics, false).await
+    }
+
+    /// [`Self::stop_topics`]; with `commit` (a promote), the data path commits what it read
+    /// instead of aborting it ([`Planned::commit_instead_of_abort`]).
+    pub(super) async fn stop_topics_with(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+        commit: bool,
+    ) -> Vec<Result<Option<String>, Problem>> {
+        let (outcomes, mut planned) = self.plan_batch(mirror, topics, TopicCall::Stop, || Event::Stop);
+        if commit {
+            planned.commit_instead_of_abort();
+        }
         self.finish_batch(mirror, topics, outcomes, planned, "stop").await
     }
 
-    /// STOPPING → STOPPED for a topic's partitions, with their stop points and LME record.
+    /// STOPPING → STOPPED for a topic's partitions, with their stop points; their LMEs go into
+    /// the mirror's LastMirrorEpochs, which the caller writes once for all the topics it stopped
+    /// ([`Self::queue_last_mirror_epochs`]: a failover of 1,000 topics wrote it 1,000 times, each
+    /// copy larger than the last).
     pub(super) fn stopped(&mut self, mirror: &str, topic: &str, parts: &[i32], ends: &HashMap<(String, i32), i64>) {
         let mut lmes = Vec::new();
         for &p in parts {
@@ -1032,6 +1055,11 @@ impl Coordinator {
         }
         let m = self.mirrors.get_mut(mirror).expect("known");
         m.last_mirror_epochs.set_epochs(topic, lmes);
+    }
+
+    /// Queues the mirror's LastMirrorEpochs record as it is now (written whole).
+    pub(super) fn queue_last_mirror_epochs(&mut self, mirror: &str) {
+        let Some(m) = self.mirrors.get(mirror) else { return };
         let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
         self.pending_writes.push(w);
     }

@@ -59,6 +59,8 @@ mod planning;
 mod reads;
 // The topic policy carried out: discovery of source topics, exclusions stopped.
 mod discovery;
+// A planned switch-over: stop once every partition caught up, the wait off the loop.
+mod promote;
 
 use crate::clock::now;
 
@@ -733,7 +735,9 @@ impl Coordinator {
             }
             // Checked here, then the source is read off the loop; `off_loop_done` applies it.
             Request::Lifecycle(call) if matches!(call.op, LifecycleOp::Start { .. }) => self.begin_start(call),
-            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin }) => {
+            // Checked here; the wait for catch-up runs off the loop (`promote`).
+            Request::Lifecycle(call) if call.promote.is_some() => self.begin_promote(call).await,
+            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin, .. }) => {
                 let r = self.lifecycle(&mirror, selector, op, validate_only, &actor, origin).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
@@ -1275,11 +1279,14 @@ impl Coordinator {
         requested_at: Timestamp,
         results: Vec<TopicOutcome>,
     ) {
+        // A call about thousands of topics: its record keeps what fits (failures first).
+        let (results, results_omitted) = persist::bound_results(results);
         let op = OperationView {
             id: id.to_string(),
             mirror: mirror.to_string(),
             kind,
             topics: results.iter().map(|r| r.topic.clone()).collect(),
+            results_omitted,
             requested_by: actor.identity.clone(),
             client_address: actor.address.clone(),
             requested_at: requested_at.as_millis(),

@@ -2149,3 +2149,181 @@ async fn a_discovered_topic_deleted_at_the_source_keeps_its_mirror_topic_and_is_
     assert_eq!(m.discovery.topics_started_total, 1);
     assert!(m.discovery.plan.as_ref().unwrap().start.is_empty());
 }
+// ----- promote (a planned switch-over) and all topics ------------------------------------------
+
+fn names(topics: &[&str]) -> TopicSelector {
+    TopicSelector::Names(topics.iter().map(|t| t.to_string()).collect())
+}
+
+/// The kind of every topic's problem, by topic.
+fn kinds(r: &OpResult) -> BTreeMap<String, Option<ProblemKind>> {
+    r.results.iter().map(|t| (t.topic.clone(), t.error.as_ref().map(|p| p.kind))).collect()
+}
+
+/// A promote with a partition that cannot catch up (paused with records it does not have) stops
+/// nothing: every topic answers not-caught-up, the partition behind is listed with its lag, and
+/// the refusal is in the audit trail. Once the partition catches up, the promote stops every
+/// topic, and its release commits the open transaction instead of aborting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promote_stops_nothing_while_a_partition_is_behind_and_everything_once_caught_up() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    rig.mirroring("m", "audit", 1, 5).await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    rig.source.produce("orders", 1, 4);
+
+    let r = rig.engine.promote("m", names(&["orders", "audit"]), Duration::from_millis(300), actor()).await.unwrap();
+    let expect: BTreeMap<String, Option<ProblemKind>> =
+        [("audit", Some(ProblemKind::NotCaughtUp)), ("orders", Some(ProblemKind::NotCaughtUp))]
+            .into_iter()
+            .map(|(t, k)| (t.to_string(), k))
+            .collect();
+    assert_eq!(kinds(&r), expect, "{r:?}");
+    let behind = PartitionBehind {
+        partition: 1,
+        state: S::Paused,
+        source_last_stable_offset: Some(9),
+        mirrored_source_offset: Some(5),
+        lag_records: Some(4),
+    };
+    assert_eq!(r.behind.get("orders"), Some(&vec![behind]), "{r:?}");
+    assert!(!r.behind.contains_key("audit"), "{r:?}");
+    let detail = |t: &str| r.results.iter().find(|o| o.topic == t).and_then(|o| o.error.clone()).unwrap().detail;
+    assert!(detail("orders").contains("partition 1 is 4 records behind"), "{}", detail("orders"));
+    assert!(detail("orders").contains("nothing was stopped"), "{}", detail("orders"));
+    assert!(detail("audit").contains("caught up, but not stopped"), "{}", detail("audit"));
+    rig.all_in("m", "orders", S::Paused).await;
+    rig.all_in("m", "audit", S::Mirroring).await;
+    let op = rig.engine.operation(&r.operation_id).expect("the refused promote is recorded");
+    assert_eq!(op.kind, OperationKind::Stop);
+    assert!(op.results.iter().all(|o| !o.ok), "{op:?}");
+
+    // The partition catches up (the promote waits for it): everything stops, nothing is behind.
+    rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
+    let releases_before = rig.world.pipes.finishes("m").len();
+    let r = rig.engine.promote("m", names(&["orders", "audit"]), Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(refusal(&Ok(r.clone())), None, "{r:?}");
+    assert!(r.behind.is_empty(), "{r:?}");
+    rig.all_in("m", "orders", S::Stopped).await;
+    rig.all_in("m", "audit", S::Stopped).await;
+    assert_eq!(rig.destination_end("orders", 1), 9, "every source record is on the destination");
+    assert_eq!(rig.destination_end("orders", 0), 5);
+    let releases = &rig.world.pipes.finishes("m")[releases_before..];
+    assert!(!releases.is_empty(), "the stop released the partitions");
+    assert!(
+        releases.iter().all(|(finish, fence)| *finish == crate::kafka::pipe::Finish::Commit && *fence),
+        "a promote's stop commits and fences: {releases:?}"
+    );
+    // A promote of stopped topics is harmless (nothing left to wait for).
+    let again = rig.engine.promote("m", names(&["orders"]), Duration::ZERO, actor()).await.unwrap();
+    assert_eq!(refusal(&Ok(again)), None);
+}
+
+/// While a promote waits, the coordinator serves everything else: a stop and a pause of other
+/// topics are answered (within the usual deadline, while the promote would wait a minute) before
+/// the promote is; the promote then completes once its partition catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_promote_holds_no_other_stop_or_pause() {
+    let rig = Rig::new().await;
+    for t in ["a", "b", "c"] {
+        rig.mirroring("m", t, 1, 3).await;
+    }
+    rig.op_ok("m", &["a"], LifecycleOp::Pause).await;
+    rig.all_in("m", "a", S::Paused).await;
+    rig.source.produce("a", 0, 2);
+    let engine = rig.engine.clone();
+    let promote =
+        tokio::spawn(async move { engine.promote("m", names(&["a"]), Duration::from_secs(60), actor()).await });
+    // The promote is waiting: it has read the source's last stable offsets of its partition.
+    let promote_read = vec![("a".to_string(), 0, OffsetSpec::Latest)];
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !rig
+        .source
+        .list_offsets_calls()
+        .iter()
+        .any(|(i, req)| *i == IsolationLevel::ReadCommitted && *req == promote_read)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the promote never read the source");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (topic, op) in [("b", LifecycleOp::Stop), ("c", LifecycleOp::Pause)] {
+        let r = tokio::time::timeout(DEADLINE, rig.op("m", &[topic], op)).await;
+        let r = r.unwrap_or_else(|_| panic!("{op:?} of {topic} waited for the promote"));
+        assert_eq!(refusal(&r), None, "{r:?}");
+    }
+    assert!(!promote.is_finished(), "the promote still waits for its partition");
+    rig.all_in("m", "b", S::Stopped).await;
+    rig.all_in("m", "c", S::Paused).await;
+    rig.all_in("m", "a", S::Paused).await;
+
+    rig.op_ok("m", &["a"], LifecycleOp::Resume).await;
+    let r = promote.await.expect("the promote's task").expect("answered");
+    assert_eq!(refusal(&Ok(r)), None);
+    rig.all_in("m", "a", S::Stopped).await;
+    assert_eq!(rig.destination_end("a", 0), 5);
+}
+
+/// A source that does not answer cannot confirm that anything caught up: nothing is stopped, and
+/// each partition is listed with an unknown lag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promote_against_a_source_that_does_not_answer_stops_nothing() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    rig.source.set_unreachable(true);
+    let r = rig.engine.promote("m", names(&["orders"]), Duration::from_millis(200), actor()).await.unwrap();
+    rig.source.set_unreachable(false);
+    assert_eq!(refusal(&Ok(r.clone())), Some(ProblemKind::NotCaughtUp));
+    let behind = &r.behind["orders"];
+    assert_eq!(behind.len(), 2, "{behind:?}");
+    assert!(behind.iter().all(|b| b.lag_records.is_none() && b.source_last_stable_offset.is_none()), "{behind:?}");
+    let detail = &r.results[0].error.as_ref().unwrap().detail;
+    assert!(detail.contains("the source cluster did not answer"), "{detail}");
+    assert!(
+        rig.engine
+            .snapshot()
+            .mirror("m")
+            .unwrap()
+            .topic("orders")
+            .unwrap()
+            .partitions
+            .iter()
+            .all(|p| p.state != S::Stopped)
+    );
+}
+
+/// `all` selects every topic of the mirror (not capped); a start cannot select "all"; a named
+/// list over the cap is still refused; a promote's refusals of single topics do not stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_selects_every_topic_of_the_mirror() {
+    let rig = Rig::new().await;
+    for t in ["a", "b", "c"] {
+        rig.mirroring("m", t, 1, 2).await;
+    }
+    let r = rig.engine.lifecycle("m", TopicSelector::All, LifecycleOp::Pause, false, actor()).await.unwrap();
+    let paused: Vec<&str> = r.results.iter().filter(|o| o.ok).map(|o| o.topic.as_str()).collect();
+    assert_eq!(paused, ["a", "b", "c"]);
+    for t in ["a", "b", "c"] {
+        rig.all_in("m", t, S::Paused).await;
+    }
+    let r = rig.engine.lifecycle("m", TopicSelector::All, LifecycleOp::Resume, true, actor()).await.unwrap();
+    assert_eq!(r.results.len(), 3, "validate_only too");
+    let refused = rig.engine.lifecycle("m", TopicSelector::All, START, false, actor()).await;
+    assert_eq!(refusal(&refused), Some(ProblemKind::InvalidName), "{refused:?}");
+    let many: Vec<String> = (0..=MAX_TOPICS_PER_CALL).map(|i| format!("t{i}")).collect();
+    let refused = rig.engine.lifecycle("m", TopicSelector::Names(many), LifecycleOp::Stop, false, actor()).await;
+    assert_eq!(refusal(&refused), Some(ProblemKind::TooManyTopics));
+
+    rig.op_ok("m", &["a", "b", "c"], LifecycleOp::Resume).await;
+    let r = rig.engine.promote("m", names(&["a", "nope"]), Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(kinds(&r)["nope"], Some(ProblemKind::TopicNotInMirror));
+    assert_eq!(kinds(&r)["a"], None, "{r:?}");
+    rig.all_in("m", "a", S::Stopped).await;
+    let r = rig.engine.promote("m", TopicSelector::All, Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(r.results.len(), 3);
+    assert_eq!(refusal(&Ok(r)), None);
+    for t in ["a", "b", "c"] {
+        rig.all_in("m", t, S::Stopped).await;
+    }
+}
