@@ -100,6 +100,7 @@ async fn start_demo_mirror(
                 expected_source_cluster_id: None,
                 sync: Default::default(),
                 replication_throttle_bytes_per_sec: None,
+                approval: Default::default(),
             },
             actor.clone(),
         )

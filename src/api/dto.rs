@@ -432,6 +432,9 @@ pub struct MirrorCreateRequest {
     #[serde(default)]
     #[schema(example = 52_428_800)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
 }
 
 /// A change to a mirror; absent fields are left alone. `source` replaces the whole source
@@ -449,6 +452,10 @@ pub struct MirrorUpdateRequest {
     /// once without restarting anything; 0 removes the throttle.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new approval policy, replacing the whole policy (`{"required_for": []}` needs approval
+    /// for nothing).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
 }
 
 /// Result of the source cluster-ID check.
@@ -509,6 +516,9 @@ pub struct Mirror {
     pub throttled_seconds: f64,
     /// What the mirror syncs besides records (as given on create or the last update).
     pub sync: SyncSettings,
+    /// Which calls need a second person's approval: such a call is answered with 202 and waits
+    /// for another identity with the operator role (`/api/v1/approvals`).
+    pub approval: super::approvals::ApprovalPolicyDto,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -535,6 +545,7 @@ impl From<&MirrorSnapshot> for Mirror {
             replication_throttle_bytes_per_sec: m.replication_throttle_bytes_per_sec,
             throttled_seconds: finite(m.throttled_seconds),
             sync: m.sync_spec.clone().into(),
+            approval: m.approval.clone().into(),
         }
     }
 }
@@ -946,6 +957,14 @@ pub struct StartRequest {
     /// (`quarantine-conflict`).
     #[serde(default)]
     pub quarantine: bool,
+    /// Why: required when the mirror's approval policy covers this call (a resync, a failback),
+    /// which then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// `topics:pause`, `topics:resume`, `topics:stop`, `topics:recover`: exactly one of `topics` and
@@ -964,6 +983,14 @@ pub struct LifecycleRequest {
     /// Only check whether the call would be accepted; change nothing.
     #[serde(default)]
     pub validate_only: bool,
+    /// Why: required when the mirror's approval policy covers this call (`topics:stop`), which
+    /// then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// Per-topic outcomes of a lifecycle call. Partial success is explicit: HTTP 200 with `ok:
@@ -975,6 +1002,12 @@ pub struct LifecycleResponse {
     pub operation_id: String,
     pub validate_only: bool,
     pub results: Vec<TopicResult>,
+    /// Whether the mirror's approval policy covers this call: sent without `validate_only` (and
+    /// without `break_glass`), it waits for a second person's approval (HTTP 202).
+    pub approval_required: bool,
+    /// The break-glass entry, when an admin ran the call without a second person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
 }
 
 // ----- operations and audit -----------------------------------------------------------------
@@ -986,6 +1019,8 @@ pub enum Outcome {
     Succeeded,
     PartiallyFailed,
     Failed,
+    /// Not finished: a request waiting for a second person, a drill running.
+    Pending,
 }
 
 /// A recorded operation (an audit entry): who did what, when, from where, with what result.
@@ -1012,6 +1047,10 @@ pub struct Operation {
     /// Why a mirror-level operation (create, update, delete) failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TopicProblem>,
+    /// The two-person approval this operation is part of: the request itself, its approval or
+    /// rejection, a break-glass call, or the call an approval ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
 }
 
 impl From<&OperationView> for Operation {
@@ -1020,7 +1059,9 @@ impl From<&OperationView> for Operation {
         let (topic_results, mirror_results): (Vec<&TopicOutcome>, Vec<&TopicOutcome>) =
             o.results.iter().partition(|r| !r.topic.is_empty());
         let failed = o.results.iter().filter(|r| !r.ok).count();
-        let outcome = if failed == 0 {
+        let outcome = if o.finished_at.is_none() {
+            Outcome::Pending
+        } else if failed == 0 {
             Outcome::Succeeded
         } else if failed == o.results.len() {
             Outcome::Failed
@@ -1040,6 +1081,7 @@ impl From<&OperationView> for Operation {
             outcome,
             results: topic_results.into_iter().map(TopicResult::from).collect(),
             error: mirror_results.iter().find_map(|r| r.error.as_ref()).map(TopicProblem::from),
+            approval: None,
         }
     }
 }
@@ -1080,6 +1122,9 @@ pub struct OperationResponse {
     pub progress: Option<OperationProgress>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+    /// A drill's steps and, once finished, its verdict (`drill` operations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drill: Option<super::drills::Drill>,
 }
 
 /// One page of the audit log, newest first.

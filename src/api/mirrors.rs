@@ -77,6 +77,7 @@ pub(super) fn etag(m: &MirrorSnapshot) -> String {
         "expected_source_cluster_id": m.expected_source_cluster_id,
         "sync": super::dto::SyncSettings::from(m.sync_spec.clone()),
         "replication_throttle_bytes_per_sec": m.replication_throttle_bytes_per_sec,
+        "approval": super::approvals::ApprovalPolicyDto::from(m.approval.clone()),
         "created_at": ts(m.created_at),
     });
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -202,6 +203,7 @@ pub async fn mirror_create(
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from).unwrap_or_default(),
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
+        approval: body.approval.map(Into::into).unwrap_or_default(),
     };
     state.engine.create_mirror(spec, caller.actor()).await.map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
@@ -298,6 +300,7 @@ pub async fn mirror_update(
         expected_source_cluster_id: body.expected_source_cluster_id,
         sync: body.sync.map(SyncSpec::from),
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec,
+        approval: body.approval.map(Into::into),
     };
     state
         .engine
@@ -309,9 +312,24 @@ pub async fn mirror_update(
     Ok(with_etag(mirror_response(&snap, m), &etag(m), StatusCode::OK))
 }
 
+/// Why a mirror is deleted, for a mirror whose approval policy covers deletes.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteQuery {
+    /// Why: required when the mirror's approval policy covers `delete`, which then waits for a
+    /// second person (HTTP 202).
+    reason: Option<String>,
+    /// Run the delete at once although the policy covers it (with a `reason`); the audit trail
+    /// marks it.
+    break_glass: Option<bool>,
+}
+
 /// Delete a mirror (admin).
 ///
-/// Refused with `mirror-has-active-topics` (409) while any of its topics is not STOPPED.
+/// Refused with `mirror-has-active-topics` (409) while any of its topics is not STOPPED. When the
+/// mirror's approval policy covers `delete`, the call needs a `reason` and waits for a second
+/// person: HTTP 202 with the request; `break_glass=true` with a reason deletes it at once.
 #[utoipa::path(
     delete,
     path = "/api/v1/mirrors/{mirror}",
@@ -319,9 +337,13 @@ pub async fn mirror_update(
     operation_id = "mirror_delete",
     security(("bearer" = [])),
     extensions(("x-required-role" = json!("admin"))),
-    params(MirrorPath),
+    params(MirrorPath, DeleteQuery),
     responses(
         (status = 204, description = "Deleted"),
+        (status = 202, description = "The mirror's approval policy covers deletes: the delete waits for a second person's approval",
+            body = super::approvals::ApprovalPending),
+        (status = 422, description = "No `reason` for a delete that needs approval (reason-required)", body = ProblemDetails,
+            content_type = "application/problem+json"),
         (status = 400, description = "Invalid mirror name", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
@@ -336,10 +358,24 @@ pub async fn mirror_delete(
     AdminAuth(caller): AdminAuth,
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
-) -> Result<StatusCode, ApiError> {
+    super::ApiQuery(q): super::ApiQuery<DeleteQuery>,
+) -> Result<Response, ApiError> {
+    use super::approvals::{Gate, complete, gate, pending_response};
     validate_mirror_name(&mirror)?;
-    state.engine.delete_mirror(&mirror, caller.actor()).await?;
-    Ok(StatusCode::NO_CONTENT)
+    let action = Some(crate::domain::approval::ApprovalAction::Delete);
+    let call = crate::engine::PendingCall::default();
+    let entry = match gate(&state, &caller, &mirror, action, call, q.reason, q.break_glass.unwrap_or(false)).await? {
+        Gate::Pending(a) => return Ok(pending_response(&a)),
+        Gate::Run(entry) => entry,
+    };
+    let r = state.engine.delete_mirror(&mirror, caller.actor()).await;
+    let executed = match &r {
+        Ok(()) => crate::engine::Executed::Deleted,
+        Err(e) => crate::engine::Executed::Refused(e.clone()),
+    };
+    complete(&state, entry.as_ref(), &executed).await;
+    r?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// A mirror's health: source cluster-ID check, data path and metadata sync per kind.
@@ -434,6 +470,7 @@ mod tests {
             sync: Vec::new(),
             groups: Vec::new(),
             topics: Vec::new(),
+            approval: Default::default(),
         }
     }
 

@@ -44,6 +44,13 @@ fn progress(snap: &Snapshot, op: &OperationView) -> Option<OperationProgress> {
     })
 }
 
+/// The two-person approval an operation is part of (the request, its decision, a break-glass
+/// call, or the call an approval ran).
+pub(super) fn with_approval(state: &AppState, mut op: Operation) -> Operation {
+    op.approval = state.engine.approval_of(&op.id).map(|a| super::approvals::Approval::of(&a, now()));
+    op
+}
+
 /// An operation: who asked, the per-topic result, and per-partition progress toward its target.
 #[utoipa::path(
     get,
@@ -71,10 +78,11 @@ pub async fn operation_get(
         .ok_or_else(|| ApiError::new(ProblemType::OperationNotFound, format!("operation {id:?} is not known")))?;
     let snap = state.engine.snapshot();
     Ok(Json(OperationResponse {
-        operation: Operation::from(&op),
+        operation: with_approval(&state, Operation::from(&op)),
         progress: progress(&snap, &op),
         taken_at: ts(snap.taken_at),
         snapshot_age_ms: age_ms(snap.taken_at, now()),
+        drill: snap.drills.iter().find(|d| d.id == op.id).map(super::drills::Drill::of),
     }))
 }
 
@@ -148,5 +156,8 @@ pub async fn audit_list(
         }
         _ => None,
     };
-    Ok(Json(AuditPage { items: page.iter().map(Operation::from).collect(), next_page_token }))
+    Ok(Json(AuditPage {
+        items: page.iter().map(|o| with_approval(&state, Operation::from(o))).collect(),
+        next_page_token,
+    }))
 }

@@ -10,10 +10,14 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
 use crate::domain::{PartitionState, Truncation};
+use crate::domain::approval::ApprovalAction;
 use crate::engine::{
-    LifecycleOp, MirrorSnapshot, PartitionSnapshot, ProblemKind, TopicSelector, check_topic_count,
-    validate_mirror_name, validate_topic_name,
+    Executed, LifecycleOp, MirrorSnapshot, OpResult, PartitionSnapshot, PendingCall, ProblemKind, TopicSelector,
+    check_topic_count, validate_mirror_name, validate_topic_name,
 };
+
+use super::approvals::{Approval, ApprovalPending, Gate, complete, gate, needs_approval, pending_response};
+use axum::response::{IntoResponse, Response};
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
@@ -249,6 +253,17 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<Topi
     }
 }
 
+/// The call a lifecycle request is, for the mirror's approval policy (a start that fails back is
+/// found by validating it: `run_lifecycle`).
+fn approval_action(op: LifecycleOp) -> Option<ApprovalAction> {
+    match op {
+        LifecycleOp::Stop => Some(ApprovalAction::Stop),
+        LifecycleOp::Start { truncation: Truncation::Resync { .. } } => Some(ApprovalAction::Resync),
+        _ => None,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_lifecycle(
     state: &AppState,
     caller: &Caller,
@@ -256,10 +271,11 @@ async fn run_lifecycle(
     selector: TopicSelector,
     op: LifecycleOp,
     validate_only: bool,
-) -> Result<Json<LifecycleResponse>, ApiError> {
-    let r = state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?;
-    Ok(Json(LifecycleResponse {
-        operation_id: r.operation_id,
+    reason: Option<String>,
+    break_glass: bool,
+) -> Result<Response, ApiError> {
+    let respond = |r: OpResult, required: bool, approval: Option<Approval>| LifecycleResponse {
+        operation_id: r.operation_id.clone(),
         validate_only,
         results: r
             .results
@@ -270,14 +286,58 @@ async fn run_lifecycle(
                 ..TopicResult::from(o)
             })
             .collect(),
-    }))
+        approval_required: required,
+        approval,
+    };
+    let mut action = approval_action(op);
+    let mut validated = None;
+    if op == (LifecycleOp::Start { truncation: Truncation::None })
+        && needs_approval(state, mirror, Some(ApprovalAction::Failback))
+    {
+        // Whether the start fails back: the engine's own check, as validate_only answers it.
+        let r = state.engine.lifecycle(mirror, selector.clone(), op, true, caller.actor()).await?;
+        if !r.failback.is_empty() {
+            action = Some(ApprovalAction::Failback);
+        }
+        validated = Some(r);
+    }
+    let required = needs_approval(state, mirror, action);
+    if validate_only {
+        let r = match validated {
+            Some(r) => r,
+            None => state.engine.lifecycle(mirror, selector, op, true, caller.actor()).await?,
+        };
+        return Ok(Json(respond(r, required, None)).into_response());
+    }
+    let (topics, pattern) = match &selector {
+        TopicSelector::Names(n) => (n.clone(), None),
+        TopicSelector::Pattern(p) => (Vec::new(), Some(p.clone())),
+    };
+    let truncation = match op {
+        LifecycleOp::Start { truncation } => truncation,
+        _ => Truncation::None,
+    };
+    let call = PendingCall { topics, pattern, truncation, ..Default::default() };
+    let entry = match gate(state, caller, mirror, action, call, reason, break_glass).await? {
+        Gate::Pending(a) => return Ok(pending_response(&a)),
+        Gate::Run(entry) => entry,
+    };
+    let r = state.engine.lifecycle(mirror, selector, op, false, caller.actor()).await;
+    let executed = match &r {
+        Ok(r) => Executed::Lifecycle(r.clone()),
+        Err(e) => Executed::Refused(e.clone()),
+    };
+    let approval = complete(state, entry.as_ref(), &executed).await;
+    Ok(Json(respond(r?, required, approval)).into_response())
 }
 
 /// Start mirroring topics (operator); also restarts STOPPED topics in the same direction.
 ///
 /// Per-topic outcomes: HTTP 200 even when some topics fail (`ok: false` with an `error` whose
 /// `type` is a problem slug, e.g. `topic-not-found`, `illegal-transition`). Repeating the call is
-/// harmless.
+/// harmless. When the mirror's approval policy covers the call (`resync`, or `failback` for a
+/// start that fails a topic back), it needs a `reason` and waits for a second person: HTTP 202
+/// with the request (`validate_only` answers `approval_required` first).
 #[utoipa::path(
     post,
     path = "/api/v1/mirrors/{mirror}/topics:start",
@@ -289,14 +349,16 @@ async fn run_lifecycle(
     request_body = StartRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+        (status = 202, description = "The mirror's approval policy covers this call: it waits for a second person's approval",
+            body = ApprovalPending),
         (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 422, description = "The source does not answer (pattern listing)", body = ProblemDetails,
+        (status = 422, description = "The source does not answer (pattern listing); no `reason` for a call that needs approval             (reason-required)", body = ProblemDetails,
             content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
@@ -307,7 +369,7 @@ pub async fn topics_start(
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
     ApiJson(body): ApiJson<StartRequest>,
-) -> Result<Json<LifecycleResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     validate_mirror_name(&mirror)?;
     let truncation = match body.truncation {
         TruncationMode::None if body.quarantine => {
@@ -317,7 +379,8 @@ pub async fn topics_start(
         TruncationMode::Resync => Truncation::Resync { quarantine: body.quarantine },
     };
     let sel = selector(body.topics, body.pattern)?;
-    run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only).await
+    let op = LifecycleOp::Start { truncation };
+    run_lifecycle(&state, &caller, &mirror, sel, op, body.validate_only, body.reason, body.break_glass).await
 }
 
 macro_rules! lifecycle_handler {
@@ -336,13 +399,17 @@ macro_rules! lifecycle_handler {
             request_body = LifecycleRequest,
             responses(
                 (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+                (status = 202, description = "The mirror's approval policy covers this call (`stop`): it waits for a second \
+                    person's approval", body = ApprovalPending),
                 (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-                (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 422, description = "No `reason` for a call that needs approval (reason-required)", body = ProblemDetails,
+                    content_type = "application/problem+json"),
                 (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
                     content_type = "application/problem+json"),
             )
@@ -352,10 +419,10 @@ macro_rules! lifecycle_handler {
             State(state): State<AppState>,
             ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
             ApiJson(body): ApiJson<LifecycleRequest>,
-        ) -> Result<Json<LifecycleResponse>, ApiError> {
+        ) -> Result<Response, ApiError> {
             validate_mirror_name(&mirror)?;
             let sel = selector(body.topics, body.pattern)?;
-            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only).await
+            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, body.reason, body.break_glass).await
         }
     };
 }
@@ -380,7 +447,9 @@ lifecycle_handler!(
     LifecycleOp::Stop,
     "Stop mirroring topics: failover (operator).",
     "The topics become ordinary writable topics on the destination; the stop point is recorded. \
-     Per-topic outcomes; idempotent."
+     Per-topic outcomes; idempotent. When the mirror's approval policy covers `stop`, the call needs a \
+     `reason` and waits for a second person: HTTP 202 with the request (`validate_only` answers \
+     `approval_required` first); an admin may run it at once with `break_glass` and a reason."
 );
 
 lifecycle_handler!(
@@ -628,6 +697,7 @@ mod tests {
             sync: Vec::new(),
             groups: Vec::new(),
             topics,
+            approval: Default::default(),
         }
     }
 

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
+pub use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, Decision};
 pub use crate::domain::config_sync::{ConfigRow, ConfigStatus};
 pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
@@ -85,6 +86,9 @@ pub struct EngineConfig {
     /// when read (`[secrets] key_file`): without a key, plaintext secrets are refused unless the
     /// deployment allows them (`allow_plaintext`).
     pub sealer: crate::store::seal::Sealer,
+    /// Signs drill reports (HMAC-SHA-256, `[drills] signing_key_file`); without it a report
+    /// carries a plain SHA-256 digest.
+    pub drill_signing_key: Option<drills::DrillSigningKey>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -126,6 +130,7 @@ impl EngineConfig {
             request_timeout: Duration::from_secs(30),
             retry_policy: crate::domain::RetryPolicy::DEFAULT,
             sealer: crate::store::seal::Sealer::default(),
+            drill_signing_key: None,
         }
     }
 }
@@ -196,6 +201,9 @@ pub struct MirrorSpec {
     /// `mirror.replication.throttled.rate`); `None` copies as fast as it can.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -206,6 +214,8 @@ pub struct MirrorUpdate {
     pub sync: Option<SyncSpec>,
     /// A new throttle; `Some(0)` removes it.
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new approval policy (an empty `required_for` needs approval for nothing).
+    pub approval: Option<ApprovalPolicy>,
 }
 
 /// Which topics a lifecycle call is about.
@@ -270,6 +280,12 @@ pub use problem::ProblemKind;
 // What a recorded operation did.
 mod operation;
 pub use operation::OperationKind;
+// Two-person approval of destructive calls.
+mod approvals;
+pub use approvals::{ApprovalRecord, Executed, PendingCall};
+// Disaster-recovery drills on a canary topic.
+mod drills;
+pub use drills::{DrillOptions, DrillSigningKey, DrillStep, DrillView, default_canary};
 
 /// A per-topic failure of a lifecycle call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -477,6 +493,14 @@ pub(crate) enum Request {
     Lineage { mirror: String, topic: String, reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>> },
     TopicConfigs { mirror: String, topic: String, reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>> },
     Shutdown { reply: oneshot::Sender<()> },
+    /// Writes an audit record (an approval request, decision or break-glass entry, a drill).
+    RecordOperation { op: OperationView, approval: Option<ApprovalRecord>, reply: oneshot::Sender<Result<(), EngineError>> },
+    /// Writes a drill's record (its progress, then its report).
+    RecordDrill { value: crate::store::DrillValue, reply: oneshot::Sender<Result<(), EngineError>> },
+    /// What a drill needs of a mirror: its source connection (secrets opened) and the clusters.
+    DrillTarget { mirror: String, reply: oneshot::Sender<Result<drills::DrillTarget, EngineError>> },
+    /// Removes a STOPPED topic from a mirror (a drill's canary, once it failed over).
+    ForgetTopic { mirror: String, topic: String, reply: oneshot::Sender<Result<(), EngineError>> },
 }
 
 /// One lifecycle call as the coordinator receives it (and as a start keeps it while its source
@@ -512,6 +536,10 @@ pub struct EngineHandle {
     snapshot: watch::Receiver<Arc<Snapshot>>,
     offset_maps: persist::OffsetMaps,
     operations: persist::Operations,
+    /// Approval records by the ID of the operation record that carries them.
+    approvals: approvals::Approvals,
+    /// One decision at a time on this instance (a request is never run twice from here).
+    deciding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for EngineHandle {

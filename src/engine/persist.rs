@@ -154,6 +154,10 @@ pub(crate) struct Loaded {
     pub offset_maps: HashMap<(String, String, i32), OffsetMap>,
     /// Recorded operations, oldest first.
     pub operations: Vec<OperationView>,
+    /// The approval records operations carry, by operation ID.
+    pub approvals: HashMap<String, super::ApprovalRecord>,
+    /// Every drill kept.
+    pub drills: Vec<crate::store::DrillValue>,
 }
 
 fn parts(n: i32) -> NonZeroU32 {
@@ -216,6 +220,10 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32, sealer: &Sealer) -> StateWrite {
         },
         created_acls: m.created_acls.iter().filter_map(acl_value).collect(),
         replication_throttle_bytes_per_sec: m.spec.replication_throttle_bytes_per_sec,
+        approval: (m.spec.approval != super::ApprovalPolicy::default()).then(|| crate::store::ApprovalPolicyValue {
+            required_for: m.spec.approval.required_for.iter().map(|a| a.as_str().to_string()).collect(),
+            expires_after_seconds: m.spec.approval.expires_after_seconds,
+        }),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -347,6 +355,11 @@ pub(crate) fn last_mirror_epochs(mirror: &str, value: &LastMirrorEpochsValue, n:
 
 /// The audit record of one operation.
 pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
+    operation_with(op, None, n)
+}
+
+/// The audit record of one operation with the approval record it carries.
+pub(crate) fn operation_with(op: &OperationView, approval: Option<&super::ApprovalRecord>, n: i32) -> StateWrite {
     let value = OperationValue {
         id: op.id.clone(),
         mirror: op.mirror.clone(),
@@ -368,8 +381,31 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
             })
             .collect(),
         accepted_by: op.accepted_by.clone(),
+        approval: approval.map(super::ApprovalRecord::to_value),
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
+}
+
+/// A drill's record.
+pub(crate) fn drill(value: &crate::store::DrillValue, n: i32) -> StateWrite {
+    write(StateRecord::Drill(Entry::put(value.key(), value.clone())), n)
+}
+
+/// Deletes a drill's record (the oldest beyond what is kept per mirror).
+pub(crate) fn drill_tombstone(mirror: &str, id: &str, n: i32) -> StateWrite {
+    let key = crate::store::DrillKey { mirror: mirror.to_string(), id: id.to_string() };
+    write(StateRecord::Drill(Entry::tombstone(key)), n)
+}
+
+/// The approval records of `state`'s operations, by operation ID.
+pub(crate) fn approvals_of(state: &MaterializedState) -> HashMap<String, super::ApprovalRecord> {
+    state
+        .operations()
+        .filter_map(|o| {
+            let a = o.approval.as_ref()?;
+            Some((o.id.clone(), super::ApprovalRecord::from_value(&o.mirror, a)?))
+        })
+        .collect()
 }
 
 /// An operation record as shown in the audit trail.
@@ -540,7 +576,12 @@ pub(crate) fn load(records: &[LogRecord], sealer: &Sealer) -> (Loaded, Vec<Strin
 
 /// The engine's model of everything in `state` (see [`load`]).
 pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>, sealer: &Sealer) -> Loaded {
-    let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
+    let mut loaded = Loaded {
+        operations: state.operations().map(operation_view).collect(),
+        approvals: approvals_of(state),
+        drills: state.drills().cloned().collect(),
+        ..Default::default()
+    };
     for mv in state.mirrors() {
         let stored = stored_mirror(mv, sealer);
         let mut topics = Vec::new();
@@ -575,6 +616,14 @@ pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
                 group_exclude: mv.sync.group_exclude.clone(),
             },
             replication_throttle_bytes_per_sec: mv.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
+            approval: mv
+                .approval
+                .as_ref()
+                .map(|a| super::ApprovalPolicy {
+                    required_for: a.required_for.iter().filter_map(|s| crate::domain::approval::ApprovalAction::parse(s)).collect(),
+                    expires_after_seconds: a.expires_after_seconds,
+                })
+                .unwrap_or_default(),
         },
         created_at: Timestamp::from_millis(mv.created_at),
         updated_at: Timestamp::from_millis(mv.updated_at),
@@ -672,6 +721,7 @@ mod tests {
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
             replication_throttle_bytes_per_sec: None,
+            approval: None,
         };
         write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: "m".into() }, value)), 4)
     }

@@ -16,7 +16,8 @@ pub mod state;
 
 pub use partitioning::{mirror_partition, murmur2, state_partition};
 pub use records::{
-    AclBindingValue, AclOperationValue, AclPatternTypeValue, AclPermissionValue, AclResourceTypeValue, DecodeError,
+    AclBindingValue, AclOperationValue, AclPatternTypeValue, AclPermissionValue, AclResourceTypeValue,
+    ApprovalCallValue, ApprovalPolicyValue, ApprovalValue, DecodeError, DrillKey, DrillStepValue, DrillValue,
     DesiredStateValue, EncodedRecord, Entry, ErrorValue, InstanceKey, InstanceValue, LastMirrorEpochsValue,
     LmePartitionValue, LmeTopicValue, MAX_PARTITION_COUNT, MAX_RECORD_LIST_LEN, MirrorKey, MirrorTopicKey,
     MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationKey, OperationValue, Part, PartitionKey,

@@ -481,6 +481,10 @@ pub async fn mirror_create_post(
             acls: f.get("sync_acls") == "on",
             ..SyncSpec::default()
         },
+        approval: match approval_from_form(&f) {
+            Ok(a) => a,
+            Err(e) => return again(StatusCode::BAD_REQUEST, e),
+        },
     };
     match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),
@@ -489,6 +493,28 @@ pub async fn mirror_create_post(
             again(u.status, format!("{}: {}", u.title, u.detail))
         }
     }
+}
+
+/// The approval policy the New mirror form asks for: a checkbox per call, and the wait in
+/// minutes (empty: the default 15).
+fn approval_from_form(f: &Params) -> Result<crate::engine::ApprovalPolicy, String> {
+    use crate::domain::approval::ApprovalAction;
+    let mut policy = crate::engine::ApprovalPolicy::default();
+    for a in ApprovalAction::ALL {
+        if f.get(&format!("approval_{}", a.as_str())) == "on" {
+            policy.required_for.insert(a);
+        }
+    }
+    let minutes = f.get("approval_minutes").trim();
+    if !minutes.is_empty() {
+        let m: u64 = minutes
+            .parse()
+            .ok()
+            .filter(|m| (1..=10_080).contains(m))
+            .ok_or_else(|| format!("Approval wait: give whole minutes from 1 to 10080 (7 days), not {minutes:?}."))?;
+        policy.expires_after_seconds = m * 60;
+    }
+    Ok(policy)
 }
 
 pub async fn mirror_delete_post(

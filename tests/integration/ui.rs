@@ -130,6 +130,7 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
             },
         ],
         topics,
+        approval: Default::default(),
     }
 }
 
@@ -213,6 +214,7 @@ fn snapshot() -> Snapshot {
         destination_brokers: Vec::new(),
         mirrors: vec![healthy, broken],
         cluster: cluster(),
+        ..Default::default()
     })
 }
 
@@ -841,6 +843,7 @@ fn hostile_strings_are_escaped_everywhere() {
             instances: vec![other, this],
             rebalances: 0,
         },
+        ..Default::default()
     });
     let ops = vec![OperationView {
         id: hostile("op"),

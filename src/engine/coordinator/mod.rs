@@ -57,6 +57,8 @@ mod failback;
 mod planning;
 // Reads pages ask of Kafka (lineage, topic configs): shared, cached, bounded.
 mod reads;
+// Approval and drill records; a drill's canary leaving its mirror.
+mod audit;
 
 use crate::clock::now;
 
@@ -295,6 +297,10 @@ impl Request {
             Request::Lineage { .. } => "lineage",
             Request::TopicConfigs { .. } => "topic configs",
             Request::Shutdown { .. } => "shutdown",
+            Request::RecordOperation { .. } => "record operation",
+            Request::RecordDrill { .. } => "record drill",
+            Request::DrillTarget { .. } => "drill target",
+            Request::ForgetTopic { .. } => "forget topic",
         }
     }
 }
@@ -361,6 +367,12 @@ pub(super) struct Coordinator {
     published_between: Option<Instant>,
     /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
     off_loop: off_loop::OffLoop,
+    /// Approval records by the ID of the operation that carries them, shared with the handle.
+    approvals: super::approvals::Approvals,
+    /// Every drill kept, by (mirror, ID).
+    drills: BTreeMap<(String, String), crate::store::DrillValue>,
+    /// Break-glass calls recorded by this instance since it started, by (mirror, action).
+    break_glass: BTreeMap<(String, String), u64>,
 }
 
 fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
@@ -434,6 +446,9 @@ pub(super) async fn start_with_ports(
         tail_rx: None,
         published_between: None,
         off_loop: off_loop::OffLoop::default(),
+        approvals: Arc::new(RwLock::new(HashMap::new())),
+        drills: BTreeMap::new(),
+        break_glass: BTreeMap::new(),
     };
 
     if in_group {
@@ -442,6 +457,7 @@ pub(super) async fn start_with_ports(
         coord.install(&loaded);
         *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
         *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+        coord.install_audit(&mut loaded);
         coord.fence_legacy(loaded.mirrors.iter().map(|m| m.stored.spec.name.as_str())).await;
         let start = group::tail_start(&records, state_partitions);
         let (state, _) =
@@ -469,6 +485,7 @@ pub(super) async fn start_with_ports(
             // Heartbeats then go through the engine's writer, on the loop (as before).
             Err(e) => tracing::warn!("cannot open the heartbeat writer: {e}; heartbeats use the state writer"),
         }
+        coord.mark_interrupted_drills().await;
         return Ok(coord.launch(priority_tx, snapshot_rx, internal_rx));
     }
 
@@ -500,7 +517,9 @@ pub(super) async fn start_with_ports(
     let (mut loaded, _) = persist::load(&records, &config.sealer);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+    coord.install_audit(&mut loaded);
     coord.restore(loaded).await;
+    coord.mark_interrupted_drills().await;
     Ok(coord.launch(priority_tx, snapshot_rx, internal_rx))
 }
 
@@ -520,6 +539,8 @@ impl Coordinator {
             snapshot,
             offset_maps: Arc::clone(&self.offset_maps),
             operations: Arc::clone(&self.operations),
+            approvals: Arc::clone(&self.approvals),
+            deciding: Arc::new(tokio::sync::Mutex::new(())),
         };
         (handle, tokio::spawn(self.run(rx, internal_rx)))
     }
@@ -744,6 +765,22 @@ impl Coordinator {
             Request::Lineage { mirror, topic, reply } => self.spawn_lineage(mirror, topic, reply),
             Request::TopicConfigs { mirror, topic, reply } => self.spawn_topic_configs(mirror, topic, reply),
             Request::Shutdown { .. } => unreachable!("handled in run"),
+            Request::RecordOperation { op, approval, reply } => {
+                let r = self.record_entry(op, approval).await;
+                self.publish();
+                let _ = reply.send(r);
+            }
+            Request::RecordDrill { value, reply } => {
+                let r = self.record_drill(value).await;
+                let _ = reply.send(r);
+            }
+            Request::DrillTarget { mirror, reply } => {
+                let _ = reply.send(self.drill_target(&mirror));
+            }
+            Request::ForgetTopic { mirror, topic, reply } => {
+                let r = self.forget_topic(&mirror, &topic).await;
+                let _ = reply.send(r);
+            }
         }
     }
 
@@ -1075,7 +1112,8 @@ impl Coordinator {
         }
         check_group_patterns(&spec.sync)?;
         self.check_plaintext_secrets(&spec.source.properties)?;
-        check_throttle(spec.replication_throttle_bytes_per_sec)
+        check_throttle(spec.replication_throttle_bytes_per_sec)?;
+        spec.approval.check().map_err(|e| EngineError::rejected(ProblemKind::InvalidSetting, e))
     }
 
     /// A secret given as a plaintext value is stored sealed when this deployment has a key for
@@ -1170,6 +1208,10 @@ impl Coordinator {
         if let Some(rate) = update.replication_throttle_bytes_per_sec {
             check_throttle(Some(rate))?;
             stored.spec.replication_throttle_bytes_per_sec = Some(rate).filter(|r| *r > 0);
+        }
+        if let Some(approval) = update.approval {
+            approval.check().map_err(|e| EngineError::rejected(ProblemKind::InvalidSetting, e))?;
+            stored.spec.approval = approval;
         }
         // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
         // for an unchanged secret, does not).
@@ -1346,15 +1388,21 @@ impl Coordinator {
                     sync: m.sync.clone(),
                     groups: m.group_views.clone(),
                     topics,
+                    approval: m.stored.spec.approval.clone(),
                 }
             })
             .collect();
+        let mut drills: Vec<crate::engine::DrillView> =
+            self.drills.values().map(crate::engine::DrillView::of).collect();
+        drills.sort_by(|a, b| b.requested_at.cmp(&a.requested_at).then_with(|| b.id.cmp(&a.id)));
         let snap = Snapshot {
             taken_at,
             destination_cluster_id: self.destination_cluster_id.clone(),
             destination_brokers: self.destination_brokers.clone(),
             mirrors,
             cluster,
+            drills,
+            break_glass: self.break_glass.iter().map(|((m, a), n)| (m.clone(), a.clone(), *n)).collect(),
         };
         self.snapshot_tx.send_replace(Arc::new(snap));
     }
@@ -1619,7 +1667,7 @@ impl Coordinator {
     }
 }
 
-fn not_found(mirror: &str) -> EngineError {
+pub(crate) fn not_found(mirror: &str) -> EngineError {
     EngineError::rejected(ProblemKind::MirrorNotFound, format!("mirror {mirror:?} does not exist"))
 }
 

@@ -72,6 +72,7 @@ fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
         expected_source_cluster_id: None,
         sync: SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..SyncSpec::default() },
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     }
 }
 
