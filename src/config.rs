@@ -604,7 +604,8 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     engine.retry_policy = retry;
     if let Some(path) = file.drills.and_then(|d| d.signing_key_file) {
         let field = "drills.signing_key_file";
-        let bytes = std::fs::read(&path).map_err(|e| err(field, format!("cannot read {}: {}", path.display(), e.kind())))?;
+        let bytes =
+            std::fs::read(&path).map_err(|e| err(field, format!("cannot read {}: {}", path.display(), e.kind())))?;
         let key = crate::engine::DrillSigningKey::from_file_contents(&bytes)
             .map_err(|e| err(field, format!("{}: {e}", path.display())))?;
         engine.drill_signing_key = Some(key);
@@ -849,7 +850,10 @@ metadata_refresh_interval_ms = 10000
         let good = dir.file("drill.key", format!("{key}\n").as_bytes());
         let short = dir.file("short.key", b"tooshort\n");
         let resolve_with = |path: &str| {
-            resolve(Some(parse_file(&format!("{BASE}[drills]\nsigning_key_file = {path:?}\n")).unwrap()), &Overrides::default())
+            resolve(
+                Some(parse_file(&format!("{BASE}[drills]\nsigning_key_file = {path:?}\n")).unwrap()),
+                &Overrides::default(),
+            )
         };
         let c = resolve_with(&good).unwrap();
         let k = c.engine.drill_signing_key.clone().expect("a signing key");
@@ -861,7 +865,9 @@ metadata_refresh_interval_ms = 10000
         assert!(e.message.contains("at least 32") && !e.message.contains("tooshort"), "{}", e.message);
         let e = resolve_with("/nonexistent/drill.key").unwrap_err();
         assert_eq!(e.field, "drills.signing_key_file");
-        assert!(resolve(Some(parse_file(BASE).unwrap()), &Overrides::default()).unwrap().engine.drill_signing_key.is_none());
+        assert!(
+            resolve(Some(parse_file(BASE).unwrap()), &Overrides::default()).unwrap().engine.drill_signing_key.is_none()
+        );
     }
 
     fn with(o: &Overrides) -> Result<ServeConfig, ConfigError> {

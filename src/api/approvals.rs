@@ -53,7 +53,10 @@ impl From<ApprovalPolicy> for ApprovalPolicyDto {
 
 impl From<ApprovalPolicyDto> for ApprovalPolicy {
     fn from(p: ApprovalPolicyDto) -> Self {
-        ApprovalPolicy { required_for: p.required_for.into_iter().collect(), expires_after_seconds: p.expires_after_seconds }
+        ApprovalPolicy {
+            required_for: p.required_for.into_iter().collect(),
+            expires_after_seconds: p.expires_after_seconds,
+        }
     }
 }
 
@@ -197,7 +200,11 @@ pub(super) fn pending_response(a: &ApprovalRecord) -> Response {
 
 /// Completes a break-glass entry with what its call did (logged when it cannot be written: the
 /// call itself ran).
-pub(super) async fn complete(state: &AppState, entry: Option<&ApprovalRecord>, executed: &Executed) -> Option<Approval> {
+pub(super) async fn complete(
+    state: &AppState,
+    entry: Option<&ApprovalRecord>,
+    executed: &Executed,
+) -> Option<Approval> {
     let entry = entry?;
     match state.engine.approval_ran(entry, executed).await {
         Ok(done) => Some(Approval::of(&done, now())),
@@ -278,10 +285,7 @@ pub async fn approval_list(
     {
         return Err(ApiError::new(
             ProblemType::InvalidQuery,
-            format!(
-                "unknown status {s:?}; use one of: {}",
-                ApprovalStatus::ALL.map(ApprovalStatus::as_str).join(", ")
-            ),
+            format!("unknown status {s:?}; use one of: {}", ApprovalStatus::ALL.map(ApprovalStatus::as_str).join(", ")),
         ));
     }
     let now = now();
@@ -340,11 +344,14 @@ pub(super) async fn decide(
 ) -> Result<DecisionResponse, ApiError> {
     let note = match decision {
         Decision::Reject => Some(
-            check_reason(reason.as_deref(), "A rejection").map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?,
+            check_reason(reason.as_deref(), "A rejection")
+                .map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?,
         ),
         Decision::Approve => match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
             None => None,
-            Some(r) => Some(check_reason(Some(r), "An approval").map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?),
+            Some(r) => {
+                Some(check_reason(Some(r), "An approval").map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?)
+            }
         },
     };
     let (record, executed) = state.engine.decide(id, decision, &caller.actor(), note).await?;

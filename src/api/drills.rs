@@ -210,17 +210,18 @@ pub async fn drill_start(
         crate::engine::validate_topic_name(c)?;
     }
     let call = PendingCall { drill: options.clone(), ..Default::default() };
-    let entry = match gate(&state, &caller, &mirror, Some(ApprovalAction::Drill), call, body.reason, body.break_glass).await? {
-        Gate::Pending(a) => {
-            let body = DrillStarted {
-                operation_id: a.request_id.clone(),
-                status: "pending_approval".into(),
-                approval: Some(Approval::of(&a, now())),
-            };
-            return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
-        }
-        Gate::Run(entry) => entry,
-    };
+    let entry =
+        match gate(&state, &caller, &mirror, Some(ApprovalAction::Drill), call, body.reason, body.break_glass).await? {
+            Gate::Pending(a) => {
+                let body = DrillStarted {
+                    operation_id: a.request_id.clone(),
+                    status: "pending_approval".into(),
+                    approval: Some(Approval::of(&a, now())),
+                };
+                return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
+            }
+            Gate::Run(entry) => entry,
+        };
     let started = state.engine.start_drill(&mirror, options, &caller.actor(), None).await;
     let executed = match &started {
         Ok(id) => Executed::Drill(id.clone()),
@@ -358,7 +359,10 @@ pub async fn drill_report_markdown(
 ) -> Result<Response, ApiError> {
     let d = find(&state, &mirror, &id)?;
     let report = d.report.ok_or_else(|| not_finished(&id))?;
-    let res = ([(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"))], crate::domain::drill::markdown(&report))
+    let res = (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"))],
+        crate::domain::drill::markdown(&report),
+    )
         .into_response();
     Ok(attachment(res, &format!("kmirror-drill-{id}.md")))
 }

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::domain::{PartitionState, Truncation};
 use crate::domain::approval::ApprovalAction;
+use crate::domain::{PartitionState, Truncation};
 use crate::engine::{
     Executed, LifecycleOp, MirrorSnapshot, OpResult, PartitionSnapshot, PendingCall, ProblemKind, TopicSelector,
     check_topic_count, validate_mirror_name, validate_topic_name,

@@ -187,7 +187,9 @@ const HMAC: &str = "hmac-sha-256";
 #[must_use]
 pub fn digest(text: &[u8], key: Option<&[u8]>) -> ReportDigest {
     match key {
-        Some(key) => ReportDigest { algorithm: HMAC.into(), key_id: Some(key_id(key)), value: hex(&hmac_sha256(key, text)) },
+        Some(key) => {
+            ReportDigest { algorithm: HMAC.into(), key_id: Some(key_id(key)), value: hex(&hmac_sha256(key, text)) }
+        }
         None => ReportDigest { algorithm: SHA.into(), key_id: None, value: hex(&Sha256::digest(text)) },
     }
 }
@@ -438,7 +440,11 @@ pub fn checks_of(f: &DrillFigures, objectives: &Objectives) -> Vec<DrillCheck> {
                 rto <= objective,
                 format!("recovery took {rto} ms; the objective is {objective} ms"),
             )),
-            None => out.push(check("failover_completed", true, format!("every partition STOPPED and writable after {rto} ms"))),
+            None => out.push(check(
+                "failover_completed",
+                true,
+                format!("every partition STOPPED and writable after {rto} ms"),
+            )),
         }
     }
     if let (Some(objective), Some(lag_ms)) = (objectives.rpo_ms, f.mirror_lag_ms) {
@@ -509,7 +515,8 @@ pub fn markdown(r: &DrillReport) -> String {
     row(
         &mut s,
         "Group resumed at exactly the next record",
-        &f.group_resumed_exactly.map_or_else(|| "not measured".to_string(), |b| if b { "yes" } else { "no" }.to_string()),
+        &f.group_resumed_exactly
+            .map_or_else(|| "not measured".to_string(), |b| if b { "yes" } else { "no" }.to_string()),
     );
     row(&mut s, "Mirror lag at the failover (records)", &opt(f.mirror_lag_records));
     row(&mut s, "Mirror lag at the failover (time)", &ms(f.mirror_lag_ms));
@@ -591,7 +598,11 @@ mod tests {
             result: DrillResult::Pass,
             error: None,
             figures: DrillFigures { rto_ms: Some(812), records_produced: 300, ..Default::default() },
-            checks: vec![DrillCheck { name: "no_loss".into(), passed: true, detail: "0 | \"quoted\"\nnew\u{7f}".into() }],
+            checks: vec![DrillCheck {
+                name: "no_loss".into(),
+                passed: true,
+                detail: "0 | \"quoted\"\nnew\u{7f}".into(),
+            }],
             cleanup: vec![CleanupStep { what: "canary".into(), ok: true, error: None }],
             digest: None,
         }
@@ -681,7 +692,10 @@ mod tests {
     fn resume_is_exact_only_at_the_next_record() {
         let want = BTreeMap::from([(0, 5), (1, 40)]);
         assert!(resume_mismatches(&want, &BTreeMap::from([(0, Some(5)), (1, Some(40))])).is_empty());
-        assert_eq!(resume_mismatches(&want, &BTreeMap::from([(0, Some(4)), (1, None)])), [(0, 5, Some(4)), (1, 40, None)]);
+        assert_eq!(
+            resume_mismatches(&want, &BTreeMap::from([(0, Some(4)), (1, None)])),
+            [(0, 5, Some(4)), (1, 40, None)]
+        );
     }
 
     #[test]
@@ -706,7 +720,10 @@ mod tests {
             ..Default::default()
         };
         let c = checks_of(&f, &Objectives::default());
-        assert_eq!(c.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["no_loss", "no_duplicates", "aborted_invisible", "failover_completed"]);
+        assert_eq!(
+            c.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["no_loss", "no_duplicates", "aborted_invisible", "failover_completed"]
+        );
         assert_eq!(DrillReport::verdict(&c), DrillResult::Pass);
         let c = checks_of(&f, &Objectives { rto_ms: Some(500), rpo_ms: Some(1_000) });
         assert!(c.iter().any(|c| c.name == "rto_objective" && !c.passed));
@@ -721,7 +738,15 @@ mod tests {
     fn markdown_names_everything_and_escapes_cells() {
         let r = report().sealed(None);
         let m = markdown(&r);
-        for needle in ["# DR drill drill-1: PASS", "| Requested by | alice |", "| Run by instance | kmirror-0 |", "812 ms", "`sha-256`", "sha256sum", "0 \\| \"quoted\" new"] {
+        for needle in [
+            "# DR drill drill-1: PASS",
+            "| Requested by | alice |",
+            "| Run by instance | kmirror-0 |",
+            "812 ms",
+            "`sha-256`",
+            "sha256sum",
+            "0 \\| \"quoted\" new",
+        ] {
             assert!(m.contains(needle), "{needle:?} in\n{m}");
         }
     }

@@ -36,8 +36,8 @@ use crate::store::{ApprovalCallValue, ApprovalValue, TruncationValue};
 
 use super::drills::DrillOptions;
 use super::{
-    Actor, ApprovalPolicy, EngineError, EngineHandle, LifecycleOp, OpResult, OperationKind, OperationView,
-    ProblemKind, Request, TopicSelector, Truncation,
+    Actor, ApprovalPolicy, EngineError, EngineHandle, LifecycleOp, OpResult, OperationKind, OperationView, ProblemKind,
+    Request, TopicSelector, Truncation,
 };
 
 /// Approval records by the ID of the operation record that carries them.
@@ -353,7 +353,11 @@ impl EngineHandle {
 
     /// Records what an approved or break-glass call did: the operation it ran as (`None` for a
     /// delete, which records its own), or that the engine refused it.
-    pub async fn approval_ran(&self, record: &ApprovalRecord, executed: &Executed) -> Result<ApprovalRecord, EngineError> {
+    pub async fn approval_ran(
+        &self,
+        record: &ApprovalRecord,
+        executed: &Executed,
+    ) -> Result<ApprovalRecord, EngineError> {
         let mut done = record.clone();
         done.executed_operation_id = executed.operation_id().map(str::to_string);
         if done.status != ApprovalStatus::BreakGlass {
@@ -386,11 +390,10 @@ impl EngineHandle {
     pub async fn run_guarded(&self, record: &ApprovalRecord, actor: &Actor) -> Executed {
         let mirror = record.mirror.as_str();
         let result = match record.action {
-            ApprovalAction::Stop => {
-                self.lifecycle(mirror, record.call.selector(), LifecycleOp::Stop, false, actor.clone())
-                    .await
-                    .map(Executed::Lifecycle)
-            }
+            ApprovalAction::Stop => self
+                .lifecycle(mirror, record.call.selector(), LifecycleOp::Stop, false, actor.clone())
+                .await
+                .map(Executed::Lifecycle),
             ApprovalAction::Resync | ApprovalAction::Failback => {
                 let op = LifecycleOp::Start { truncation: record.call.truncation };
                 self.lifecycle(mirror, record.call.selector(), op, false, actor.clone()).await.map(Executed::Lifecycle)
@@ -432,8 +435,14 @@ impl EngineHandle {
         decided.decision_reason = note;
         // The request's own record first (persist before acting), then the decision's entry.
         let requester = Actor { identity: record.requested_by.clone(), address: record.client_address.clone() };
-        let mut request_op =
-            self.entry(record.request_id.clone(), OperationKind::ApprovalRequest, &decided, &requester, record.requested_at, false);
+        let mut request_op = self.entry(
+            record.request_id.clone(),
+            OperationKind::ApprovalRequest,
+            &decided,
+            &requester,
+            record.requested_at,
+            false,
+        );
         if decision == Decision::Reject {
             request_op.finished_at = Some(now.as_millis());
         }

@@ -185,7 +185,8 @@ pub(crate) const FAILED: &str = "failed";
 pub(crate) const INTERRUPTED: &str = "interrupted";
 
 /// The steps, in order.
-pub(crate) const STEPS: [&str; 7] = ["create_canary", "produce", "commit_group", "mirror", "failover", "verify", "cleanup"];
+pub(crate) const STEPS: [&str; 7] =
+    ["create_canary", "produce", "commit_group", "mirror", "failover", "verify", "cleanup"];
 
 /// What a drill needs of its mirror and the engine (answered by the coordinator).
 #[derive(Clone)]
@@ -292,9 +293,14 @@ impl EngineHandle {
                 format!("drill {} of mirror {mirror:?} is still running (on instance {})", d.id, d.instance),
             ));
         }
-        for (name, value) in [("rto_objective_ms", options.rto_objective_ms), ("rpo_objective_ms", options.rpo_objective_ms)] {
+        for (name, value) in
+            [("rto_objective_ms", options.rto_objective_ms), ("rpo_objective_ms", options.rpo_objective_ms)]
+        {
             if value.is_some_and(|v| v <= 0) {
-                return Err(rejected(ProblemKind::InvalidSetting, format!("{name} must be a positive number of milliseconds")));
+                return Err(rejected(
+                    ProblemKind::InvalidSetting,
+                    format!("{name} must be a positive number of milliseconds"),
+                ));
             }
         }
         let target = self.drill_target(mirror).await?;
@@ -385,7 +391,8 @@ impl EngineHandle {
             run.finish().await;
             return Err(e);
         }
-        run.step("create_canary", "done", Some(format!("{canary} with {CANARY_PARTITIONS} partitions on the source"))).await;
+        run.step("create_canary", "done", Some(format!("{canary} with {CANARY_PARTITIONS} partitions on the source")))
+            .await;
         run.checks.push(DrillCheck {
             name: "canary_created".into(),
             passed: true,
@@ -418,7 +425,9 @@ struct DrillRun {
 }
 
 /// Runs a blocking Kafka call on the blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, crate::kafka::KafkaError> + Send + 'static) -> Result<T, String> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, crate::kafka::KafkaError> + Send + 'static,
+) -> Result<T, String> {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(e) => Err(format!("the task failed: {e}")),
@@ -521,7 +530,9 @@ impl DrillRun {
                 ));
             }
             Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
-            Err(e) => return Err(rejected(ProblemKind::DestinationUnavailable, format!("cannot check the destination: {e}"))),
+            Err(e) => {
+                return Err(rejected(ProblemKind::DestinationUnavailable, format!("cannot check the destination: {e}")));
+            }
         }
         let source = self.source_admin()?;
         match source.create_topic(&canary, CANARY_PARTITIONS, -1, &[]).await {
@@ -550,7 +561,9 @@ impl DrillRun {
                     ),
                 ))
             }
-            Err(e) => Err(rejected(ProblemKind::SourceUnreachable, format!("cannot create the canary topic {canary:?}: {e}"))),
+            Err(e) => {
+                Err(rejected(ProblemKind::SourceUnreachable, format!("cannot create the canary topic {canary:?}: {e}")))
+            }
         }
     }
 
@@ -600,7 +613,10 @@ impl DrillRun {
             self.timeout(),
         );
         let offsets = commit.clone();
-        if let Err(e) = blocking(move || crate::kafka::drill::commit_group(&bootstrap, &props, &group, &canary, &offsets, timeout)).await {
+        if let Err(e) =
+            blocking(move || crate::kafka::drill::commit_group(&bootstrap, &props, &group, &canary, &offsets, timeout))
+                .await
+        {
             self.step("commit_group", "failed", Some(e.clone())).await;
             return Err(format!("committing the drill's consumer group on the source failed: {e}"));
         }
@@ -629,7 +645,11 @@ impl DrillRun {
         self.in_mirror = true;
         let refusal = match &started {
             Err(e) => Some(e.to_string()),
-            Ok(r) => r.results.iter().find(|o| !o.ok).map(|o| o.error.as_ref().map_or("refused".into(), |p| p.detail.clone())),
+            Ok(r) => r
+                .results
+                .iter()
+                .find(|o| !o.ok)
+                .map(|o| o.error.as_ref().map_or("refused".into(), |p| p.detail.clone())),
         };
         if let Some(why) = refusal {
             self.step("mirror", "failed", Some(why.clone())).await;
@@ -687,7 +707,11 @@ impl DrillRun {
         self.figures.stop_call_ms = Some(t0.elapsed().as_millis() as i64);
         let refusal = match &stopped {
             Err(e) => Some(e.to_string()),
-            Ok(r) => r.results.iter().find(|o| !o.ok).map(|o| o.error.as_ref().map_or("refused".into(), |p| p.detail.clone())),
+            Ok(r) => r
+                .results
+                .iter()
+                .find(|o| !o.ok)
+                .map(|o| o.error.as_ref().map_or("refused".into(), |p| p.detail.clone())),
         };
         if let Some(why) = refusal {
             self.step("failover", "failed", Some(why.clone())).await;
@@ -706,13 +730,22 @@ impl DrillRun {
             self.canary().to_string(),
             FAILOVER_DEADLINE.saturating_sub(t0.elapsed()).max(Duration::from_secs(5)),
         );
-        if let Err(e) = blocking(move || crate::kafka::drill::probe_writes(&bootstrap, &props, &canary, CANARY_PARTITIONS, timeout)).await {
-            self.step("failover", "failed", Some(format!("the canary does not accept writes on the destination: {e}"))).await;
+        if let Err(e) =
+            blocking(move || crate::kafka::drill::probe_writes(&bootstrap, &props, &canary, CANARY_PARTITIONS, timeout))
+                .await
+        {
+            self.step("failover", "failed", Some(format!("the canary does not accept writes on the destination: {e}")))
+                .await;
             return Err(format!("the canary does not accept writes on the destination after the stop: {e}"));
         }
         let rto = t0.elapsed().as_millis() as i64;
         self.figures.rto_ms = Some(rto);
-        self.step("failover", "done", Some(format!("every partition STOPPED and writable {rto} ms after the stop call"))).await;
+        self.step(
+            "failover",
+            "done",
+            Some(format!("every partition STOPPED and writable {rto} ms after the stop call")),
+        )
+        .await;
 
         // 6. verify
         self.step("verify", "running", None).await;
@@ -729,7 +762,8 @@ impl DrillRun {
     fn group_is_synced(&self) -> bool {
         let s = &self.target.sync;
         s.group_offsets
-            && crate::domain::name_pattern::NameFilter::lenient(&s.group_include, &s.group_exclude).matches(&self.group())
+            && crate::domain::name_pattern::NameFilter::lenient(&s.group_include, &s.group_exclude)
+                .matches(&self.group())
     }
 
     async fn produce(&self) -> Result<Vec<Produced>, String> {
@@ -789,7 +823,10 @@ impl DrillRun {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(format!("the mirror did not copy the canary within {} s: {why}", CATCH_UP_DEADLINE.as_secs()));
+                return Err(format!(
+                    "the mirror did not copy the canary within {} s: {why}",
+                    CATCH_UP_DEADLINE.as_secs()
+                ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -840,7 +877,10 @@ impl DrillRun {
                     .collect());
             }
             if t0.elapsed() >= FAILOVER_DEADLINE {
-                return Err(format!("the canary's partitions were not all STOPPED within {} s", FAILOVER_DEADLINE.as_secs()));
+                return Err(format!(
+                    "the canary's partitions were not all STOPPED within {} s",
+                    FAILOVER_DEADLINE.as_secs()
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -865,7 +905,9 @@ impl DrillRun {
         let id = self.value.id.clone();
         let seen: Vec<Seen> = read
             .iter()
-            .filter_map(|(p, o, v)| v.as_deref().and_then(|v| drill::record_seq(&id, v)).map(|seq| Seen { partition: *p, offset: *o, seq }))
+            .filter_map(|(p, o, v)| {
+                v.as_deref().and_then(|v| drill::record_seq(&id, v)).map(|seq| Seen { partition: *p, offset: *o, seq })
+            })
             .collect();
         let last_mirrored: BTreeMap<i32, Option<i64>> =
             stop_points.iter().map(|(p, (next, _))| (*p, next.map(|n| n - 1))).collect();
@@ -892,26 +934,27 @@ impl DrillRun {
             },
             Ok(()) => {
                 let dest = self.destination_admin()?;
-                let offsets = dest.list_consumer_group_offsets(&self.group(), None, false).await.map_err(|e| e.to_string())?;
+                let offsets =
+                    dest.list_consumer_group_offsets(&self.group(), None, false).await.map_err(|e| e.to_string())?;
                 let committed: BTreeMap<i32, i64> =
                     offsets.iter().filter(|o| o.topic == canary).map(|o| (o.partition, o.offset)).collect();
-                let ranges: Vec<(i32, i64, i64)> = committed
-                    .iter()
-                    .filter_map(|(p, o)| stop_points.get(p).map(|(_, stop)| (*p, *o, *stop)))
-                    .collect();
+                let ranges: Vec<(i32, i64, i64)> =
+                    committed.iter().filter_map(|(p, o)| stop_points.get(p).map(|(_, stop)| (*p, *o, *stop))).collect();
                 let (b, pr, c) = (bootstrap, props, canary.clone());
-                let first = blocking(move || crate::kafka::drill::read_records(&b, &pr, &c, &ranges, true, timeout)).await?;
-                let found: BTreeMap<i32, Option<u64>> = first
-                    .iter()
-                    .map(|(p, _, v)| (*p, v.as_deref().and_then(|v| drill::record_seq(&id, v))))
-                    .collect();
+                let first =
+                    blocking(move || crate::kafka::drill::read_records(&b, &pr, &c, &ranges, true, timeout)).await?;
+                let found: BTreeMap<i32, Option<u64>> =
+                    first.iter().map(|(p, _, v)| (*p, v.as_deref().and_then(|v| drill::record_seq(&id, v)))).collect();
                 let mismatches = drill::resume_mismatches(expected_next, &found);
                 self.figures.group_resumed_exactly = Some(mismatches.is_empty());
                 DrillCheck {
                     name: "group_resumed_exactly".into(),
                     passed: mismatches.is_empty(),
                     detail: if mismatches.is_empty() {
-                        format!("group {} resumes on the destination at exactly the next record of every partition", self.group())
+                        format!(
+                            "group {} resumes on the destination at exactly the next record of every partition",
+                            self.group()
+                        )
                     } else {
                         mismatches
                             .iter()
@@ -947,7 +990,13 @@ impl DrillRun {
             // A drill stopped early may have left the canary mirroring: stop it first.
             let stopped = self
                 .handle
-                .lifecycle(&mirror, TopicSelector::Names(vec![canary.clone()]), LifecycleOp::Stop, false, self.actor.clone())
+                .lifecycle(
+                    &mirror,
+                    TopicSelector::Names(vec![canary.clone()]),
+                    LifecycleOp::Stop,
+                    false,
+                    self.actor.clone(),
+                )
                 .await;
             let mut r = stopped.map(|_| ()).map_err(|e| e.to_string());
             if r.is_ok() {
@@ -956,20 +1005,32 @@ impl DrillRun {
             if r.is_ok() {
                 r = self.handle.forget_topic(&mirror, &canary).await.map_err(|e| e.to_string());
             }
-            self.cleanup.push(CleanupStep { what: format!("canary topic {canary} in mirror {mirror}"), ok: r.is_ok(), error: r.err() });
+            self.cleanup.push(CleanupStep {
+                what: format!("canary topic {canary} in mirror {mirror}"),
+                ok: r.is_ok(),
+                error: r.err(),
+            });
             // The destination topic exists once the mirror created it.
             let r = match self.destination_admin() {
                 Ok(d) => delete_topic(&d, &canary).await,
                 Err(e) => Err(e),
             };
-            self.cleanup.push(CleanupStep { what: format!("canary topic {canary} on the destination"), ok: r.is_ok(), error: r.err() });
+            self.cleanup.push(CleanupStep {
+                what: format!("canary topic {canary} on the destination"),
+                ok: r.is_ok(),
+                error: r.err(),
+            });
         }
         if self.created_source {
             let r = match self.source_admin() {
                 Ok(s) => delete_topic(&s, &canary).await,
                 Err(e) => Err(e.to_string()),
             };
-            self.cleanup.push(CleanupStep { what: format!("canary topic {canary} on the source"), ok: r.is_ok(), error: r.err() });
+            self.cleanup.push(CleanupStep {
+                what: format!("canary topic {canary} on the source"),
+                ok: r.is_ok(),
+                error: r.err(),
+            });
         }
         if self.group_committed {
             let group = self.group();
@@ -977,13 +1038,21 @@ impl DrillRun {
                 Ok(s) => s.delete_group(&group).await.map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
-            self.cleanup.push(CleanupStep { what: format!("consumer group {group} on the source"), ok: r.is_ok(), error: r.err() });
+            self.cleanup.push(CleanupStep {
+                what: format!("consumer group {group} on the source"),
+                ok: r.is_ok(),
+                error: r.err(),
+            });
             if self.in_mirror {
                 let r = match self.destination_admin() {
                     Ok(d) => d.delete_group(&group).await.map_err(|e| e.to_string()),
                     Err(e) => Err(e),
                 };
-                self.cleanup.push(CleanupStep { what: format!("consumer group {group} on the destination"), ok: r.is_ok(), error: r.err() });
+                self.cleanup.push(CleanupStep {
+                    what: format!("consumer group {group} on the destination"),
+                    ok: r.is_ok(),
+                    error: r.err(),
+                });
             }
         }
         let failed: Vec<&CleanupStep> = self.cleanup.iter().filter(|c| !c.ok).collect();
@@ -992,7 +1061,11 @@ impl DrillRun {
         } else {
             format!(
                 "left behind (remove by hand): {}",
-                failed.iter().map(|c| format!("{} ({})", c.what, c.error.as_deref().unwrap_or(""))).collect::<Vec<_>>().join("; ")
+                failed
+                    .iter()
+                    .map(|c| format!("{} ({})", c.what, c.error.as_deref().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )
         };
         self.checks.push(DrillCheck { name: "cleanup".into(), passed: failed.is_empty(), detail: detail.clone() });

@@ -485,22 +485,62 @@ pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineErr
 }
 
 pub(crate) enum Request {
-    CreateMirror { spec: MirrorSpec, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
-    UpdateMirror { name: String, update: MirrorUpdate, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
-    DeleteMirror { name: String, actor: Actor, reply: oneshot::Sender<Result<(), EngineError>> },
+    CreateMirror {
+        spec: MirrorSpec,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    UpdateMirror {
+        name: String,
+        update: MirrorUpdate,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    DeleteMirror {
+        name: String,
+        actor: Actor,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     Lifecycle(LifecycleCall),
-    RefreshNow { mirror: String, reply: oneshot::Sender<Result<(), EngineError>> },
-    Lineage { mirror: String, topic: String, reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>> },
-    TopicConfigs { mirror: String, topic: String, reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>> },
-    Shutdown { reply: oneshot::Sender<()> },
+    RefreshNow {
+        mirror: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Lineage {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<Option<TopicLineage>, EngineError>>,
+    },
+    TopicConfigs {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<Vec<ConfigRow>, EngineError>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
     /// Writes an audit record (an approval request, decision or break-glass entry, a drill).
-    RecordOperation { op: OperationView, approval: Option<ApprovalRecord>, reply: oneshot::Sender<Result<(), EngineError>> },
+    RecordOperation {
+        op: OperationView,
+        approval: Option<ApprovalRecord>,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     /// Writes a drill's record (its progress, then its report).
-    RecordDrill { value: crate::store::DrillValue, reply: oneshot::Sender<Result<(), EngineError>> },
+    RecordDrill {
+        value: crate::store::DrillValue,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     /// What a drill needs of a mirror: its source connection (secrets opened) and the clusters.
-    DrillTarget { mirror: String, reply: oneshot::Sender<Result<drills::DrillTarget, EngineError>> },
+    DrillTarget {
+        mirror: String,
+        reply: oneshot::Sender<Result<drills::DrillTarget, EngineError>>,
+    },
     /// Removes a STOPPED topic from a mirror (a drill's canary, once it failed over).
-    ForgetTopic { mirror: String, topic: String, reply: oneshot::Sender<Result<(), EngineError>> },
+    ForgetTopic {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
 }
 
 /// One lifecycle call as the coordinator receives it (and as a start keeps it while its source

@@ -620,7 +620,11 @@ pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
                 .approval
                 .as_ref()
                 .map(|a| super::ApprovalPolicy {
-                    required_for: a.required_for.iter().filter_map(|s| crate::domain::approval::ApprovalAction::parse(s)).collect(),
+                    required_for: a
+                        .required_for
+                        .iter()
+                        .filter_map(|s| crate::domain::approval::ApprovalAction::parse(s))
+                        .collect(),
                     expires_after_seconds: a.expires_after_seconds,
                 })
                 .unwrap_or_default(),

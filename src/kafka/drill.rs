@@ -210,7 +210,8 @@ pub fn read_records(
     if ranges.is_empty() {
         return Ok(Vec::new());
     }
-    let mut cfg = client_config(Some(ClientKind::Consumer), bootstrap, properties, &[("fetch.queue.backoff.ms", "10")])?;
+    let mut cfg =
+        client_config(Some(ClientKind::Consumer), bootstrap, properties, &[("fetch.queue.backoff.ms", "10")])?;
     cfg.set("group.id", "kmirror-drill-reader")
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")

@@ -29,9 +29,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::records::{
-    DecodeError, DrillKey, DrillValue, InstanceValue, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey,
-    OffsetRunsValue, OperationKey, OperationValue, PartitionKey, PartitionStateValue, PositionValue, StateRecord,
-    decode,
+    DecodeError, DrillKey, DrillValue, InstanceValue, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue,
+    MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationKey, OperationValue, PartitionKey, PartitionStateValue,
+    PositionValue, StateRecord, decode,
 };
 use crate::domain::offset_map::{OffsetMap, OffsetMapError, Run};
 

@@ -507,11 +507,10 @@ fn approval_from_form(f: &Params) -> Result<crate::engine::ApprovalPolicy, Strin
     }
     let minutes = f.get("approval_minutes").trim();
     if !minutes.is_empty() {
-        let m: u64 = minutes
-            .parse()
-            .ok()
-            .filter(|m| (1..=10_080).contains(m))
-            .ok_or_else(|| format!("Approval wait: give whole minutes from 1 to 10080 (7 days), not {minutes:?}."))?;
+        let m: u64 =
+            minutes.parse().ok().filter(|m| (1..=10_080).contains(m)).ok_or_else(|| {
+                format!("Approval wait: give whole minutes from 1 to 10080 (7 days), not {minutes:?}.")
+            })?;
         policy.expires_after_seconds = m * 60;
     }
     Ok(policy)

@@ -125,7 +125,7 @@ impl TestServer {
         self.send(self.request(Method::GET, path, token)).await
     }
 
-    async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Value) -> Resp {
+    pub(crate) async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Value) -> Resp {
         self.send(self.request(method, path, token).json(&body)).await
     }
 

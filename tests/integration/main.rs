@@ -10,6 +10,7 @@ mod api;
 mod cli;
 mod client;
 mod docs;
+mod drills;
 mod engine;
 mod failback;
 mod history;

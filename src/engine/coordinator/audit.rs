@@ -11,7 +11,8 @@ impl Coordinator {
     /// Installs the approval records and drills a load found.
     pub(super) fn install_audit(&mut self, loaded: &mut persist::Loaded) {
         *self.approvals.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.approvals);
-        self.drills = std::mem::take(&mut loaded.drills).into_iter().map(|d| ((d.mirror.clone(), d.id.clone()), d)).collect();
+        self.drills =
+            std::mem::take(&mut loaded.drills).into_iter().map(|d| ((d.mirror.clone(), d.id.clone()), d)).collect();
     }
 
     /// Writes an audit entry and the approval record it carries, and keeps both for the views.
@@ -107,7 +108,10 @@ impl Coordinator {
         }
         Ok(DrillTarget {
             source: m.stored.spec.source.clone(),
-            source_cluster_id: m.observed_cluster_id.clone().or_else(|| m.stored.spec.expected_source_cluster_id.clone()),
+            source_cluster_id: m
+                .observed_cluster_id
+                .clone()
+                .or_else(|| m.stored.spec.expected_source_cluster_id.clone()),
             destination_bootstrap: self.config.destination_bootstrap.clone(),
             destination_properties: self.config.destination_properties.clone(),
             destination_cluster_id: self.destination_cluster_id.clone(),
