@@ -531,7 +531,10 @@ impl DrillRun {
             }
             Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
             Err(e) => {
-                return Err(rejected(ProblemKind::DestinationUnavailable, format!("cannot check the destination: {e}")));
+                return Err(rejected(
+                    ProblemKind::DestinationUnavailable,
+                    format!("cannot check the destination: {e}"),
+                ));
             }
         }
         let source = self.source_admin()?;

@@ -7,6 +7,7 @@
 mod access;
 mod alerts;
 mod api;
+mod approvals;
 mod cli;
 mod client;
 mod docs;
