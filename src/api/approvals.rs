@@ -13,6 +13,7 @@ use crate::app::AppState;
 use crate::auth::Role;
 use crate::domain::Timestamp;
 use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, check_reason};
+pub(super) use crate::engine::Gate;
 use crate::engine::{ApprovalRecord, Decision, Executed, PendingCall, ProblemKind, Truncation, validate_mirror_name};
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
@@ -136,22 +137,12 @@ pub struct ApprovalPending {
     pub approval: Approval,
 }
 
-/// Where a guarded call goes.
-pub(super) enum Gate {
-    /// Run it now; with the break-glass entry to complete once it ran.
-    Run(Option<ApprovalRecord>),
-    /// It waits for a second person.
-    Pending(ApprovalRecord),
-}
-
 /// Whether `action` on `mirror` needs a second person (the mirror's policy).
 pub(super) fn needs_approval(state: &AppState, mirror: &str, action: Option<ApprovalAction>) -> bool {
-    action.is_some_and(|a| state.engine.approval_policy(mirror).is_some_and(|p| p.requires(a)))
+    state.engine.needs_approval(mirror, action)
 }
 
-/// The gate of a guarded call: run it now (no approval needed, or an admin's break-glass call
-/// with a reason), or record it as a request waiting for a second person (with the caller's
-/// reason).
+/// The gate of a guarded call ([`crate::engine::EngineHandle::gate`]).
 pub(super) async fn gate(
     state: &AppState,
     caller: &Caller,
@@ -161,31 +152,8 @@ pub(super) async fn gate(
     reason: Option<String>,
     break_glass: bool,
 ) -> Result<Gate, ApiError> {
-    if break_glass && caller.identity.role != Role::Admin {
-        return Err(ApiError::new(
-            ProblemKind::BreakGlassNotAllowed,
-            format!(
-                "{:?} has role {}; only an admin may run a call without a second person's approval",
-                caller.identity.name,
-                caller.identity.role.as_str()
-            ),
-        ));
-    }
-    let Some(action) = action.filter(|_| needs_approval(state, mirror, action)) else {
-        return Ok(Gate::Run(None));
-    };
-    if break_glass {
-        let reason = check_reason(reason.as_deref(), "A break-glass call")
-            .map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?;
-        let entry = state.engine.break_glass(mirror, action, call, &caller.actor(), reason).await?;
-        return Ok(Gate::Run(Some(entry)));
-    }
-    let reason = check_reason(
-        reason.as_deref(),
-        &format!("This call needs a second person's approval under mirror {mirror:?}'s policy ({action}); it"),
-    )
-    .map_err(|e| ApiError::new(ProblemKind::ReasonRequired, e))?;
-    Ok(Gate::Pending(state.engine.request_approval(mirror, action, call, &caller.actor(), reason).await?))
+    let is_admin = caller.identity.role == Role::Admin;
+    Ok(state.engine.gate(mirror, action, call, &caller.actor(), is_admin, reason.as_deref(), break_glass).await?)
 }
 
 /// The 202 answer of a call that waits for a second person.

@@ -170,6 +170,15 @@ impl ApprovalRecord {
     }
 }
 
+/// Where a guarded call goes ([`EngineHandle::gate`]).
+#[derive(Debug, Clone)]
+pub enum Gate {
+    /// Run it now; with the break-glass entry to complete once it ran ([`EngineHandle::approval_ran`]).
+    Run(Option<ApprovalRecord>),
+    /// It waits for a second person.
+    Pending(ApprovalRecord),
+}
+
 /// What an approved (or break-glass) call did.
 #[derive(Debug, Clone)]
 pub enum Executed {
@@ -277,6 +286,51 @@ impl EngineHandle {
             results: Vec::new(),
             accepted_by: Some(self.snapshot().cluster.this_instance.clone()).filter(|i| !i.is_empty()),
         }
+    }
+
+    /// Whether `action` on `mirror` needs a second person (the mirror's policy).
+    #[must_use]
+    pub fn needs_approval(&self, mirror: &str, action: Option<ApprovalAction>) -> bool {
+        action.is_some_and(|a| self.approval_policy(mirror).is_some_and(|p| p.requires(a)))
+    }
+
+    /// The gate of a guarded call, for the API and the dashboard alike: run it now (no approval
+    /// needed, or an admin's break-glass call with a reason), or record it as a request waiting
+    /// for a second person (with the caller's reason). `is_admin`: the caller's role allows
+    /// break-glass.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn gate(
+        &self,
+        mirror: &str,
+        action: Option<ApprovalAction>,
+        call: PendingCall,
+        actor: &Actor,
+        is_admin: bool,
+        reason: Option<&str>,
+        break_glass: bool,
+    ) -> Result<Gate, EngineError> {
+        use crate::domain::approval::check_reason;
+        if break_glass && !is_admin {
+            return Err(EngineError::rejected(
+                ProblemKind::BreakGlassNotAllowed,
+                format!(
+                    "{:?} is not an admin; only an admin may run a call without a second person's approval",
+                    actor.identity
+                ),
+            ));
+        }
+        let Some(action) = action.filter(|_| self.needs_approval(mirror, action)) else {
+            return Ok(Gate::Run(None));
+        };
+        let reason_error = |e: String| EngineError::rejected(ProblemKind::ReasonRequired, e);
+        if break_glass {
+            let reason = check_reason(reason, "A break-glass call").map_err(reason_error)?;
+            return Ok(Gate::Run(Some(self.break_glass(mirror, action, call, actor, reason).await?)));
+        }
+        let what =
+            format!("This call needs a second person's approval under mirror {mirror:?}'s policy ({action}); it");
+        let reason = check_reason(reason, &what).map_err(reason_error)?;
+        Ok(Gate::Pending(self.request_approval(mirror, action, call, actor, reason).await?))
     }
 
     /// Records a call the mirror's policy puts behind a second person, as a pending request,

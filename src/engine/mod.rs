@@ -282,7 +282,7 @@ mod operation;
 pub use operation::OperationKind;
 // Two-person approval of destructive calls.
 mod approvals;
-pub use approvals::{ApprovalRecord, Executed, PendingCall};
+pub use approvals::{ApprovalRecord, Executed, Gate, PendingCall};
 // Disaster-recovery drills on a canary topic.
 mod drills;
 pub use drills::{DrillOptions, DrillSigningKey, DrillStep, DrillView, default_canary};

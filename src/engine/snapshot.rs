@@ -23,6 +23,8 @@ pub struct Snapshot {
     pub drills: Vec<super::DrillView>,
     /// Break-glass calls this instance ran since it started: (mirror, action, count).
     pub break_glass: Vec<(String, String, u64)>,
+    /// Approval requests and break-glass entries still kept, newest first (`engine::approvals`).
+    pub approvals: Vec<super::ApprovalRecord>,
 }
 
 /// The deployment (every instance with the same cluster name) as this instance sees it.

@@ -354,3 +354,77 @@ async fn a_pending_request_survives_a_restart_and_is_approved_through_another_in
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
     let _ = Cluster::Destination.admin().delete_topic(&state_topic).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_requests_and_who_may_decide() {
+    use kmirror::auth::Identity;
+    use kmirror::ui::{Viewer, pages, view::UiOp};
+    let _rig = shared().await;
+    let eng = TestEngine::start().await;
+    let mirror = unique("approve-ui");
+    eng.create_mirror(&mirror).await;
+    let actor = |name: &str| kmirror::engine::Actor { identity: name.into(), address: None };
+    let policy = kmirror::engine::ApprovalPolicy {
+        required_for: [kmirror::engine::ApprovalAction::Stop, kmirror::engine::ApprovalAction::Drill].into(),
+        expires_after_seconds: 600,
+    };
+    let update = kmirror::engine::MirrorUpdate { approval: Some(policy), ..Default::default() };
+    eng.handle.update_mirror(&mirror, update, actor("root")).await.unwrap();
+    let call = kmirror::engine::PendingCall { topics: vec!["orders".into()], ..Default::default() };
+    let r = eng
+        .handle
+        .gate(
+            &mirror,
+            Some(kmirror::engine::ApprovalAction::Stop),
+            call,
+            &actor("alice"),
+            false,
+            Some("<b>planned</b>"),
+            false,
+        )
+        .await
+        .unwrap();
+    let kmirror::engine::Gate::Pending(request) = r else { panic!("the call must wait for approval") };
+    let snap = eventually("the request in the snapshot", Duration::from_secs(10), || async {
+        let s = eng.handle.snapshot();
+        (!s.approvals.is_empty()).then_some(s)
+    })
+    .await;
+    let viewer = |name: &str, role| Viewer::new(&Identity { name: name.into(), role }, "csrf-x", false);
+    let now = kmirror::clock::now();
+    let bob = pages::mirror_safety(&snap, &mirror, &viewer("bob", Role::Operator), now).unwrap();
+    assert!(bob.contains(&format!("data-request=\"{}\"", request.request_id)), "{bob}");
+    assert!(bob.contains("data-approve") && bob.contains("data-reject"), "{bob}");
+    assert!(bob.contains("&#60;b&#62;planned") && !bob.contains("<b>planned"), "the reason is escaped: {bob}");
+    assert!(bob.contains("Needs a second person&#39;s approval: Fail over, DR drill"), "{bob}");
+    assert!(bob.contains("Request a drill"), "drills need approval too: {bob}");
+    let alice = pages::mirror_safety(&snap, &mirror, &viewer("alice", Role::Operator), now).unwrap();
+    assert!(!alice.contains("data-approve") && alice.contains("your request"), "{alice}");
+    let eve = pages::mirror_safety(&snap, &mirror, &viewer("eve", Role::Viewer), now).unwrap();
+    assert!(!eve.contains("data-approve") && !eve.contains("data-run-drill"), "{eve}");
+    // The failover dialog says it before the call is sent, and asks for a reason.
+    let dialog = pages::confirm(
+        &snap,
+        &mirror,
+        UiOp::Failover,
+        &["orders".to_string()],
+        &viewer("bob", Role::Operator),
+        true,
+        "/",
+    )
+    .unwrap();
+    assert!(dialog.contains("data-approval-required") && dialog.contains("name=\"reason\" required"), "{dialog}");
+    assert!(!dialog.contains("break_glass"), "only admins see break-glass: {dialog}");
+    let admin = pages::confirm(
+        &snap,
+        &mirror,
+        UiOp::Failover,
+        &["orders".to_string()],
+        &viewer("root", Role::Admin),
+        true,
+        "/",
+    )
+    .unwrap();
+    assert!(admin.contains("name=\"break_glass\""), "{admin}");
+    eng.stop().await;
+}

@@ -1403,6 +1403,14 @@ impl Coordinator {
             cluster,
             drills,
             break_glass: self.break_glass.iter().map(|((m, a), n)| (m.clone(), a.clone(), *n)).collect(),
+            approvals: {
+                let approvals = self.approvals.read().unwrap_or_else(|e| e.into_inner());
+                let mut requests: Vec<crate::engine::ApprovalRecord> =
+                    approvals.iter().filter(|(id, a)| a.request_id == **id).map(|(_, a)| a.clone()).collect();
+                requests
+                    .sort_by(|a, b| b.requested_at.cmp(&a.requested_at).then_with(|| b.request_id.cmp(&a.request_id)));
+                requests
+            },
         };
         self.snapshot_tx.send_replace(Arc::new(snap));
     }

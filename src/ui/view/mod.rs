@@ -23,6 +23,7 @@ mod operations;
 mod overview;
 mod partitions;
 mod results;
+mod safety;
 
 pub use actions::*;
 pub use chart::*;
@@ -36,3 +37,4 @@ pub use operations::*;
 pub use overview::*;
 pub use partitions::*;
 pub use results::*;
+pub use safety::*;
