@@ -428,3 +428,96 @@ async fn the_dashboard_shows_requests_and_who_may_decide() {
     assert!(admin.contains("name=\"break_glass\""), "{admin}");
     eng.stop().await;
 }
+
+/// `kmirror` as a client of the `kmirror serve` on `port`, with `token` (its exit code, stdout,
+/// stderr).
+fn cli(port: u16, token: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kmirror"))
+        .args(args)
+        .env("KMIRROR_URL", format!("http://127.0.0.1:{port}"))
+        .env("KMIRROR_TOKEN", token)
+        .env_remove("KMIRROR_TOKEN_FILE")
+        .output()
+        .expect("run kmirror");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_says_when_a_call_needs_approval_and_runs_drills() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "approve-cli", 2, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(60, 2, "c"))).await.unwrap();
+    let cluster = unique("apcli");
+    let state_topic = format!("__mirror_state-{cluster}");
+    let serve = Serve::new(&cluster, &state_topic, "solo");
+    eventually("kmirror serve to answer", Duration::from_secs(90), || async { serve.get("/mirrors").await }).await;
+    let mirror = unique("apcli");
+    let body = json!({"name": mirror, "source": {"bootstrap_servers": Cluster::Source.bootstrap()},
+                      "approval": {"required_for": ["stop"]}});
+    let (status, v) = serve.call(Method::POST, "/mirrors", ROOT, Some(body)).await.unwrap();
+    assert_eq!(status, 201, "{v}");
+
+    // A drill, which this policy does not cover, runs at once; --wait prints its figures.
+    let blocking = |args: Vec<String>, token: &'static str| {
+        let port = serve.port;
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            cli(port, token, &refs)
+        })
+    };
+    let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let (code, out, err) = blocking(strings(&["drills", "run", "--mirror", &mirror, "--wait"]), ALICE).await.unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("RTO (ms)") && out.contains("passed"), "{out}");
+    let (code, out, err) = blocking(strings(&["drills", "list", "--mirror", &mirror]), ALICE).await.unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let id = out.lines().nth(1).and_then(|l| l.split_whitespace().next()).expect("a drill row").to_string();
+    let (code, out, _) = blocking(strings(&["drills", "report", "--mirror", &mirror, &id]), ALICE).await.unwrap();
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with(&format!("# DR drill {id}: PASS")), "{out}");
+
+    // A failover: said before it is sent, refused without a reason, then a request.
+    let (status, v) = serve
+        .call(Method::POST, &format!("/mirrors/{mirror}/topics:start"), ALICE, Some(json!({"topics": [topic.name]})))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    let topic_path = format!("/mirrors/{mirror}/topics/{}", topic.name);
+    eventually("MIRRORING", Duration::from_secs(60), || async {
+        (serve.get(&topic_path).await?["state"] == "MIRRORING").then_some(())
+    })
+    .await;
+    let stop = strings(&["topics", "stop", "--mirror", &mirror, "--topics", &topic.name]);
+    let (code, _, err) = blocking(stop.clone(), ALICE).await.unwrap();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("needs a second person's approval for stop") && err.contains("--reason"), "{err}");
+    let mut with_reason = stop.clone();
+    with_reason.extend(strings(&["--reason", "planned switch"]));
+    let (code, out, err) = blocking(with_reason, ALICE).await.unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("waits for a second person's approval"), "{out}");
+    let request = out.split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(serve.get(&topic_path).await.unwrap()["state"], "MIRRORING");
+    let (code, out, _) =
+        blocking(strings(&["approvals", "list", "--mirror", &mirror, "--status", "pending"]), BOB).await.unwrap();
+    assert_eq!(code, Some(0));
+    assert!(out.contains(&request) && out.contains("planned switch"), "{out}");
+    let (code, _, err) = blocking(strings(&["approvals", "approve", &request]), ALICE).await.unwrap();
+    assert_eq!(code, Some(2), "the requester may not approve: {err}");
+    assert!(err.contains("approval-same-identity") || err.contains("second person"), "{err}");
+    let (code, out, err) = blocking(strings(&["approvals", "approve", &request]), BOB).await.unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("executed") && out.contains("It ran as operation"), "{out}");
+    eventually("STOPPED", Duration::from_secs(60), || async {
+        (serve.get(&topic_path).await?["state"] == "STOPPED").then_some(())
+    })
+    .await;
+    drop(serve);
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+    let _ = Cluster::Destination.admin().delete_topic(&state_topic).await;
+}
