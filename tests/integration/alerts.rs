@@ -112,7 +112,9 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
         Err(e) => eprintln!("promtool not found ({e}): checked the structure and the metric names only"),
     }
     // ...and each rule fires when it should, on series shaped like kmirror's (alerts.test.yml).
-    if let Ok(out) = std::process::Command::new("promtool").args(["test", "rules", RULE_TESTS, DRILL_RULE_TESTS]).output() {
+    if let Ok(out) =
+        std::process::Command::new("promtool").args(["test", "rules", RULE_TESTS, DRILL_RULE_TESTS]).output()
+    {
         let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && said.contains("SUCCESS"), "promtool test rules:\n{said}");
     }
