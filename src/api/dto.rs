@@ -537,6 +537,9 @@ pub struct MirrorCreateRequest {
     /// topic that comes to match is stopped. Absent: `["__.*", ".*\\.kmirror-diverged"]`.
     #[serde(default)]
     pub topic_exclude: Option<Vec<String>>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
 }
 
 /// A change to a mirror; absent fields are left alone. `source` replaces the whole source
@@ -554,6 +557,10 @@ pub struct MirrorUpdateRequest {
     /// once without restarting anything; 0 removes the throttle.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new approval policy, replacing the whole policy (`{"required_for": []}` needs approval
+    /// for nothing).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
     /// A new include list (replaces the whole list). Topics it matches are started at the
     /// mirror's next discovery run, which the change triggers at once.
     #[serde(default)]
@@ -684,6 +691,9 @@ pub struct Mirror {
     pub topic_include: Vec<String>,
     /// Topic policy: exclusions (win over `topic_include`).
     pub topic_exclude: Vec<String>,
+    /// Which calls need a second person's approval: such a call is answered with 202 and waits
+    /// for another identity with the operator role (`/api/v1/approvals`).
+    pub approval: super::approvals::ApprovalPolicyDto,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -712,6 +722,7 @@ impl From<&MirrorSnapshot> for Mirror {
             sync: m.sync_spec.clone().into(),
             topic_include: m.topic_include.clone(),
             topic_exclude: m.topic_exclude.clone(),
+            approval: m.approval.clone().into(),
         }
     }
 }
@@ -1127,6 +1138,14 @@ pub struct StartRequest {
     /// (`quarantine-conflict`).
     #[serde(default)]
     pub quarantine: bool,
+    /// Why: required when the mirror's approval policy covers this call (a resync, a failback),
+    /// which then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// `topics:pause`, `topics:resume`, `topics:recover`: exactly one of `topics`, `pattern` and
@@ -1147,6 +1166,14 @@ pub struct LifecycleRequest {
     /// Only check whether the call would be accepted; change nothing.
     #[serde(default)]
     pub validate_only: bool,
+    /// Why: required when the mirror's approval policy covers this call (`topics:stop`), which
+    /// then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// `topics:stop`: exactly one of `topics`, `pattern` and `all: true`; with `require_caught_up`, a
@@ -1184,6 +1211,15 @@ pub struct StopRequest {
     /// pattern), so discovery never starts them again. Not with `require_caught_up`.
     #[serde(default)]
     pub exclude: bool,
+    /// Why: required when the mirror's approval policy covers `stop`, which then waits for a
+    /// second person (HTTP 202) and runs as asked (a promote too) once approved; kept in the
+    /// audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a stop the approval policy covers at once, without a second person (with
+    /// a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// Per-topic outcomes of a lifecycle call. Partial success is explicit: HTTP 200 with `ok:
@@ -1195,6 +1231,12 @@ pub struct LifecycleResponse {
     pub operation_id: String,
     pub validate_only: bool,
     pub results: Vec<TopicResult>,
+    /// Whether the mirror's approval policy covers this call: sent without `validate_only` (and
+    /// without `break_glass`), it waits for a second person's approval (HTTP 202).
+    pub approval_required: bool,
+    /// The break-glass entry, when an admin ran the call without a second person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
     /// The pattern the call added to the mirror's topic policy: a start with a `pattern` adds it
     /// to `topic_include` (topics created later that match it are mirrored too), a stop with
     /// `exclude` to `topic_exclude`. Absent when nothing was added.
@@ -1219,6 +1261,8 @@ pub enum Outcome {
     Succeeded,
     PartiallyFailed,
     Failed,
+    /// Not finished: a request waiting for a second person, a drill running.
+    Pending,
 }
 
 /// A recorded operation (an audit entry): who did what, when, from where, with what result.
@@ -1249,6 +1293,10 @@ pub struct Operation {
     /// Why a mirror-level operation (create, update, delete) failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TopicProblem>,
+    /// The two-person approval this operation is part of: the request itself, its approval or
+    /// rejection, a break-glass call, or the call an approval ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
 }
 
 /// Counts of an operation's per-topic outcomes.
@@ -1274,7 +1322,9 @@ impl Operation {
         let omitted = o.results_omitted;
         let total = o.results.len() as u64 + omitted.ok + omitted.failed;
         let failed = kept_failed + omitted.failed;
-        let outcome = if failed == 0 {
+        let outcome = if o.finished_at.is_none() {
+            Outcome::Pending
+        } else if failed == 0 {
             Outcome::Succeeded
         } else if failed == total {
             Outcome::Failed
@@ -1296,6 +1346,7 @@ impl Operation {
             results: page.into_iter().map(TopicResult::from).collect(),
             result_counts: ResultCounts { total, ok: total - failed, failed, omitted: omitted.ok + omitted.failed },
             error: mirror_results.iter().find_map(|r| r.error.as_ref()).map(TopicProblem::from),
+            approval: None,
         }
     }
 }
@@ -1351,6 +1402,9 @@ pub struct OperationResponse {
     pub next_page_token: Option<String>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+    /// A drill's steps and, once finished, its verdict (`drill` operations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drill: Option<super::drills::Drill>,
 }
 
 /// One page of the audit log, newest first.

@@ -55,6 +55,13 @@ fn progress(snap: &Snapshot, op: &OperationView, page: &[TopicResult]) -> Option
     })
 }
 
+/// The two-person approval an operation is part of (the request, its decision, a break-glass
+/// call, or the call an approval ran).
+pub(super) fn with_approval(state: &AppState, mut op: Operation) -> Operation {
+    op.approval = state.engine.approval_of(&op.id).map(|a| super::approvals::Approval::of(&a, now()));
+    op
+}
+
 /// The page of an operation's per-topic results.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -112,10 +119,11 @@ pub async fn operation_get(
     let next_page_token = (end < topic_results).then(|| pagination::encode("operation", &op.id, &end.to_string()));
     Ok(Json(OperationResponse {
         progress: progress(&snap, &op, &operation.results),
-        operation,
+        operation: with_approval(&state, operation),
         next_page_token,
         taken_at: ts(snap.taken_at),
         snapshot_age_ms: age_ms(snap.taken_at, now()),
+        drill: snap.drills.iter().find(|d| d.id == op.id).map(super::drills::Drill::of),
     }))
 }
 
@@ -189,5 +197,8 @@ pub async fn audit_list(
         }
         _ => None,
     };
-    Ok(Json(AuditPage { items: page.iter().map(Operation::from).collect(), next_page_token }))
+    Ok(Json(AuditPage {
+        items: page.iter().map(|o| with_approval(&state, Operation::from(o))).collect(),
+        next_page_token,
+    }))
 }

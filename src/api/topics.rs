@@ -10,11 +10,15 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
+use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, Truncation};
 use crate::engine::{
-    LifecycleOp, MirrorSnapshot, PartitionSnapshot, ProblemKind, TopicSelector, check_topic_count,
-    validate_mirror_name, validate_topic_name,
+    Executed, LifecycleOp, MirrorSnapshot, OpResult, PartitionSnapshot, PendingCall, ProblemKind, TopicSelector,
+    check_topic_count, validate_mirror_name, validate_topic_name,
 };
+
+use super::approvals::{Approval, ApprovalPending, Gate, complete, gate, needs_approval, pending_response};
+use axum::response::{IntoResponse, Response};
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
@@ -255,6 +259,28 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>, all: bool) -> 
     }
 }
 
+/// The call a lifecycle request is, for the mirror's approval policy (a start that fails back is
+/// found by validating it: `run_lifecycle`).
+fn approval_action(op: LifecycleOp) -> Option<ApprovalAction> {
+    match op {
+        LifecycleOp::Stop => Some(ApprovalAction::Stop),
+        LifecycleOp::Start { truncation: Truncation::Resync { .. } } => Some(ApprovalAction::Resync),
+        _ => None,
+    }
+}
+
+/// What a stop does besides stopping (both off for the other calls).
+#[derive(Debug, Clone, Copy, Default)]
+struct StopExtras {
+    /// Add the names or the pattern to the mirror's `topic_exclude`.
+    exclude: bool,
+    /// A promote: stop once every partition caught up, waiting at most this long.
+    promote: Option<Duration>,
+}
+
+/// A lifecycle call through the mirror's approval policy: checked (`validate_only`: what it would
+/// do and whether it needs approval), held for a second person, or run.
+#[allow(clippy::too_many_arguments)]
 async fn run_lifecycle(
     state: &AppState,
     caller: &Caller,
@@ -262,20 +288,76 @@ async fn run_lifecycle(
     selector: TopicSelector,
     op: LifecycleOp,
     validate_only: bool,
-    exclude: bool,
-) -> Result<Json<LifecycleResponse>, ApiError> {
-    let r = if exclude {
-        state.engine.stop_and_exclude(mirror, selector, validate_only, caller.actor()).await?
-    } else {
-        state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?
+    extras: StopExtras,
+    reason: Option<String>,
+    break_glass: bool,
+) -> Result<Response, ApiError> {
+    let respond = |r: OpResult, required: bool, approval: Option<Approval>| LifecycleResponse {
+        approval_required: required,
+        approval,
+        ..lifecycle_response(state, mirror, r, op, validate_only)
     };
-    Ok(Json(lifecycle_response(state, mirror, r, op, validate_only)))
+    let mut action = approval_action(op);
+    let mut validated = None;
+    if op == (LifecycleOp::Start { truncation: Truncation::None })
+        && needs_approval(state, mirror, Some(ApprovalAction::Failback))
+    {
+        // Whether the start fails back: the engine's own check, as validate_only answers it.
+        let r = state.engine.lifecycle(mirror, selector.clone(), op, true, caller.actor()).await?;
+        if !r.failback.is_empty() {
+            action = Some(ApprovalAction::Failback);
+        }
+        validated = Some(r);
+    }
+    let required = needs_approval(state, mirror, action);
+    if validate_only {
+        // A promote's check changes nothing: it answers what a stop now would leave unmirrored.
+        let r = match validated {
+            Some(r) => r,
+            None if extras.exclude => state.engine.stop_and_exclude(mirror, selector, true, caller.actor()).await?,
+            None => state.engine.lifecycle(mirror, selector, op, true, caller.actor()).await?,
+        };
+        return Ok(Json(respond(r, required, None)).into_response());
+    }
+    let (topics, pattern, all) = match &selector {
+        TopicSelector::Names(n) => (n.clone(), None, false),
+        TopicSelector::Pattern(p) => (Vec::new(), Some(p.clone()), false),
+        TopicSelector::All => (Vec::new(), None, true),
+    };
+    let truncation = match op {
+        LifecycleOp::Start { truncation } => truncation,
+        _ => Truncation::None,
+    };
+    let call = PendingCall {
+        topics,
+        pattern,
+        all,
+        truncation,
+        exclude: extras.exclude,
+        promote_timeout_ms: extras.promote.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        ..Default::default()
+    };
+    let entry = match gate(state, caller, mirror, action, call, reason, break_glass).await? {
+        Gate::Pending(a) => return Ok(pending_response(&a)),
+        Gate::Run(entry) => entry,
+    };
+    let r = if op == LifecycleOp::Stop {
+        state.engine.stop_as_asked(mirror, selector, extras.exclude, extras.promote, caller.actor()).await
+    } else {
+        state.engine.lifecycle(mirror, selector, op, false, caller.actor()).await
+    };
+    let executed = match &r {
+        Ok(r) => Executed::Lifecycle(r.clone()),
+        Err(e) => Executed::Refused(e.clone()),
+    };
+    let approval = complete(state, entry.as_ref(), &executed).await;
+    Ok(Json(respond(r?, required, approval)).into_response())
 }
 
 /// The answer of a lifecycle call. `validate_only` of a stop adds what it would leave
 /// unmirrored per topic, from the snapshot: the failover dialog's computation
 /// (`TopicSnapshot::stop_impact`).
-fn lifecycle_response(
+pub(super) fn lifecycle_response(
     state: &AppState,
     mirror: &str,
     r: crate::engine::OpResult,
@@ -303,6 +385,8 @@ fn lifecycle_response(
                 ..TopicResult::from(o)
             })
             .collect(),
+        approval_required: false,
+        approval: None,
     }
 }
 
@@ -313,7 +397,10 @@ fn lifecycle_response(
 /// Repeating the call is harmless. A `pattern` is also saved in the mirror's `topic_include`
 /// (`saved_pattern` in the answer): topics created on the source later that match it are
 /// mirrored too, at the mirror's next metadata refresh. A pattern never selects a topic that
-/// `topic_exclude` excludes; a topic named on its own that it excludes is refused.
+/// `topic_exclude` excludes; a topic named on its own that it excludes is refused. When the
+/// mirror's approval policy covers the call (`resync`, or `failback` for a start that fails a
+/// topic back), it needs a `reason` and waits for a second person: HTTP 202 with the request
+/// (`validate_only` answers `approval_required` first).
 #[utoipa::path(
     post,
     path = "/api/v1/mirrors/{mirror}/topics:start",
@@ -325,14 +412,16 @@ fn lifecycle_response(
     request_body = StartRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 202, description = "The mirror's approval policy covers this call: it waits for a second person's approval",
+            body = ApprovalPending),
+        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 422, description = "The source does not answer (pattern listing)", body = ProblemDetails,
+        (status = 422, description = "The source does not answer (pattern listing); no `reason` for a call that needs approval             (reason-required)", body = ProblemDetails,
             content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
@@ -343,7 +432,7 @@ pub async fn topics_start(
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
     ApiJson(body): ApiJson<StartRequest>,
-) -> Result<Json<LifecycleResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     validate_mirror_name(&mirror)?;
     let truncation = match body.truncation {
         TruncationMode::None if body.quarantine => {
@@ -353,7 +442,9 @@ pub async fn topics_start(
         TruncationMode::Resync => Truncation::Resync { quarantine: body.quarantine },
     };
     let sel = selector(body.topics, body.pattern, false)?;
-    run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only, false).await
+    let op = LifecycleOp::Start { truncation };
+    let extras = StopExtras::default();
+    run_lifecycle(&state, &caller, &mirror, sel, op, body.validate_only, extras, body.reason, body.break_glass).await
 }
 
 macro_rules! lifecycle_handler {
@@ -372,13 +463,17 @@ macro_rules! lifecycle_handler {
             request_body = LifecycleRequest,
             responses(
                 (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+                (status = 202, description = "The mirror's approval policy covers this call: it waits for a second \
+                    person's approval", body = ApprovalPending),
                 (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-                (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 422, description = "No `reason` for a call that needs approval (reason-required)", body = ProblemDetails,
+                    content_type = "application/problem+json"),
                 (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
                     content_type = "application/problem+json"),
             )
@@ -388,10 +483,12 @@ macro_rules! lifecycle_handler {
             State(state): State<AppState>,
             ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
             ApiJson(body): ApiJson<LifecycleRequest>,
-        ) -> Result<Json<LifecycleResponse>, ApiError> {
+        ) -> Result<Response, ApiError> {
             validate_mirror_name(&mirror)?;
             let sel = selector(body.topics, body.pattern, body.all)?;
-            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, false).await
+            let extras = StopExtras::default();
+            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, extras, body.reason, body.break_glass)
+                .await
         }
     };
 }
@@ -430,6 +527,11 @@ lifecycle_handler!(
 /// With `exclude: true` (not with `require_caught_up`) the pattern, or each name as a literal
 /// pattern, is also added to the mirror's `topic_exclude`, so discovery never starts those topics
 /// again (`saved_pattern` in the answer).
+///
+/// When the mirror's approval policy covers `stop`, the call needs a `reason` and waits for a
+/// second person: HTTP 202 with the request (`validate_only` answers `approval_required` first);
+/// once approved it runs as asked (a promote or an exclusion too). An admin may run it at once
+/// with `break_glass` and a reason.
 #[utoipa::path(
     post,
     path = "/api/v1/mirrors/{mirror}/topics:stop",
@@ -441,13 +543,17 @@ lifecycle_handler!(
     request_body = StopRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+        (status = 202, description = "The mirror's approval policy covers `stop`: it waits for a second person's approval",
+            body = ApprovalPending),
         (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`; `timeout_ms` without `require_caught_up` or above 600,000", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 422, description = "No `reason` for a stop that needs approval (reason-required)", body = ProblemDetails,
+            content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
     )
@@ -457,7 +563,7 @@ pub async fn topics_stop(
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
     ApiJson(body): ApiJson<StopRequest>,
-) -> Result<Json<LifecycleResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     validate_mirror_name(&mirror)?;
     let timeout = promote_timeout(body.require_caught_up, body.timeout_ms)?;
     if body.exclude && timeout.is_some() {
@@ -467,14 +573,19 @@ pub async fn topics_stop(
         ));
     }
     let sel = selector(body.topics, body.pattern, body.all)?;
-    match timeout {
-        // A promote's check changes nothing: it answers what a stop now would leave unmirrored.
-        Some(timeout) if !body.validate_only => {
-            let r = state.engine.promote(&mirror, sel, timeout, caller.actor()).await?;
-            Ok(Json(lifecycle_response(&state, &mirror, r, LifecycleOp::Stop, false)))
-        }
-        _ => run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Stop, body.validate_only, body.exclude).await,
-    }
+    let extras = StopExtras { exclude: body.exclude, promote: timeout };
+    run_lifecycle(
+        &state,
+        &caller,
+        &mirror,
+        sel,
+        LifecycleOp::Stop,
+        body.validate_only,
+        extras,
+        body.reason,
+        body.break_glass,
+    )
+    .await
 }
 
 /// A stop's promote settings: `None` for a plain stop, else how long to wait for catch-up.
@@ -766,6 +877,7 @@ mod tests {
             sync: Vec::new(),
             groups: Vec::new(),
             topics,
+            approval: Default::default(),
         }
     }
 

@@ -60,9 +60,19 @@ pub async fn mirrors(a: MirrorsArgs) -> Result<(), Failure> {
             Ok(())
         }
         MirrorsCommand::Create { file } => super::apply::create(&server, format, &file).await,
-        MirrorsCommand::Delete { mirror } => {
+        MirrorsCommand::Delete { mirror, reason, break_glass } => {
             check_name("mirror", &mirror)?;
-            server.delete(&format!("/api/v1/mirrors/{mirror}")).await?;
+            super::safety::announce(&server, &mirror, "delete", reason.as_deref(), break_glass).await?;
+            let mut query = Vec::new();
+            if let Some(r) = reason {
+                query.push(("reason", r));
+            }
+            if break_glass {
+                query.push(("break_glass", "true".to_string()));
+            }
+            if let Some(v) = server.delete_with(&format!("/api/v1/mirrors/{mirror}"), &query).await? {
+                return super::safety::print_pending(&v, format);
+            }
             if format == Format::Json {
                 output::print_json(&serde_json::json!({ "mirror": mirror, "deleted": true }));
             } else {

@@ -247,6 +247,15 @@ impl Server {
     pub async fn delete(&self, path: &str) -> Result<(), Failure> {
         self.send(self.request(Method::DELETE, path), path).await.map(drop)
     }
+
+    /// DELETE `path` with `query`; the answer's JSON body, if it has one (a 202 request).
+    pub async fn delete_with(&self, path: &str, query: &[(&str, String)]) -> Result<Option<Value>, Failure> {
+        let res = self.send(self.request(Method::DELETE, path).query(query), path).await?;
+        if res.status() == StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        Ok(Some(self.json(res, path).await?))
+    }
 }
 
 fn etag(headers: &HeaderMap) -> Option<String> {

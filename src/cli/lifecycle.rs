@@ -246,10 +246,31 @@ pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
     }
     body.extend(extra.fields);
     body.insert("validate_only".into(), json!(common.validate_only));
+    // Said before the call is sent: the mirror's approval policy may put it behind a second person.
+    let action = match op {
+        Op::Stop => Some("stop"),
+        Op::Start if body.get("truncation") == Some(&json!("resync")) => Some("resync"),
+        _ => None,
+    };
+    if let Some(action) = action.filter(|_| !common.validate_only) {
+        super::safety::announce(&server, &common.mirror, action, common.reason.as_deref(), common.break_glass).await?;
+    }
+    if let Some(r) = &common.reason {
+        body.insert("reason".into(), json!(r));
+    }
+    if common.break_glass {
+        body.insert("break_glass".into(), json!(true));
+    }
     let v: Value = match server.post_waiting(&path, &Value::Object(body), extra.waits).await {
         Ok(v) => v,
         Err(f) => return Err(unsupported(f, &extra.newer)),
     };
+    if v["status"] == "pending_approval" {
+        if common.wait {
+            eprintln!("kmirror: the call waits for a second person's approval: nothing to wait for yet");
+        }
+        return super::safety::print_pending(&v, format);
+    }
     let r: LifecycleResponse = parse(&v, "lifecycle answer")?;
     let ok: Vec<&str> = r.results.iter().filter(|t| t.ok).map(|t| t.topic.as_str()).collect();
     let failed: Vec<&str> = r.results.iter().filter(|t| !t.ok).map(|t| t.topic.as_str()).collect();
@@ -457,6 +478,8 @@ mod tests {
             validate_only: false,
             wait: false,
             timeout: std::time::Duration::from_secs(1),
+            reason: None,
+            break_glass: false,
         }
     }
 

@@ -19,6 +19,7 @@ pub mod commands;
 pub mod http;
 pub mod lifecycle;
 pub mod output;
+pub mod safety;
 pub mod types;
 
 use std::path::PathBuf;
@@ -70,6 +71,10 @@ pub enum ClientCommand {
     Apply(apply::ApplyArgs),
     /// Write today's mirrors in the `apply` file format (TOML) to standard output.
     Export(apply::ExportArgs),
+    /// Two-person approval: list requests, approve or reject them.
+    Approvals(safety::ApprovalsArgs),
+    /// DR drills: run one on a canary topic, list them, print a report.
+    Drills(safety::DrillsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +104,12 @@ pub enum MirrorsCommand {
     Delete {
         /// The mirror's name.
         mirror: String,
+        /// Why (required when the mirror's approval policy covers deletes).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Admin only: delete it now although the policy wants a second person (with --reason).
+        #[arg(long)]
+        break_glass: bool,
     },
 }
 
@@ -150,6 +161,14 @@ pub struct LifecycleArgs {
     /// With --wait: give up after this long (e.g. `90s`, `5m`); exit code 1.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, requires = "wait")]
     pub timeout: std::time::Duration,
+    /// Why: required when the mirror's approval policy covers the call (a failover, a resync),
+    /// which then waits for a second person.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers now, without a second person (with
+    /// --reason; recorded).
+    #[arg(long)]
+    pub break_glass: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -264,6 +283,8 @@ pub async fn run(command: ClientCommand) -> ExitCode {
         ClientCommand::Instances(a) => commands::instances(a).await,
         ClientCommand::Apply(a) => apply::apply(a).await,
         ClientCommand::Export(a) => apply::export(a).await,
+        ClientCommand::Approvals(a) => safety::approvals(a).await,
+        ClientCommand::Drills(a) => safety::drills(a).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

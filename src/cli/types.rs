@@ -42,6 +42,94 @@ pub struct MirrorView {
     /// Not served yet (the discovery issue's topic policy).
     #[serde(default)]
     pub topic_exclude: Option<Vec<String>>,
+    /// Which calls need a second person's approval (absent from older servers: none known).
+    #[serde(default)]
+    pub approval: Option<ApprovalPolicyView>,
+}
+
+/// `ApprovalPolicyDto`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ApprovalPolicyView {
+    #[serde(default)]
+    pub required_for: Vec<String>,
+    pub expires_after_seconds: u64,
+}
+
+/// `Approval`: a request waiting for (or past) a second person's decision.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalView {
+    pub id: String,
+    pub mirror: String,
+    pub action: String,
+    pub status: String,
+    pub reason: String,
+    pub requested_by: String,
+    pub expires_at: String,
+    #[serde(default)]
+    pub decided_by: Option<String>,
+    #[serde(default)]
+    pub executed_operation_id: Option<String>,
+}
+
+/// `ApprovalPending`: the 202 answer of a call that waits for a second person.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalPendingView {
+    pub operation_id: String,
+    pub approval: ApprovalView,
+}
+
+/// `GET /api/v1/approvals` (`ApprovalsResponse`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalsResponse {
+    pub items: Vec<ApprovalView>,
+}
+
+/// `DecisionResponse`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DecisionResponse {
+    pub approval: ApprovalView,
+    #[serde(default)]
+    pub result: Option<LifecycleResponse>,
+    #[serde(default)]
+    pub error: Option<TopicProblemView>,
+}
+
+/// `DrillStarted`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillStartedView {
+    pub operation_id: String,
+    pub status: String,
+}
+
+/// `Drill`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillView {
+    pub id: String,
+    pub mirror: String,
+    pub status: String,
+    #[serde(default)]
+    pub result: Option<String>,
+    pub requested_by: String,
+    pub requested_at: String,
+    pub canary_topic: String,
+    pub steps: Vec<DrillStepView>,
+    #[serde(default)]
+    pub report: Option<serde_json::Value>,
+}
+
+/// `DrillStepDto`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillStepView {
+    pub name: String,
+    pub status: String,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// `GET /api/v1/mirrors/{mirror}/drills` (`DrillsResponse`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillsResponse {
+    pub items: Vec<DrillView>,
 }
 
 /// `SourceBody`.
@@ -328,6 +416,15 @@ mod tests {
             ("PartitionProgress", fields::<PartitionProgress>()),
             ("InstancesResponse", fields::<InstancesResponse>()),
             ("Instance", fields::<InstanceView>()),
+            ("ApprovalPolicyDto", fields::<ApprovalPolicyView>()),
+            ("Approval", fields::<ApprovalView>()),
+            ("ApprovalPending", fields::<ApprovalPendingView>()),
+            ("ApprovalsResponse", fields::<ApprovalsResponse>()),
+            ("DecisionResponse", fields::<DecisionResponse>()),
+            ("DrillStarted", fields::<DrillStartedView>()),
+            ("Drill", fields::<DrillView>()),
+            ("DrillStepDto", fields::<DrillStepView>()),
+            ("DrillsResponse", fields::<DrillsResponse>()),
             ("ProblemDetails", fields::<super::super::http::Problem>()),
         ];
         for (schema, client_fields) in checks {

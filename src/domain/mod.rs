@@ -12,8 +12,10 @@
 //! - [`time`]: the timestamp type.
 
 pub mod action;
+pub mod approval;
 pub mod backoff;
 pub mod config_sync;
+pub mod drill;
 pub mod error_code;
 pub mod event;
 pub mod lineage;

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
+pub use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, Decision};
 pub use crate::domain::config_sync::{ConfigRow, ConfigStatus};
 pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
@@ -85,6 +86,9 @@ pub struct EngineConfig {
     /// when read (`[secrets] key_file`): without a key, plaintext secrets are refused unless the
     /// deployment allows them (`allow_plaintext`).
     pub sealer: crate::store::seal::Sealer,
+    /// Signs drill reports (HMAC-SHA-256, `[drills] signing_key_file`); without it a report
+    /// carries a plain SHA-256 digest.
+    pub drill_signing_key: Option<drills::DrillSigningKey>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -126,6 +130,7 @@ impl EngineConfig {
             request_timeout: Duration::from_secs(30),
             retry_policy: crate::domain::RetryPolicy::DEFAULT,
             sealer: crate::store::seal::Sealer::default(),
+            drill_signing_key: None,
         }
     }
 }
@@ -204,6 +209,9 @@ pub struct MirrorSpec {
     /// (`topics.exclude`; wins over `topic_include`).
     #[serde(default = "crate::domain::topic_policy::default_exclude")]
     pub topic_exclude: Vec<String>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -218,6 +226,8 @@ pub struct MirrorUpdate {
     pub topic_include: Option<Vec<String>>,
     /// A new exclude list (replaces the old one).
     pub topic_exclude: Option<Vec<String>>,
+    /// A new approval policy (an empty `required_for` needs approval for nothing).
+    pub approval: Option<ApprovalPolicy>,
 }
 
 /// Which topics a lifecycle call is about.
@@ -297,6 +307,12 @@ pub use problem::ProblemKind;
 // What a recorded operation did.
 mod operation;
 pub use operation::OperationKind;
+// Two-person approval of destructive calls.
+mod approvals;
+pub use approvals::{ApprovalRecord, Executed, Gate, PendingCall};
+// Disaster-recovery drills on a canary topic.
+mod drills;
+pub use drills::{DrillOptions, DrillSigningKey, DrillStep, DrillView, default_canary};
 
 /// A per-topic failure of a lifecycle call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -587,6 +603,9 @@ pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineErr
     ))
 }
 
+// One message per API call or timer, moved once into the coordinator's queue: a few hundred
+// bytes more per message is not worth boxing every variant.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Request {
     CreateMirror {
         spec: MirrorSpec,
@@ -626,6 +645,28 @@ pub(crate) enum Request {
     },
     Shutdown {
         reply: oneshot::Sender<()>,
+    },
+    /// Writes an audit record (an approval request, decision or break-glass entry, a drill).
+    RecordOperation {
+        op: OperationView,
+        approval: Option<ApprovalRecord>,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// Writes a drill's record (its progress, then its report).
+    RecordDrill {
+        value: crate::store::DrillValue,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// What a drill needs of a mirror: its source connection (secrets opened) and the clusters.
+    DrillTarget {
+        mirror: String,
+        reply: oneshot::Sender<Result<drills::DrillTarget, EngineError>>,
+    },
+    /// Removes a STOPPED topic from a mirror (a drill's canary, once it failed over).
+    ForgetTopic {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
     },
 }
 
@@ -680,6 +721,10 @@ pub struct EngineHandle {
     snapshot: watch::Receiver<Arc<Snapshot>>,
     offset_maps: persist::OffsetMaps,
     operations: persist::Operations,
+    /// Approval records by the ID of the operation record that carries them.
+    approvals: approvals::Approvals,
+    /// One decision at a time on this instance (a request is never run twice from here).
+    deciding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for EngineHandle {
@@ -812,6 +857,24 @@ impl EngineHandle {
             })
         })
         .await
+    }
+
+    /// A stop as the caller asked it: plain, adding its topics to the topic policy's exclusions,
+    /// or a promote (once every partition caught up, waiting at most `promote`). The API and an
+    /// approved request run stops through here.
+    pub async fn stop_as_asked(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        exclude: bool,
+        promote: Option<Duration>,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
+        match promote {
+            Some(timeout) => self.promote(mirror, selector, timeout, actor).await,
+            None if exclude => self.stop_and_exclude(mirror, selector, false, actor).await,
+            None => self.lifecycle(mirror, selector, LifecycleOp::Stop, false, actor).await,
+        }
     }
 
     /// A stop (failover) that also adds its topics to the mirror's `topic_exclude` (the pattern,

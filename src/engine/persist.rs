@@ -154,6 +154,10 @@ pub(crate) struct Loaded {
     pub offset_maps: HashMap<(String, String, i32), OffsetMap>,
     /// Recorded operations, oldest first.
     pub operations: Vec<OperationView>,
+    /// The approval records operations carry, by operation ID.
+    pub approvals: HashMap<String, super::ApprovalRecord>,
+    /// Every drill kept.
+    pub drills: Vec<crate::store::DrillValue>,
 }
 
 fn parts(n: i32) -> NonZeroU32 {
@@ -220,6 +224,10 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32, sealer: &Sealer) -> StateWrite {
         // The defaults are written as absent, so a later version's defaults apply to them.
         topic_exclude: Some(m.spec.topic_exclude.clone())
             .filter(|e| *e != crate::domain::topic_policy::default_exclude()),
+        approval: (m.spec.approval != super::ApprovalPolicy::default()).then(|| crate::store::ApprovalPolicyValue {
+            required_for: m.spec.approval.required_for.iter().map(|a| a.as_str().to_string()).collect(),
+            expires_after_seconds: m.spec.approval.expires_after_seconds,
+        }),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -397,6 +405,11 @@ pub(crate) fn bound_results(results: Vec<TopicOutcome>) -> (Vec<TopicOutcome>, s
 
 /// The audit record of one operation (whose results [`bound_results`] bounded).
 pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
+    operation_with(op, None, n)
+}
+
+/// The audit record of one operation with the approval record it carries.
+pub(crate) fn operation_with(op: &OperationView, approval: Option<&super::ApprovalRecord>, n: i32) -> StateWrite {
     let omitted = op.results_omitted;
     let value = OperationValue {
         id: op.id.clone(),
@@ -412,8 +425,31 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
         accepted_by: op.accepted_by.clone(),
         results_omitted: (omitted.ok > 0 || omitted.failed > 0)
             .then_some(OmittedResultsValue { ok: omitted.ok, failed: omitted.failed }),
+        approval: approval.map(super::ApprovalRecord::to_value),
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
+}
+
+/// A drill's record.
+pub(crate) fn drill(value: &crate::store::DrillValue, n: i32) -> StateWrite {
+    write(StateRecord::Drill(Entry::put(value.key(), value.clone())), n)
+}
+
+/// Deletes a drill's record (the oldest beyond what is kept per mirror).
+pub(crate) fn drill_tombstone(mirror: &str, id: &str, n: i32) -> StateWrite {
+    let key = crate::store::DrillKey { mirror: mirror.to_string(), id: id.to_string() };
+    write(StateRecord::Drill(Entry::tombstone(key)), n)
+}
+
+/// The approval records of `state`'s operations, by operation ID.
+pub(crate) fn approvals_of(state: &MaterializedState) -> HashMap<String, super::ApprovalRecord> {
+    state
+        .operations()
+        .filter_map(|o| {
+            let a = o.approval.as_ref()?;
+            Some((o.id.clone(), super::ApprovalRecord::from_value(&o.mirror, a)?))
+        })
+        .collect()
 }
 
 /// An operation record as shown in the audit trail.
@@ -588,7 +624,12 @@ pub(crate) fn load(records: &[LogRecord], sealer: &Sealer) -> (Loaded, Vec<Strin
 
 /// The engine's model of everything in `state` (see [`load`]).
 pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>, sealer: &Sealer) -> Loaded {
-    let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
+    let mut loaded = Loaded {
+        operations: state.operations().map(operation_view).collect(),
+        approvals: approvals_of(state),
+        drills: state.drills().cloned().collect(),
+        ..Default::default()
+    };
     for mv in state.mirrors() {
         let stored = stored_mirror(mv, sealer);
         let mut topics = Vec::new();
@@ -625,6 +666,18 @@ pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
             replication_throttle_bytes_per_sec: mv.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
             topic_include: mv.topic_include.clone(),
             topic_exclude: mv.topic_exclude.clone().unwrap_or_else(crate::domain::topic_policy::default_exclude),
+            approval: mv
+                .approval
+                .as_ref()
+                .map(|a| super::ApprovalPolicy {
+                    required_for: a
+                        .required_for
+                        .iter()
+                        .filter_map(|s| crate::domain::approval::ApprovalAction::parse(s))
+                        .collect(),
+                    expires_after_seconds: a.expires_after_seconds,
+                })
+                .unwrap_or_default(),
         },
         created_at: Timestamp::from_millis(mv.created_at),
         updated_at: Timestamp::from_millis(mv.updated_at),
@@ -770,6 +823,7 @@ mod tests {
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
             replication_throttle_bytes_per_sec: None,
+            approval: None,
         };
         write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: "m".into() }, value)), 4)
     }

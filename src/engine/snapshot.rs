@@ -21,6 +21,12 @@ pub struct Snapshot {
     pub mirrors: Vec<MirrorSnapshot>,
     /// The kmirror instances sharing the work, as this one sees them (DESIGN.md section 10).
     pub cluster: ClusterSnapshot,
+    /// Disaster-recovery drills of every mirror, newest first (`engine::drills`).
+    pub drills: Vec<super::DrillView>,
+    /// Break-glass calls this instance ran since it started: (mirror, action, count).
+    pub break_glass: Vec<(String, String, u64)>,
+    /// Approval requests and break-glass entries still kept, newest first (`engine::approvals`).
+    pub approvals: Vec<super::ApprovalRecord>,
 }
 
 /// The deployment (every instance with the same cluster name) as this instance sees it.
@@ -215,6 +221,8 @@ pub struct MirrorSnapshot {
     /// Per consumer group: last offset sync time and last error.
     pub groups: Vec<super::metadata::GroupSyncView>,
     pub topics: Vec<TopicSnapshot>,
+    /// Which calls need a second person's approval.
+    pub approval: super::ApprovalPolicy,
     /// The topic policy: source topics discovery starts (whole-name patterns).
     pub topic_include: Vec<String>,
     /// The topic policy's exclusions (win over `topic_include`).

@@ -572,6 +572,7 @@ mod tests {
                 sync: Vec::new(),
                 groups: Vec::new(),
                 topics,
+                approval: Default::default(),
             }],
             ..Snapshot::default()
         }

@@ -7,10 +7,12 @@
 mod access;
 mod alerts;
 mod api;
+mod approvals;
 mod cli;
 mod client;
 mod discovery;
 mod docs;
+mod drills;
 mod engine;
 mod failback;
 mod history;

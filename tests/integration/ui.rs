@@ -135,6 +135,7 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
             },
         ],
         topics,
+        approval: Default::default(),
     }
 }
 
@@ -218,6 +219,7 @@ fn snapshot() -> Snapshot {
         destination_brokers: Vec::new(),
         mirrors: vec![healthy, broken],
         cluster: cluster(),
+        ..Default::default()
     })
 }
 
@@ -848,6 +850,7 @@ fn hostile_strings_are_escaped_everywhere() {
             instances: vec![other, this],
             rebalances: 0,
         },
+        ..Default::default()
     });
     let ops = vec![OperationView {
         id: hostile("op"),

@@ -74,6 +74,7 @@ fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
         expected_source_cluster_id: None,
         sync: SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..SyncSpec::default() },
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     }
 }
 
@@ -2326,4 +2327,133 @@ async fn all_selects_every_topic_of_the_mirror() {
     for t in ["a", "b", "c"] {
         rig.all_in("m", t, S::Stopped).await;
     }
+}
+
+// ----- two-person approval and drill records ---------------------------------------------------
+
+/// A request is recorded (survives a restart), the requester cannot decide it, a second identity
+/// approves it and it runs as the requester asked; a rejection and an expiry run nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_request_survives_a_restart_and_runs_once_approved_by_someone_else() {
+    use crate::domain::approval::{ApprovalAction, ApprovalStatus, Decision};
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    let policy = ApprovalPolicy { required_for: [ApprovalAction::Stop].into(), expires_after_seconds: 900 };
+    let update = MirrorUpdate { approval: Some(policy.clone()), ..Default::default() };
+    rig.engine.update_mirror("m", update, actor()).await.unwrap();
+    let alice = Actor { identity: "alice".into(), address: Some("10.0.0.1".into()) };
+    let bob = Actor { identity: "bob".into(), address: None };
+    let call = PendingCall { topics: vec!["orders".into()], ..Default::default() };
+    let gate = rig.engine.gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, None, false).await;
+    assert_eq!(gate.unwrap_err().kind(), ProblemKind::ReasonRequired);
+    let gate =
+        rig.engine.gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, Some("planned"), true).await;
+    assert_eq!(gate.unwrap_err().kind(), ProblemKind::BreakGlassNotAllowed);
+    let Gate::Pending(request) = rig
+        .engine
+        .gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, Some(" planned "), false)
+        .await
+        .unwrap()
+    else {
+        panic!("the stop must wait for a second person")
+    };
+    assert_eq!((request.status, request.reason.as_str()), (ApprovalStatus::Pending, "planned"));
+    // Not covered by the policy: runs at once.
+    assert!(matches!(
+        rig.engine.gate("m", Some(ApprovalAction::Delete), PendingCall::default(), &alice, false, None, false).await,
+        Ok(Gate::Run(None))
+    ));
+
+    let rig = rig.restart().await;
+    let kept = rig.engine.approval(&request.request_id).expect("the request survives a restart");
+    assert_eq!(kept.status, ApprovalStatus::Pending);
+    assert_eq!(rig.engine.approval_policy("m"), Some(policy));
+    rig.all_in("m", "orders", S::Mirroring).await;
+    let e = rig.engine.decide(&request.request_id, Decision::Approve, &alice, None).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::ApprovalSameIdentity);
+    let (done, executed) = rig.engine.decide(&request.request_id, Decision::Approve, &bob, None).await.unwrap();
+    assert_eq!((done.status, done.decided_by.as_deref()), (ApprovalStatus::Executed, Some("bob")));
+    let Some(Executed::Lifecycle(r)) = executed else { panic!("the stop ran") };
+    rig.all_in("m", "orders", S::Stopped).await;
+    let ran = rig.engine.operation(&r.operation_id).expect("the stop is recorded");
+    assert_eq!((ran.kind, ran.requested_by.as_str()), (OperationKind::Stop, "alice"));
+    assert_eq!(rig.engine.approval_of(&r.operation_id).map(|a| a.request_id), Some(request.request_id.clone()));
+    let kinds: Vec<OperationKind> = rig.engine.operations().iter().map(|o| o.kind).collect();
+    assert!(kinds.contains(&OperationKind::Approve) && kinds.contains(&OperationKind::ApprovalRequest));
+    let e = rig.engine.decide(&request.request_id, Decision::Approve, &bob, None).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::ApprovalNotPending);
+
+    // A rejected request never runs.
+    rig.op_ok("m", &["orders"], START).await;
+    rig.all_in("m", "orders", S::Mirroring).await;
+    let Gate::Pending(second) =
+        rig.engine.gate("m", Some(ApprovalAction::Stop), call, &alice, false, Some("again"), false).await.unwrap()
+    else {
+        panic!("waits")
+    };
+    let (rejected, executed) =
+        rig.engine.decide(&second.request_id, Decision::Reject, &bob, Some("not now".into())).await.unwrap();
+    assert!(executed.is_none());
+    assert_eq!(rejected.status, ApprovalStatus::Rejected);
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Mirroring);
+}
+
+/// A drill's records: the newest 100 per mirror are kept, and a drill this instance was running
+/// when it stopped shows as interrupted after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drill_records_are_bounded_per_mirror_and_interrupted_ones_say_so() {
+    use crate::engine::drills::{MAX_DRILLS_PER_MIRROR, RUNNING};
+    use crate::store::DrillValue;
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    let drill = |id: u64, status: &str| DrillValue {
+        id: format!("op-{id:05}"),
+        mirror: "m".into(),
+        status: status.into(),
+        requested_by: "alice".into(),
+        client_address: None,
+        instance: "kmirror-test".into(),
+        requested_at: id as i64,
+        finished_at: None,
+        canary_topic: "kmirror-drill.m".into(),
+        steps: Vec::new(),
+        report: None,
+    };
+    for id in 0..(MAX_DRILLS_PER_MIRROR as u64 + 5) {
+        rig.engine.record_drill(drill(id, "passed")).await.unwrap();
+    }
+    rig.engine.record_drill(drill(900, RUNNING)).await.unwrap();
+    let kept = rig.engine.drills();
+    assert_eq!(kept.len(), MAX_DRILLS_PER_MIRROR);
+    assert_eq!(kept[0].id, "op-00900", "newest first");
+    assert!(kept.iter().all(|d| d.id.as_str() > "op-00005"), "the oldest went");
+    let rig = rig.restart().await;
+    let d = rig.engine.drill("op-00900").expect("kept across the restart");
+    assert_eq!(d.status, "interrupted");
+    assert!(d.finished_at.is_some());
+    assert_eq!(rig.engine.drills().len(), MAX_DRILLS_PER_MIRROR);
+}
+
+/// A drill's canary leaves its mirror once STOPPED, and not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_topic_can_be_removed_from_its_mirror_and_a_mirroring_one_cannot() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.mirroring("m", "canary", 2, 5).await;
+    rig.mirroring("m", "orders", 1, 5).await;
+    let e = rig.engine.forget_topic("m", "canary").await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::IllegalTransition);
+    rig.op_ok("m", &["canary"], LifecycleOp::Stop).await;
+    rig.all_in("m", "canary", S::Stopped).await;
+    rig.engine.forget_topic("m", "canary").await.unwrap();
+    let topics = |snap: &Snapshot| -> Vec<String> {
+        snap.mirror("m").map(|m| m.topics.iter().map(|t| t.name.clone()).collect()).unwrap_or_default()
+    };
+    assert_eq!(topics(&rig.engine.snapshot()), ["orders"]);
+    assert!(rig.engine.translate_offset("m", "canary", 0, 0).is_none(), "its offset map is gone");
+    assert_eq!(rig.engine.forget_topic("m", "canary").await.unwrap_err().kind(), ProblemKind::TopicNotInMirror);
+    let rig = rig.restart().await;
+    rig.all_in("m", "orders", S::Mirroring).await;
+    assert_eq!(topics(&rig.engine.snapshot()), ["orders"], "nothing of it is left in the state topic");
 }

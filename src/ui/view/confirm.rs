@@ -1,6 +1,7 @@
 //! The confirmation page and dialog (`templates/pages/confirm.html`), with the impact per
 //! partition.
 
+use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, StateCounts};
 use crate::engine::{GroupReadiness, MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
 use crate::history::History;
@@ -96,6 +97,13 @@ pub struct ConfirmView {
     /// How many of `groups` are not ready, and ready.
     pub groups_not_ready: usize,
     pub groups_ready: usize,
+    /// The mirror's approval policy covers this call: what the dialog says about it (the call
+    /// becomes a request that waits for a second person); else empty.
+    pub approval_note: String,
+    /// A reason must be given (the call always needs approval; a restart only with resync).
+    pub reason_required: bool,
+    /// The viewer may run it at once instead (break-glass, admins).
+    pub can_break_glass: bool,
 }
 
 /// A consumer group in the failover dialog.
@@ -315,7 +323,33 @@ pub fn confirm(
     let count = confirm_topics.len();
     let title =
         if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
-    let button = if count == 1 { button.to_string() } else { format!("{button} {count} topics") };
+    let mut button = if count == 1 { button.to_string() } else { format!("{button} {count} topics") };
+    let policy = &m.approval;
+    let approval_wait = |p: &crate::engine::ApprovalPolicy| format::duration_ms(p.expires_after_seconds as i64 * 1000);
+    let (approval_note, reason_required) = match op {
+        UiOp::Failover if policy.requires(ApprovalAction::Stop) => {
+            button = format!("Request {}", button.to_lowercase());
+            (
+                format!(
+                    "Mirror {} needs a second person's approval for failovers: this sends a request that another \
+                     operator approves or rejects within {}. Nothing stops until then.",
+                    m.name,
+                    approval_wait(policy)
+                ),
+                true,
+            )
+        }
+        UiOp::Restart if policy.requires(ApprovalAction::Resync) => (
+            format!(
+                "Mirror {} needs a second person's approval for a resync: with resync, this sends a request that \
+                 another operator approves or rejects within {} (give a reason).",
+                m.name,
+                approval_wait(policy)
+            ),
+            false,
+        ),
+        _ => (String::new(), false),
+    };
     let confirm_word = (op == UiOp::Failover && count > 0)
         .then(|| if count == 1 { confirm_topics[0].name.clone() } else { m.name.clone() });
     ConfirmView {
@@ -343,6 +377,9 @@ pub fn confirm(
         not_catching_up,
         failback_cost,
         groups_ready: groups.len() - groups_not_ready,
+        can_break_glass: !approval_note.is_empty() && viewer.role.allows(crate::auth::Role::Admin),
+        approval_note,
+        reason_required,
         groups,
         groups_not_ready,
     }
@@ -597,6 +634,7 @@ mod tests {
             topic_include: Vec::new(),
             topic_exclude: Vec::new(),
             discovery: Default::default(),
+            approval: Default::default(),
             name: "m".into(),
             source_bootstrap_servers: "x:1".into(),
             source_properties: Default::default(),
