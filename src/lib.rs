@@ -6,6 +6,7 @@
 //! composes them.
 pub mod api;
 pub mod app;
+pub mod app_state;
 pub mod auth;
 pub mod clock;
 pub mod config;

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::auth::Role;
 use crate::domain::Timestamp;
 use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, check_reason};

@@ -13,7 +13,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::auth::{AuthFailure, Identity, Role};
 use crate::engine::Actor;
 

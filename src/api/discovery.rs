@@ -7,7 +7,7 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::engine::{DiscoverySnapshot, MirrorSnapshot};
 
 use super::auth::ViewerAuth;

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::domain::approval::ApprovalAction;
 use crate::engine::{DrillOptions, DrillView, Executed, PendingCall, ProblemKind, validate_mirror_name};
 

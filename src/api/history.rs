@@ -5,7 +5,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::engine::{ProblemKind, validate_topic_name};
 use crate::history::{Eta, Sample, known, parse_window};
 

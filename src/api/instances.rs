@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 
 use super::auth::ViewerAuth;
 use super::dto::{InstancesResponse, ts};

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::domain::secrets::{REDACTED, is_secret_property};
 use crate::engine::{
     MirrorSnapshot, MirrorSpec, MirrorUpdate, ProblemKind, Snapshot, SourceSpec, SyncSpec, validate_mirror_name,

@@ -47,7 +47,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::domain::Timestamp;
 
 pub use metrics::HttpMetrics;

@@ -6,7 +6,7 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::engine::{OperationView, Snapshot, validate_mirror_name};
 
 use super::auth::ViewerAuth;

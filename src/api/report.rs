@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Json, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::domain::{PartitionState, Timestamp};
 use crate::engine::{MirrorSnapshot, OperationView, PartitionSnapshot, Snapshot};
 use crate::history::History;

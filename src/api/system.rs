@@ -7,7 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 
 use super::auth::ViewerAuth;
 use super::dto::{Liveness, Readiness};

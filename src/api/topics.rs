@@ -9,7 +9,7 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, Truncation};
 use crate::engine::{

@@ -201,6 +201,10 @@ pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
                 newer.push("--promote");
                 waits = s.promote_timeout.unwrap_or(PROMOTE_DEFAULT_TIMEOUT);
             }
+            if s.save_exclusion {
+                fields.insert("exclude".into(), json!(true));
+                newer.push("--save-exclusion");
+            }
             (Op::Stop, s.common, Extra { fields, newer, waits })
         }
         TopicsCommand::Pause(c) => {
@@ -369,6 +373,17 @@ fn print_summary(op: Op, mirror: &str, r: &LifecycleResponse, ok: &[&str], faile
             println!("Failed: {} topic(s): [{}]", failed.len(), failed.join(", "));
         }
         println!("Operation {} (kmirror operations show {} --wait)", r.operation_id, r.operation_id);
+    }
+    match &r.saved_pattern {
+        Some(p) if p.list == "topic_include" => println!(
+            "Saved in the mirror's topic_include: {} (topics created on the source later that match it are mirrored too)",
+            p.pattern
+        ),
+        Some(p) => println!(
+            "Saved in the mirror's {}: {} (the topic policy never starts these topics again)",
+            p.list, p.pattern
+        ),
+        None => {}
     }
 }
 

@@ -202,6 +202,10 @@ pub struct StopArgs {
     /// With --promote: how long the server waits for the partitions to catch up, at most 10m [server default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "promote")]
     pub promote_timeout: Option<std::time::Duration>,
+    /// Also add the selection to the mirror's topic_exclude (a regex as given, each name as a
+    /// literal), so the topic policy never starts those topics again. Not with --promote.
+    #[arg(long, conflicts_with = "promote")]
+    pub save_exclusion: bool,
 }
 
 #[derive(Debug, Args)]

@@ -192,6 +192,17 @@ pub struct LifecycleResponse {
     pub operation_id: String,
     pub validate_only: bool,
     pub results: Vec<TopicResultView>,
+    /// The pattern the call added to the mirror's topic policy.
+    #[serde(default)]
+    pub saved_pattern: Option<SavedPatternView>,
+}
+
+/// `SavedPatternBody`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SavedPatternView {
+    /// `topic_include` or `topic_exclude`.
+    pub list: String,
+    pub pattern: String,
 }
 
 /// `TopicResult`.

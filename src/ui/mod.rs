@@ -52,7 +52,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
-use crate::app::AppState;
+use crate::app_state::AppState;
 
 pub use pages::Part;
 pub use session::SessionStore;

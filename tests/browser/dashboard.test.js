@@ -492,6 +492,13 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     produce(A, 1, "foreign", DEST);
     produce(A, 12, "after-foreign");
     await admin.waitForSelector(`${row(A)} a[data-op="recover"]`, { timeout: STATE_TIMEOUT });
+    // Pause is offered beside Recover (the partition failed while mirroring): its dialog says the
+    // FAILED partition stays FAILED and pauses when retried, as the engine then does.
+    const pause = await openDialog(admin, A, "pause");
+    const pauseText = (await pause.textContent()).replace(/\s+/g, " ");
+    assert(/stays FAILED/.test(pauseText) && /pauses instead of mirroring/.test(pauseText), `pause dialog: ${pauseText}`);
+    await pause.locator("[data-close]").first().click();
+    assert((await admin.locator("dialog[open]").count()) === 0, "cancel closes the pause dialog");
     const dialog = await openDialog(admin, A, "recover");
     assert((await dialog.textContent("h2")).includes(A), "dialog names the topic");
     assert(/retried now/.test(await dialog.textContent(".explain")), "the dialog says what a recover does");

@@ -248,8 +248,8 @@ async fn every_operation_in_the_spec_checks_token_and_role() {
             checked += 1;
         }
     }
-    // create, update, delete, refresh and the five lifecycle calls.
-    assert_eq!(mutating, 9, "mutating operations found in the spec");
+    // create, update, delete, refresh, the five lifecycle calls, approve, reject and a drill.
+    assert_eq!(mutating, 12, "mutating operations found in the spec");
     assert!(checked >= 18, "{checked} protected operations");
 
     // Probes are public.

@@ -433,8 +433,26 @@ async fn client_commands_drive_a_mirror_through_its_lifecycle() {
 
     // stop everything, then delete: a mirror with active topics is refused (1), then deleted.
     s.cli(&["mirrors", "delete", &mirror]).await.code(1);
-    let out = s.cli(&["topics", "stop", "--mirror", &mirror, "--topics", &all, "--wait", "--timeout", "90s"]).await;
+    let out = s.cli(&["topics", "stop", "--mirror", &mirror, "--topics", &all, "--save-exclusion", "--promote"]).await;
+    assert!(out.code(2).stderr.contains("--promote"), "an exclusion does not go with a promote: {out:#?}");
+    let out = s
+        .cli(&[
+            "topics",
+            "stop",
+            "--mirror",
+            &mirror,
+            "--topics",
+            &all,
+            "--save-exclusion",
+            "--wait",
+            "--timeout",
+            "90s",
+        ])
+        .await;
     assert!(out.stdout.contains("Stopped 2 topic(s)"), "{out:#?}");
+    assert!(out.stdout.contains(&format!("Saved in the mirror's topic_exclude: {all} ")), "{out:#?}");
+    let v = s.cli(&["mirrors", "describe", &mirror, "--output", "json"]).await.json();
+    assert!(v["topic_exclude"].as_array().unwrap().iter().any(|p| p == all.as_str()), "the exclusion is saved: {v}");
     eventually("everything STOPPED", Duration::from_secs(60), || async {
         let v = s.cli(&["describe", "--mirror", &mirror, "--output", "json"]).await.json();
         v["items"].as_array()?.iter().all(|p| p["state"] == "STOPPED").then_some(())

@@ -7,6 +7,50 @@ use crate::engine::drills::{DrillTarget, INTERRUPTED, MAX_DRILLS_PER_MIRROR, RUN
 use crate::engine::{ApprovalRecord, ApprovalStatus};
 use crate::store::DrillValue;
 
+/// How long an own write is laid over the state topic's views at most (it is read back within
+/// milliseconds; this bounds the case where another instance rewrote the same record at once).
+const OWN_WRITE_WINDOW: Duration = Duration::from_secs(30);
+
+/// Audit entries (with their approval records) this instance wrote, until the state topic's
+/// tail has read them back. Rebuilding the views from the state topic when another record
+/// arrives would otherwise drop them for a moment: a request answered with 202 and then read at
+/// once would be "not found".
+#[derive(Debug, Default)]
+pub(super) struct OwnWrites(Vec<(OperationView, Option<ApprovalRecord>, Instant)>);
+
+impl OwnWrites {
+    pub(super) fn push(&mut self, op: OperationView, approval: Option<ApprovalRecord>) {
+        self.0.retain(|(o, _, _)| o.id != op.id);
+        self.0.push((op, approval, Instant::now()));
+    }
+
+    /// Lays the writes not yet read back over views rebuilt from the state topic, and forgets
+    /// those it has read back (its version equals the write) or that are too old.
+    pub(super) fn overlay(
+        &mut self,
+        ops: &mut std::collections::VecDeque<OperationView>,
+        approvals: &mut HashMap<String, ApprovalRecord>,
+    ) {
+        self.0.retain(|(op, approval, at)| {
+            let read_back = ops.iter().any(|o| o.id == op.id && o.finished_at == op.finished_at)
+                && approval.as_ref().is_none_or(|a| approvals.get(&op.id) == Some(a));
+            !read_back && at.elapsed() < OWN_WRITE_WINDOW
+        });
+        for (op, approval, _) in &self.0 {
+            if let Some(a) = approval {
+                approvals.insert(op.id.clone(), a.clone());
+            }
+            match ops.iter_mut().find(|o| o.id == op.id) {
+                Some(stored) => *stored = op.clone(),
+                None => ops.push_back(op.clone()),
+            }
+        }
+        while ops.len() > persist::MAX_OPERATIONS {
+            ops.pop_front();
+        }
+    }
+}
+
 impl Coordinator {
     /// Installs the approval records and drills a load found.
     pub(super) fn install_audit(&mut self, loaded: &mut persist::Loaded) {
@@ -24,6 +68,9 @@ impl Coordinator {
         self.check_writable()?;
         self.pending_writes.push(persist::operation_with(&op, approval.as_ref(), self.state_partitions));
         self.flush().await?;
+        if self.group.is_some() {
+            self.own_writes.push(op.clone(), approval.clone());
+        }
         if let Some(a) = approval {
             let mut approvals = self.approvals.write().unwrap_or_else(|e| e.into_inner());
             let first = approvals.insert(op.id.clone(), a.clone()).is_none();
@@ -181,5 +228,46 @@ impl Coordinator {
         self.publish();
         tracing::info!(%mirror, %topic, "topic removed from the mirror");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod own_write_tests {
+    use super::*;
+
+    fn op(id: &str, finished: Option<i64>) -> OperationView {
+        OperationView {
+            id: id.into(),
+            mirror: "m".into(),
+            kind: OperationKind::Stop,
+            topics: vec!["t".into()],
+            requested_by: "alice".into(),
+            client_address: None,
+            requested_at: 1,
+            finished_at: finished,
+            results: Vec::new(),
+            results_omitted: Default::default(),
+            accepted_by: None,
+        }
+    }
+
+    /// A write the tail has not read back survives a rebuild from the state topic; once read
+    /// back (the same version) it is forgotten, so a later version from elsewhere wins.
+    #[test]
+    fn an_own_write_stays_visible_until_read_back() {
+        let mut own = OwnWrites::default();
+        own.push(op("op-2", None), None);
+        let mut ops: std::collections::VecDeque<OperationView> = [op("op-1", Some(1))].into();
+        let mut approvals = HashMap::new();
+        own.overlay(&mut ops, &mut approvals);
+        assert_eq!(ops.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["op-1", "op-2"], "not read back yet");
+        // Read back: the rebuilt view has it; the overlay forgets it.
+        let mut ops: std::collections::VecDeque<OperationView> = [op("op-1", Some(1)), op("op-2", None)].into();
+        own.overlay(&mut ops, &mut approvals);
+        assert!(own.0.is_empty());
+        // A later version written elsewhere is not overwritten by the old own write.
+        let mut ops: std::collections::VecDeque<OperationView> = [op("op-2", Some(9))].into();
+        own.overlay(&mut ops, &mut approvals);
+        assert_eq!(ops[0].finished_at, Some(9));
     }
 }

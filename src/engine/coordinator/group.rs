@@ -545,7 +545,10 @@ impl Coordinator {
             let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
             *ops = all.into_iter().rev().take(persist::MAX_OPERATIONS).rev().collect();
             // The approval records they carry (requests another instance recorded or decided).
-            *self.approvals.write().unwrap_or_else(|e| e.into_inner()) = persist::approvals_of(&g.state);
+            let mut approvals = self.approvals.write().unwrap_or_else(|e| e.into_inner());
+            *approvals = persist::approvals_of(&g.state);
+            // What this instance wrote and the tail has not read back yet stays visible.
+            self.own_writes.overlay(&mut ops, &mut approvals);
         }
         // Partition-level records, and every partition of a topic that just appeared.
         // (mirror, topic, partition) -> whether a lifecycle record of it came (only those can be

@@ -386,6 +386,10 @@ pub(super) struct Coordinator {
     drills: BTreeMap<(String, String), crate::store::DrillValue>,
     /// Break-glass calls recorded by this instance since it started, by (mirror, action).
     break_glass: BTreeMap<(String, String), u64>,
+    /// Audit entries this instance wrote that the state topic's tail may not have read back yet
+    /// (`audit::OwnWrites`): laid over the views rebuilt from the state topic, so a request is
+    /// readable the moment its call answers.
+    own_writes: audit::OwnWrites,
 }
 
 fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
@@ -462,6 +466,7 @@ pub(super) async fn start_with_ports(
         approvals: Arc::new(RwLock::new(HashMap::new())),
         drills: BTreeMap::new(),
         break_glass: BTreeMap::new(),
+        own_writes: audit::OwnWrites::default(),
     };
 
     if in_group {
@@ -1339,6 +1344,8 @@ impl Coordinator {
         self.pending_writes.push(persist::operation(&op, self.state_partitions));
         if let Err(e) = self.flush().await {
             tracing::warn!(%mirror, "cannot record operation {id}: {e}");
+        } else if self.group.is_some() {
+            self.own_writes.push(op.clone(), None);
         }
         let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
         ops.push_back(op);

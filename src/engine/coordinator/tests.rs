@@ -757,6 +757,33 @@ async fn recover_refuses_a_topic_with_a_foreign_write() {
     rig.caught_up("m", "refunds").await;
 }
 
+/// A pause of a topic with a FAILED partition (failed while mirroring) pauses the others and says
+/// so; the FAILED one stays FAILED, and its recover pauses it instead of mirroring again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_of_a_topic_with_a_failed_partition_pauses_the_others_and_redirects_its_retry() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 3).await;
+    let fault = PartitionFault::DestinationRejected { message: "fake: record too large".into() };
+    rig.world.pipes.fail_partition("m", "orders", 1, fault);
+    rig.until("partition 1 FAILED", |s| {
+        let t = s.mirror("m")?.topic("orders")?;
+        (t.partitions.get(1)?.state == S::Failed).then_some(())
+    })
+    .await;
+    let r = rig.op("m", &["orders"], LifecycleOp::Pause).await.expect("answered");
+    assert!(r.results.iter().all(|t| t.ok), "the topic is paused, not refused: {r:?}");
+    let note = r.notes.get("orders").expect("the answer says what happened to the FAILED partition");
+    assert!(note.contains("partition 1"), "{note}");
+    rig.until("partition 0 PAUSED", |s| {
+        (s.mirror("m")?.topic("orders")?.partitions.first()?.state == S::Paused).then_some(())
+    })
+    .await;
+    assert_eq!(rig.partition("m", "orders", 1).state, S::Failed, "a pause does not hide a failure");
+    // Its retry goes where the pause led: PAUSED, not MIRRORING.
+    rig.op_ok("m", &["orders"], LifecycleOp::Recover).await;
+    rig.all_in("m", "orders", S::Paused).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_failing_for_good_is_not_retried() {
     let rig = Rig::new().await;
