@@ -86,15 +86,18 @@ async fn topic_configs_follow_the_source_and_denied_ones_do_not() {
     assert_eq!(rows["compression.type"], (None, s("producer"), s("producer"), "in_sync"), "{rows:?}");
     assert_eq!(rows["segment.bytes"].3, "in_sync");
 
-    // A change at the source reaches the destination within two refreshes.
+    // A change at the source reaches the destination at a following refresh (the source broker
+    // may answer with the old value for a moment after the change: refreshes until it shows).
     Cluster::Source
         .admin()
         .alter_topic_configs(&topic.name, &[("retention.ms".into(), ConfigOp::Set("3600000".into()))])
         .await
         .unwrap();
-    refresh(&eng, &mirror).await;
-    refresh(&eng, &mirror).await;
-    assert_eq!(dest_configs(&topic.name).await["retention.ms"].0.as_deref(), Some("3600000"));
+    eventually("the source's change on the destination", Duration::from_secs(90), || async {
+        refresh(&eng, &mirror).await;
+        (dest_configs(&topic.name).await["retention.ms"].0.as_deref() == Some("3600000")).then_some(())
+    })
+    .await;
 
     // A value changed directly on the destination is drift: reported, then reset to the source's.
     Cluster::Destination
@@ -102,8 +105,13 @@ async fn topic_configs_follow_the_source_and_denied_ones_do_not() {
         .alter_topic_configs(&topic.name, &[("retention.ms".into(), ConfigOp::Set("1000".into()))])
         .await
         .unwrap();
-    // Shown before the sync runs: the destination's value and what the sync will set.
-    assert_eq!(compared().await["retention.ms"], (s("3600000"), s("1000"), s("3600000"), "differs"));
+    // Shown before the sync runs: the destination's value and what the sync will set (once the
+    // destination broker answers with its new value, a moment after the change).
+    let want = (s("3600000"), s("1000"), s("3600000"), "differs");
+    eventually("the drift shown", Duration::from_secs(30), || async {
+        (compared().await["retention.ms"] == want).then_some(())
+    })
+    .await;
     refresh(&eng, &mirror).await;
     let snap = eng.handle.snapshot();
     let status = snap.mirror(&mirror).unwrap().sync.iter().find(|s| s.kind == SyncKind::TopicConfigs).unwrap().clone();

@@ -326,6 +326,18 @@ async fn create_topics(cluster: Cluster, names: &[String]) {
             }
         }
     }
+    // Created is not yet listed: the broker's metadata follows the controller a moment later,
+    // and a pattern is matched against the listing.
+    let want: std::collections::HashSet<String> = names.iter().cloned().collect();
+    eventually("the new topics listed", Duration::from_secs(60), || {
+        let (admin, want) = (&admin, &want);
+        async move {
+            let md = admin.inner().fetch_metadata(None, Duration::from_secs(10)).ok()?;
+            let listed = md.topics().iter().filter(|t| want.contains(t.name())).count();
+            (listed == want.len()).then_some(())
+        }
+    })
+    .await;
 }
 
 /// Deletes `names` on both clusters, 200 per request, when the test ends (also when it fails).
