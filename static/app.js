@@ -29,10 +29,27 @@
   }
   setInterval(tick, 1000);
 
+  // Whether someone is filling in a form inside a live region (a reason, a canary name): its
+  // refresh would wipe what they typed, so it waits until they send it or leave it as it was.
+  // Fields kept across refreshes (hx-preserve, e.g. the topic selection) do not count.
+  function editing(region) {
+    var a = document.activeElement;
+    if (a && a !== document.body && region.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName) &&
+        !a.hasAttribute("hx-preserve") && a.type !== "hidden") return true;
+    var fields = region.querySelectorAll("input:not([type=hidden]):not([hx-preserve]), textarea");
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      var changed = (f.type === "checkbox" || f.type === "radio") ? f.checked !== f.defaultChecked : f.value !== f.defaultValue;
+      if (changed) return true;
+    }
+    return false;
+  }
   document.addEventListener("htmx:beforeRequest", function (e) {
-    // No polling in background tabs; refresh as soon as the tab is visible again.
+    // No polling in background tabs (refresh as soon as the tab is visible again), nor over a
+    // form someone is filling in.
     var elt = e.detail && e.detail.elt;
-    if (document.hidden && elt && elt.hasAttribute && elt.hasAttribute("data-poll")) e.preventDefault();
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    if (document.hidden || editing(elt)) e.preventDefault();
   });
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden && window.htmx) htmx.trigger(document.body, "kmirror:refresh");

@@ -484,32 +484,35 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     await anonymous.context().close();
   });
 
-  await test("a FAILED partition offers Recover; a foreign write is refused and says what to do", async () => {
+  await test("a FAILED partition: the page offers what the engine accepts, and a foreign write says what to do", async () => {
     await admin.goto(`${BASE}/mirrors/${MIRROR}`);
     assert((await admin.locator(`${row(A)} a[data-op="recover"]`).count()) === 0, "no Recover without a FAILED partition");
     // A record written into the mirror topic by someone else: kmirror's next write to that
     // partition finds it there and fails the partition (FOREIGN_WRITE, for an operator).
     produce(A, 1, "foreign", DEST);
     produce(A, 12, "after-foreign");
-    await admin.waitForSelector(`${row(A)} a[data-op="recover"]`, { timeout: STATE_TIMEOUT });
-    // Pause is offered beside Recover (the partition failed while mirroring): its dialog says the
+    await admin.waitForFunction(
+      (sel) => (document.querySelector(sel)?.textContent || "").includes("FOREIGN_WRITE"),
+      `${row(A)} td.problem`,
+      { timeout: STATE_TIMEOUT },
+    );
+    // A recover would mirror on top of the foreign record: the engine refuses it, so the row does
+    // not offer it. Pause is offered (the partition failed while mirroring): its dialog says the
     // FAILED partition stays FAILED and pauses when retried, as the engine then does.
+    assert((await admin.locator(`${row(A)} a[data-op="recover"]`).count()) === 0, "no Recover for a FOREIGN_WRITE");
+    assert((await admin.locator(`${row(A)} a[data-op="failover"]`).count()) === 1, "Fail over is offered");
     const pause = await openDialog(admin, A, "pause");
     const pauseText = (await pause.textContent()).replace(/\s+/g, " ");
     assert(/stays FAILED/.test(pauseText) && /pauses instead of mirroring/.test(pauseText), `pause dialog: ${pauseText}`);
     await pause.locator("[data-close]").first().click();
     assert((await admin.locator("dialog[open]").count()) === 0, "cancel closes the pause dialog");
-    const dialog = await openDialog(admin, A, "recover");
-    assert((await dialog.textContent("h2")).includes(A), "dialog names the topic");
-    assert(/retried now/.test(await dialog.textContent(".explain")), "the dialog says what a recover does");
-    assert((await dialog.locator("table tbody tr.warn-row").count()) === 1, "the FAILED partition is listed, marked");
-    assert(/FOREIGN_WRITE/.test(await dialog.textContent(".impact-total")), "the dialog warns of the refusal");
+    // A recover asked for anyway (the confirmation page, as a bookmark or script would reach it)
+    // says before sending that it is refused and what to do, and the server refuses it.
+    await admin.goto(`${BASE}/mirrors/${MIRROR}/confirm?op=recover&topic=${A}`);
+    const page = (await admin.textContent("main")).replace(/\s+/g, " ");
+    assert(/FOREIGN_WRITE/.test(page) && /resync/.test(page), `recover confirmation: ${page}`);
     await shot(admin, "15-recover-dialog");
-    await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
-    await Promise.all([
-      admin.waitForResponse((r) => r.url().endsWith("/actions") && r.request().method() === "POST", { timeout: 60_000 }),
-      dialog.locator('button[type="submit"]').click(),
-    ]);
+    await admin.click('main button[type="submit"]');
     await admin.waitForSelector("#results .results", { timeout: 30_000 });
     const text = (await admin.textContent("#results")).replace(/\s+/g, " ");
     assert(/refused/.test(text) && /FOREIGN_WRITE/.test(text) && /stop the topic/.test(text), `results: ${text}`);
@@ -517,9 +520,6 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     await admin.goto(`${BASE}/mirrors/${MIRROR}/topics/${A}`);
     const problem = (await admin.textContent("table.partitions td.problem .bad-text")) || "";
     assert(/needs an operator/.test(problem), `partition row: ${problem}`);
-    await admin.goto(`${BASE}/operations?kind=recover`);
-    const ops = await admin.textContent("table.ops");
-    assert(/Recover/.test(ops) && ops.includes(A), `the recover is listed: ${ops.replace(/\s+/g, " ")}`);
   });
 
   await test("after a failover, writes to the old source are flagged live, topic and partition", async () => {
@@ -612,6 +612,15 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     // The admin (another identity) approves it: the failover runs.
     await admin.goto(`${BASE}/mirrors/${MIRROR}`);
     await admin.waitForSelector("tr[data-request] button[data-approve]", { timeout: 30_000 });
+    // A reason being typed is not wiped by the section's refreshes (they wait while someone
+    // fills in a form there): the topics beside it refresh twice meanwhile.
+    const rejectReason = admin.locator('tr[data-request] input[name="reason"]');
+    await rejectReason.fill("typing a reason");
+    for (let i = 0; i < 2; i++) {
+      await admin.waitForResponse((r) => new URL(r.url()).pathname === `/ui/mirrors/${MIRROR}`, { timeout: 30_000 });
+    }
+    assert((await rejectReason.inputValue()) === "typing a reason", "the typed reason survives the refreshes");
+    await rejectReason.fill("");
     await shot(admin, "20-approval-pending");
     await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
     await Promise.all([
