@@ -854,9 +854,11 @@ impl PartitionRead {
     }
     fn add(&mut self, record: u64) {
         self.all.add(record);
-        match &mut self.seen {
-            Some(seen) if !seen.insert(record) => self.duplicates += 1,
-            _ => self.unique.add(record),
+        let repeated = self.seen.as_mut().is_some_and(|seen| !seen.insert(record));
+        if repeated {
+            self.duplicates += 1;
+        } else {
+            self.unique.add(record);
         }
     }
 }
@@ -1108,7 +1110,8 @@ fn watch(a: WatchArgs) -> Value {
     };
     // The committed source offsets (the last mirrored offset per partition), once the worker
     // created its offsets topic.
-    let offsets_reader = plain_consumer(&a.dst, "read_committed", &["fetch.wait.max.ms=100".to_string()]);
+    let offsets_reader =
+        connect.then(|| plain_consumer(&a.dst, "read_committed", &["fetch.wait.max.ms=100".to_string()]));
     let mut offsets_assigned = false;
     let mut committed: Vec<i64> = vec![-1; partitions as usize];
     let api = a.api.clone().unwrap_or_default();
@@ -1198,7 +1201,7 @@ fn watch(a: WatchArgs) -> Value {
                         }
                     }
                 }
-            } else if connect {
+            } else if let Some(offsets_reader) = &offsets_reader {
                 if !offsets_assigned && let Some(n) = partition_count(offsets_reader.client(), &a.offsets_topic) {
                     let mut tpl = TopicPartitionList::new();
                     for p in 0..n {
@@ -1208,7 +1211,7 @@ fn watch(a: WatchArgs) -> Value {
                     offsets_assigned = true;
                 }
                 if offsets_assigned {
-                    connect_offsets(&offsets_reader, &a.topic, &mut committed);
+                    connect_offsets(offsets_reader, &a.topic, &mut committed);
                 }
                 progress = 0;
                 for p in 0..partitions as usize {
