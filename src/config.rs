@@ -44,6 +44,16 @@ pub struct FileConfig {
     pub auth: Option<AuthFile>,
     pub engine: Option<EngineFile>,
     pub secrets: Option<SecretsFile>,
+    pub drills: Option<DrillsFile>,
+}
+
+/// Disaster-recovery drills.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrillsFile {
+    /// File with the key drill reports are signed with (HMAC-SHA-256; at least 32 bytes, e.g.
+    /// `openssl rand -hex 32`); without it a report carries a plain SHA-256 digest.
+    pub signing_key_file: Option<PathBuf>,
 }
 
 /// Secrets: which references (`${env:NAME}`, `${file:/path}`) in client properties kmirror
@@ -592,6 +602,14 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
         engine.request_timeout = positive_ms("engine.request_timeout_ms", v)?;
     }
     engine.retry_policy = retry;
+    if let Some(path) = file.drills.and_then(|d| d.signing_key_file) {
+        let field = "drills.signing_key_file";
+        let bytes =
+            std::fs::read(&path).map_err(|e| err(field, format!("cannot read {}: {}", path.display(), e.kind())))?;
+        let key = crate::engine::DrillSigningKey::from_file_contents(&bytes)
+            .map_err(|e| err(field, format!("{}: {e}", path.display())))?;
+        engine.drill_signing_key = Some(key);
+    }
     let auth = file.auth.unwrap_or_default();
     let mut warnings = Vec::new();
     let tokens = resolve_tokens(&auth, o, &|var| std::env::var(var).ok(), &mut warnings)?;
@@ -824,6 +842,33 @@ metadata_refresh_interval_ms = 10000
     }
 
     const BASE: &str = "[destination]\nbootstrap_servers = \"a:1\"\n";
+
+    #[test]
+    fn the_drill_signing_key_is_read_checked_and_never_shown() {
+        let dir = TempDir::new();
+        let key = "5f0c1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff";
+        let good = dir.file("drill.key", format!("{key}\n").as_bytes());
+        let short = dir.file("short.key", b"tooshort\n");
+        let resolve_with = |path: &str| {
+            resolve(
+                Some(parse_file(&format!("{BASE}[drills]\nsigning_key_file = {path:?}\n")).unwrap()),
+                &Overrides::default(),
+            )
+        };
+        let c = resolve_with(&good).unwrap();
+        let k = c.engine.drill_signing_key.clone().expect("a signing key");
+        assert_eq!(k.id(), crate::domain::drill::key_id(key.as_bytes()));
+        let shown = format!("{c:?} {:?}", c.engine);
+        assert!(!shown.contains(key), "{shown}");
+        let e = resolve_with(&short).unwrap_err();
+        assert_eq!(e.field, "drills.signing_key_file");
+        assert!(e.message.contains("at least 32") && !e.message.contains("tooshort"), "{}", e.message);
+        let e = resolve_with("/nonexistent/drill.key").unwrap_err();
+        assert_eq!(e.field, "drills.signing_key_file");
+        assert!(
+            resolve(Some(parse_file(BASE).unwrap()), &Overrides::default()).unwrap().engine.drill_signing_key.is_none()
+        );
+    }
 
     fn with(o: &Overrides) -> Result<ServeConfig, ConfigError> {
         resolve(Some(parse_file(BASE).unwrap()), o)

@@ -102,6 +102,7 @@ async fn start_demo_mirror(
                 replication_throttle_bytes_per_sec: None,
                 topic_include: Vec::new(),
                 topic_exclude: crate::domain::topic_policy::default_exclude(),
+                approval: Default::default(),
             },
             actor.clone(),
         )

@@ -120,6 +120,98 @@ pub struct TopicResult {
     /// `DESTINATION_DIVERGED` instead, with their count and range per partition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failback: Option<FailbackResult>,
+    /// What to know beyond `ok`: e.g. a pause of a topic with FAILED partitions pauses the others
+    /// now, and the FAILED ones stay FAILED and pause when they are retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// `validate_only` of `topics:stop`: what a stop now would leave unmirrored, per partition
+    /// (the numbers the dashboard's failover dialog shows). Absent for other calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmirrored: Option<UnmirroredResult>,
+    /// `topics:stop` with `require_caught_up`: the partitions whose source holds records the
+    /// destination does not have. With `ok: false` (`not-caught-up`), those still behind when the
+    /// timeout passed (nothing was stopped); with `ok: true`, records the source received after
+    /// the promote's final check (none when the producers were stopped first). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behind: Option<Vec<PartitionBehindResult>>,
+}
+
+/// What a stop of one topic now would leave unmirrored: source records committed on the source
+/// and not on the destination yet (its lag).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UnmirroredResult {
+    /// Over all partitions.
+    pub records: i64,
+    /// The largest of the partitions' `seconds`.
+    pub seconds: f64,
+    pub partitions: Vec<UnmirroredPartition>,
+}
+
+/// What a stop now would leave unmirrored of one partition.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UnmirroredPartition {
+    pub partition: i32,
+    pub state: PartitionStateDto,
+    /// Source records (offsets) not mirrored yet; 0 for a STOPPED partition.
+    pub records: i64,
+    /// How long ago the partition last had no lag (about the age of the oldest of those
+    /// records); 0 without lag.
+    pub seconds: f64,
+    /// The source's last stable offset at the last lag refresh.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_last_stable_offset: Option<i64>,
+    /// The next source offset to mirror: everything before it is on the destination.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirrored_source_offset: Option<i64>,
+}
+
+impl From<&crate::engine::StopImpact> for UnmirroredResult {
+    fn from(i: &crate::engine::StopImpact) -> Self {
+        UnmirroredResult {
+            records: i.records,
+            seconds: i.seconds,
+            partitions: i
+                .partitions
+                .iter()
+                .map(|p| UnmirroredPartition {
+                    partition: p.partition,
+                    state: p.state.into(),
+                    records: p.records,
+                    seconds: p.seconds,
+                    source_last_stable_offset: p.source_last_stable_offset,
+                    mirrored_source_offset: p.mirrored_source_offset,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A partition whose source holds records the destination does not have (a promote).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartitionBehindResult {
+    pub partition: i32,
+    pub state: PartitionStateDto,
+    /// Source records (offsets) not on the destination; absent when the source did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag_records: Option<i64>,
+    /// The source's last stable offset, read for the check; absent when the source did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_last_stable_offset: Option<i64>,
+    /// The next source offset the destination is missing; absent when nothing was mirrored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirrored_source_offset: Option<i64>,
+}
+
+impl From<&crate::engine::PartitionBehind> for PartitionBehindResult {
+    fn from(b: &crate::engine::PartitionBehind) -> Self {
+        PartitionBehindResult {
+            partition: b.partition,
+            state: b.state.into(),
+            lag_records: b.lag_records,
+            source_last_stable_offset: b.source_last_stable_offset,
+            mirrored_source_offset: b.mirrored_source_offset,
+        }
+    }
 }
 
 /// The preview of an incremental failback of one topic.
@@ -173,6 +265,9 @@ impl From<&TopicOutcome> for TopicResult {
             error: o.error.as_ref().map(TopicProblem::from),
             quarantined: None,
             failback: None,
+            note: None,
+            unmirrored: None,
+            behind: None,
         }
     }
 }
@@ -442,6 +537,9 @@ pub struct MirrorCreateRequest {
     /// topic that comes to match is stopped. Absent: `["__.*", ".*\\.kmirror-diverged"]`.
     #[serde(default)]
     pub topic_exclude: Option<Vec<String>>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
 }
 
 /// A change to a mirror; absent fields are left alone. `source` replaces the whole source
@@ -459,6 +557,10 @@ pub struct MirrorUpdateRequest {
     /// once without restarting anything; 0 removes the throttle.
     #[serde(default)]
     pub replication_throttle_bytes_per_sec: Option<u64>,
+    /// A new approval policy, replacing the whole policy (`{"required_for": []}` needs approval
+    /// for nothing).
+    #[serde(default)]
+    pub approval: Option<super::approvals::ApprovalPolicyDto>,
     /// A new include list (replaces the whole list). Topics it matches are started at the
     /// mirror's next discovery run, which the change triggers at once.
     #[serde(default)]
@@ -589,6 +691,9 @@ pub struct Mirror {
     pub topic_include: Vec<String>,
     /// Topic policy: exclusions (win over `topic_include`).
     pub topic_exclude: Vec<String>,
+    /// Which calls need a second person's approval: such a call is answered with 202 and waits
+    /// for another identity with the operator role (`/api/v1/approvals`).
+    pub approval: super::approvals::ApprovalPolicyDto,
 }
 
 impl From<&MirrorSnapshot> for Mirror {
@@ -617,6 +722,7 @@ impl From<&MirrorSnapshot> for Mirror {
             sync: m.sync_spec.clone().into(),
             topic_include: m.topic_include.clone(),
             topic_exclude: m.topic_exclude.clone(),
+            approval: m.approval.clone().into(),
         }
     }
 }
@@ -1016,8 +1122,8 @@ pub struct StartRequest {
     #[serde(default)]
     #[schema(max_items = 1000)]
     pub topics: Option<Vec<String>>,
-    /// A regex matched against whole topic names (source topics and the mirror's topics); a
-    /// pattern matching more than 1,000 topics is refused (`too-many-topics`).
+    /// A regex matched against whole topic names (source topics and the mirror's topics), matching
+    /// any number of topics.
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only check whether the call would be accepted; change nothing.
@@ -1032,10 +1138,18 @@ pub struct StartRequest {
     /// (`quarantine-conflict`).
     #[serde(default)]
     pub quarantine: bool,
+    /// Why: required when the mirror's approval policy covers this call (a resync, a failback),
+    /// which then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
-/// `topics:pause`, `topics:resume`, `topics:stop`, `topics:recover`: exactly one of `topics` and
-/// `pattern`.
+/// `topics:pause`, `topics:resume`, `topics:recover`: exactly one of `topics`, `pattern` and
+/// `all: true`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LifecycleRequest {
@@ -1043,17 +1157,69 @@ pub struct LifecycleRequest {
     #[serde(default)]
     #[schema(max_items = 1000)]
     pub topics: Option<Vec<String>>,
-    /// A regex matched against whole topic names of the mirror; a pattern matching more than
-    /// 1,000 topics is refused (`too-many-topics`).
+    /// A regex matched against whole topic names of the mirror, matching any number of topics.
     #[serde(default)]
     pub pattern: Option<String>,
+    /// Every topic of the mirror, however many.
+    #[serde(default)]
+    pub all: bool,
     /// Only check whether the call would be accepted; change nothing.
     #[serde(default)]
     pub validate_only: bool,
-    /// `topics:stop` only: also add the topics to the mirror's `topic_exclude` (the pattern, or
-    /// each name as a literal pattern), so discovery never starts them again.
+    /// Why: required when the mirror's approval policy covers this call (`topics:stop`), which
+    /// then waits for a second person (HTTP 202); kept in the audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers at once, without a second person
+    /// (with a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
+}
+
+/// `topics:stop`: exactly one of `topics`, `pattern` and `all: true`; with `require_caught_up`, a
+/// promote (a planned switch-over that loses nothing).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopRequest {
+    /// Topic names of the mirror: each once, at most 1,000 (`too-many-topics` otherwise).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub topics: Option<Vec<String>>,
+    /// A regex matched against whole topic names of the mirror, matching any number of topics.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Every topic of the mirror, however many.
+    #[serde(default)]
+    pub all: bool,
+    /// Only check whether the call would be accepted; change nothing. Each topic's result then
+    /// says what a stop now would leave unmirrored (`unmirrored`).
+    #[serde(default)]
+    pub validate_only: bool,
+    /// Promote: stop only once every selected partition has caught up with its source (lag 0
+    /// against the source's last stable offset, read fresh), waiting up to `timeout_ms`. If the
+    /// timeout passes first, nothing is stopped: every topic answers `not-caught-up` and `behind`
+    /// lists each partition still behind with its lag. Stop the producers on the source first.
+    #[serde(default)]
+    pub require_caught_up: bool,
+    /// With `require_caught_up`: how long to wait for the partitions to catch up, 0 to 600,000
+    /// (default 60,000; 0 checks once). The call answers when they caught up and stopped, or when
+    /// the timeout passes.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 600000)]
+    pub timeout_ms: Option<u64>,
+    /// Also add the topics to the mirror's `topic_exclude` (the pattern, or each name as a literal
+    /// pattern), so discovery never starts them again. Not with `require_caught_up`.
     #[serde(default)]
     pub exclude: bool,
+    /// Why: required when the mirror's approval policy covers `stop`, which then waits for a
+    /// second person (HTTP 202) and runs as asked (a promote too) once approved; kept in the
+    /// audit trail.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Admin only: run a stop the approval policy covers at once, without a second person (with
+    /// a `reason`); the audit trail marks it.
+    #[serde(default)]
+    pub break_glass: bool,
 }
 
 /// Per-topic outcomes of a lifecycle call. Partial success is explicit: HTTP 200 with `ok:
@@ -1065,6 +1231,12 @@ pub struct LifecycleResponse {
     pub operation_id: String,
     pub validate_only: bool,
     pub results: Vec<TopicResult>,
+    /// Whether the mirror's approval policy covers this call: sent without `validate_only` (and
+    /// without `break_glass`), it waits for a second person's approval (HTTP 202).
+    pub approval_required: bool,
+    /// The break-glass entry, when an admin ran the call without a second person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
     /// The pattern the call added to the mirror's topic policy: a start with a `pattern` adds it
     /// to `topic_include` (topics created later that match it are mirrored too), a stop with
     /// `exclude` to `topic_exclude`. Absent when nothing was added.
@@ -1089,6 +1261,8 @@ pub enum Outcome {
     Succeeded,
     PartiallyFailed,
     Failed,
+    /// Not finished: a request waiting for a second person, a drill running.
+    Pending,
 }
 
 /// A recorded operation (an audit entry): who did what, when, from where, with what result.
@@ -1110,40 +1284,77 @@ pub struct Operation {
     pub requested_at: String,
     pub finished_at: Option<String>,
     pub outcome: Outcome,
-    /// Per-topic outcomes (lifecycle operations).
+    /// Per-topic outcomes (lifecycle operations), one page of them: `GET
+    /// /api/v1/operations/{id}` pages through them (`page_size`, `page_token`), the audit listing
+    /// shows the first 100. `topics` names the same topics.
     pub results: Vec<TopicResult>,
+    /// How many per-topic outcomes the operation has, over every page.
+    pub result_counts: ResultCounts,
     /// Why a mirror-level operation (create, update, delete) failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TopicProblem>,
+    /// The two-person approval this operation is part of: the request itself, its approval or
+    /// rejection, a break-glass call, or the call an approval ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Approval>,
 }
 
-impl From<&OperationView> for Operation {
-    fn from(o: &OperationView) -> Self {
+/// Counts of an operation's per-topic outcomes.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct ResultCounts {
+    /// Topics the call was about.
+    pub total: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Outcomes counted but not kept: an operation's record keeps what fits the state topic's
+    /// message size (about 8,000 results), failures first.
+    pub omitted: u64,
+}
+
+impl Operation {
+    /// `o` with `len` of its per-topic results from `start` (mirror-level changes: their one
+    /// outcome is `error`).
+    pub fn page(o: &OperationView, start: usize, len: usize) -> Operation {
         // Mirror-level changes carry one outcome with an empty topic.
         let (topic_results, mirror_results): (Vec<&TopicOutcome>, Vec<&TopicOutcome>) =
             o.results.iter().partition(|r| !r.topic.is_empty());
-        let failed = o.results.iter().filter(|r| !r.ok).count();
-        let outcome = if failed == 0 {
+        let kept_failed = o.results.iter().filter(|r| !r.ok).count() as u64;
+        let omitted = o.results_omitted;
+        let total = o.results.len() as u64 + omitted.ok + omitted.failed;
+        let failed = kept_failed + omitted.failed;
+        let outcome = if o.finished_at.is_none() {
+            Outcome::Pending
+        } else if failed == 0 {
             Outcome::Succeeded
-        } else if failed == o.results.len() {
+        } else if failed == total {
             Outcome::Failed
         } else {
             Outcome::PartiallyFailed
         };
+        let page: Vec<&TopicOutcome> = topic_results.into_iter().skip(start).take(len).collect();
         Operation {
             id: o.id.clone(),
             mirror: o.mirror.clone(),
             kind: o.kind.to_string(),
-            topics: o.topics.iter().filter(|t| !t.is_empty()).cloned().collect(),
+            topics: page.iter().map(|r| r.topic.clone()).collect(),
             requested_by: o.requested_by.clone(),
             client_address: o.client_address.clone(),
             accepted_by: o.accepted_by.clone(),
             requested_at: ts_millis(o.requested_at),
             finished_at: o.finished_at.map(ts_millis),
             outcome,
-            results: topic_results.into_iter().map(TopicResult::from).collect(),
+            results: page.into_iter().map(TopicResult::from).collect(),
+            result_counts: ResultCounts { total, ok: total - failed, failed, omitted: omitted.ok + omitted.failed },
             error: mirror_results.iter().find_map(|r| r.error.as_ref()).map(TopicProblem::from),
+            approval: None,
         }
+    }
+}
+
+impl From<&OperationView> for Operation {
+    /// The operation with its first 100 per-topic results (the audit listing).
+    fn from(o: &OperationView) -> Self {
+        Operation::page(o, 0, super::pagination::DEFAULT_PAGE_SIZE)
     }
 }
 
@@ -1167,12 +1378,17 @@ pub struct OperationProgress {
     /// is done once MIRRORING, PAUSED or STOPPED again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_state: Option<PartitionStateDto>,
-    /// Every partition reached the target state.
+    /// Every partition, over every page, reached the target state.
     pub done: bool,
+    /// Partitions of the operation's successful topics, over every page.
+    pub partitions_total: u64,
+    /// Of those, the ones in the target state.
+    pub partitions_done: u64,
+    /// The partitions of this page's topics.
     pub partitions: Vec<PartitionProgress>,
 }
 
-/// An operation with its current progress.
+/// An operation with its current progress: one page of its per-topic results.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OperationResponse {
     #[serde(flatten)]
@@ -1181,8 +1397,14 @@ pub struct OperationResponse {
     /// still exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub progress: Option<OperationProgress>,
+    /// The next page of per-topic results (`page_token`); absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+    /// A drill's steps and, once finished, its verdict (`drill` operations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drill: Option<super::drills::Drill>,
 }
 
 /// One page of the audit log, newest first.

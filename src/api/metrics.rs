@@ -418,6 +418,56 @@ pub fn render(snap: &Snapshot, now: Timestamp, http: &HttpMetrics, version: &str
         let _ = writeln!(out, "kmirror_source_cluster_id_mismatch{{mirror=\"{}\"}} {bad}", escape_label(&m.name));
     }
 
+    header(
+        &mut out,
+        "kmirror_mirror_created_timestamp_seconds",
+        "gauge",
+        "When the mirror was created (Unix time), for alerts on mirrors that never passed a drill.",
+    );
+    for m in &snap.mirrors {
+        let _ = writeln!(
+            out,
+            "kmirror_mirror_created_timestamp_seconds{{mirror=\"{}\"}} {}",
+            escape_label(&m.name),
+            m.created_at.as_millis() / 1000
+        );
+    }
+    header(
+        &mut out,
+        "kmirror_last_drill_timestamp_seconds",
+        "gauge",
+        "When the mirror's last DR drill with this result (pass, fail) finished (Unix time); read from the state topic, \
+         the same on every instance.",
+    );
+    let mut last: std::collections::BTreeMap<(&str, &str), i64> = std::collections::BTreeMap::new();
+    for d in &snap.drills {
+        if let (Some(result), Some(at)) = (d.result(), d.finished_at) {
+            let e = last.entry((d.mirror.as_str(), result.as_str())).or_insert(0);
+            *e = (*e).max(at.as_millis() / 1000);
+        }
+    }
+    for ((mirror, result), at) in last {
+        let _ = writeln!(
+            out,
+            "kmirror_last_drill_timestamp_seconds{{mirror=\"{}\",result=\"{result}\"}} {at}",
+            escape_label(mirror)
+        );
+    }
+    header(
+        &mut out,
+        "kmirror_break_glass_total",
+        "counter",
+        "Calls an admin ran on this instance without a second person's approval (break-glass), by mirror and action.",
+    );
+    for (mirror, action, n) in &snap.break_glass {
+        let _ = writeln!(
+            out,
+            "kmirror_break_glass_total{{mirror=\"{}\",action=\"{}\"}} {n}",
+            escape_label(mirror),
+            escape_label(action)
+        );
+    }
+
     http.render(&mut out);
     out
 }

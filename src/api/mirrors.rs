@@ -78,6 +78,7 @@ pub(super) fn etag(m: &MirrorSnapshot) -> String {
         "expected_source_cluster_id": m.expected_source_cluster_id,
         "sync": super::dto::SyncSettings::from(m.sync_spec.clone()),
         "replication_throttle_bytes_per_sec": m.replication_throttle_bytes_per_sec,
+        "approval": super::approvals::ApprovalPolicyDto::from(m.approval.clone()),
         "created_at": ts(m.created_at),
         "topic_include": m.topic_include,
         "topic_exclude": m.topic_exclude,
@@ -207,6 +208,7 @@ pub async fn mirror_create(
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
         topic_include: body.topic_include.unwrap_or_default(),
         topic_exclude: body.topic_exclude.unwrap_or_else(crate::domain::topic_policy::default_exclude),
+        approval: body.approval.map(Into::into).unwrap_or_default(),
     };
     state.engine.create_mirror(spec, caller.actor()).await.map_err(|e| scrub_secrets(e.into(), &properties))?;
     let snap = state.engine.snapshot();
@@ -305,6 +307,7 @@ pub async fn mirror_update(
         replication_throttle_bytes_per_sec: body.replication_throttle_bytes_per_sec,
         topic_include: body.topic_include,
         topic_exclude: body.topic_exclude,
+        approval: body.approval.map(Into::into),
     };
     if body.validate_only {
         return preview_update(&state, &mirror, &update, &current).await.map_err(|e| scrub_secrets(e, &properties));
@@ -356,9 +359,24 @@ async fn preview_update(
     Ok(with_etag(body, etag_now, StatusCode::OK))
 }
 
+/// Why a mirror is deleted, for a mirror whose approval policy covers deletes.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteQuery {
+    /// Why: required when the mirror's approval policy covers `delete`, which then waits for a
+    /// second person (HTTP 202).
+    reason: Option<String>,
+    /// Run the delete at once although the policy covers it (with a `reason`); the audit trail
+    /// marks it.
+    break_glass: Option<bool>,
+}
+
 /// Delete a mirror (admin).
 ///
-/// Refused with `mirror-has-active-topics` (409) while any of its topics is not STOPPED.
+/// Refused with `mirror-has-active-topics` (409) while any of its topics is not STOPPED. When the
+/// mirror's approval policy covers `delete`, the call needs a `reason` and waits for a second
+/// person: HTTP 202 with the request; `break_glass=true` with a reason deletes it at once.
 #[utoipa::path(
     delete,
     path = "/api/v1/mirrors/{mirror}",
@@ -366,9 +384,13 @@ async fn preview_update(
     operation_id = "mirror_delete",
     security(("bearer" = [])),
     extensions(("x-required-role" = json!("admin"))),
-    params(MirrorPath),
+    params(MirrorPath, DeleteQuery),
     responses(
         (status = 204, description = "Deleted"),
+        (status = 202, description = "The mirror's approval policy covers deletes: the delete waits for a second person's approval",
+            body = super::approvals::ApprovalPending),
+        (status = 422, description = "No `reason` for a delete that needs approval (reason-required)", body = ProblemDetails,
+            content_type = "application/problem+json"),
         (status = 400, description = "Invalid mirror name", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
@@ -383,10 +405,24 @@ pub async fn mirror_delete(
     AdminAuth(caller): AdminAuth,
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
-) -> Result<StatusCode, ApiError> {
+    super::ApiQuery(q): super::ApiQuery<DeleteQuery>,
+) -> Result<Response, ApiError> {
+    use super::approvals::{Gate, complete, gate, pending_response};
     validate_mirror_name(&mirror)?;
-    state.engine.delete_mirror(&mirror, caller.actor()).await?;
-    Ok(StatusCode::NO_CONTENT)
+    let action = Some(crate::domain::approval::ApprovalAction::Delete);
+    let call = crate::engine::PendingCall::default();
+    let entry = match gate(&state, &caller, &mirror, action, call, q.reason, q.break_glass.unwrap_or(false)).await? {
+        Gate::Pending(a) => return Ok(pending_response(&a)),
+        Gate::Run(entry) => entry,
+    };
+    let r = state.engine.delete_mirror(&mirror, caller.actor()).await;
+    let executed = match &r {
+        Ok(()) => crate::engine::Executed::Deleted,
+        Err(e) => crate::engine::Executed::Refused(e.clone()),
+    };
+    complete(&state, entry.as_ref(), &executed).await;
+    r?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// A mirror's health: source cluster-ID check, data path and metadata sync per kind.
@@ -484,6 +520,7 @@ mod tests {
             sync: Vec::new(),
             groups: Vec::new(),
             topics: Vec::new(),
+            approval: Default::default(),
         }
     }
 

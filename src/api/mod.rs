@@ -19,7 +19,9 @@ pub mod metrics;
 pub mod pagination;
 pub mod problem;
 
+pub mod approvals;
 mod discovery;
+pub mod drills;
 mod history;
 mod instances;
 mod mirrors;
@@ -74,6 +76,8 @@ pub const BEARER: &str = "bearer";
         (name = "mirrors", description = "Mirror definitions and health"),
         (name = "topics", description = "Mirrored topics, their lifecycle and partitions"),
         (name = "operations", description = "Operations and the audit log"),
+        (name = "approvals", description = "Two-person approval: requests for calls a mirror's policy puts behind a second person"),
+        (name = "drills", description = "Disaster-recovery drills on a canary topic, and their signed reports"),
         (name = "system", description = "Probes, metrics and this spec"),
     ),
     components(schemas(ProblemDetails))
@@ -124,6 +128,14 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(topics::partition_list))
         .routes(routes!(operations::operation_get))
         .routes(routes!(operations::audit_list))
+        .routes(routes!(approvals::approval_list))
+        .routes(routes!(approvals::approval_get))
+        .routes(routes!(approvals::approval_approve))
+        .routes(routes!(approvals::approval_reject))
+        .routes(routes!(drills::drill_list, drills::drill_start))
+        .routes(routes!(drills::drill_get))
+        .routes(routes!(drills::drill_report_json))
+        .routes(routes!(drills::drill_report_markdown))
 }
 
 /// The OpenAPI document.

@@ -116,8 +116,11 @@ impl From<ProblemKind> for ProblemType {
 /// topic-not-in-mirror 404, illegal-transition 409, destination-diverged 409,
 /// destination-topic-conflict 409, topic-excluded 409, quarantine-conflict 409, source-cluster-id-mismatch 409, source-unreachable 422,
 /// source-authentication-failed 422, source-tls-failed 422,
-/// destination-unavailable 503, mirror-has-active-topics 409, fenced 409, shutting-down 503,
-/// internal 500, too-many-topics 400, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
+/// destination-unavailable 503, mirror-has-active-topics 409, reason-required 422,
+/// approval-not-found 404, approval-same-identity 403, approval-not-pending 409, approval-expired 409,
+/// break-glass-not-allowed 403, drill-running 409, drill-canary-refused 422, drill-canary-exists 409,
+/// drill-not-found 404, drill-failed 422, fenced 409, shutting-down 503,
+/// internal 500, too-many-topics 400, not-caught-up 409, unauthorized 401, forbidden 403, not-found 404, operation-not-found 404,
 /// method-not-allowed 405, payload-too-large 413, invalid-body 400, invalid-query 400,
 /// invalid-page-token 400, precondition-failed 412, unsupported-media-type 415, too-many-requests 429,
 /// misdirected-request 421, cross-origin 403.

@@ -2,6 +2,7 @@
 //! and the paginated partition listing.
 
 use std::cmp::Ordering;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -9,17 +10,21 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
+use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, Truncation};
 use crate::engine::{
-    LifecycleOp, MirrorSnapshot, PartitionSnapshot, ProblemKind, TopicSelector, check_topic_count,
-    validate_mirror_name, validate_topic_name,
+    Executed, LifecycleOp, MirrorSnapshot, OpResult, PartitionSnapshot, PendingCall, ProblemKind, TopicSelector,
+    check_topic_count, validate_mirror_name, validate_topic_name,
 };
+
+use super::approvals::{Approval, ApprovalPending, Gate, complete, gate, needs_approval, pending_response};
+use axum::response::{IntoResponse, Response};
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
     FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
-    PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, Topic, TopicPath, TopicResponse, TopicResult,
-    TopicsResponse, TruncationMode, ts,
+    PartitionBehindResult, PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, StopRequest, Topic,
+    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -218,10 +223,15 @@ pub async fn topic_configs(
 }
 
 /// Checks a lifecycle body's topic selection: exactly one of `topics` (valid names, each once,
-/// at most [`crate::engine::MAX_TOPICS_PER_CALL`]) and `pattern` (a valid regex). Everything here needs no
-/// Kafka, so a bad call is refused before the engine makes any Kafka call.
-fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<TopicSelector, ApiError> {
+/// at most [`crate::engine::MAX_TOPICS_PER_CALL`]), `pattern` (a valid regex) and `all`. Everything
+/// here needs no Kafka, so a bad call is refused before the engine makes any Kafka call.
+fn selector(topics: Option<Vec<String>>, pattern: Option<String>, all: bool) -> Result<TopicSelector, ApiError> {
     match (topics, pattern) {
+        (None, None) if all => Ok(TopicSelector::All),
+        _ if all => Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`all: true` selects every topic of the mirror: give it without `topics` and `pattern`",
+        )),
         (Some(topics), None) => {
             if topics.is_empty() {
                 return Err(ApiError::new(ProblemType::InvalidBody, "`topics` must name at least one topic"));
@@ -245,10 +255,32 @@ fn selector(topics: Option<Vec<String>>, pattern: Option<String>) -> Result<Topi
                 .map_err(|e| ApiError::new(ProblemKind::InvalidPattern, e.to_string()))?;
             Ok(TopicSelector::Pattern(pattern))
         }
-        _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics` and `pattern`")),
+        _ => Err(ApiError::new(ProblemType::InvalidBody, "give exactly one of `topics`, `pattern` and `all: true`")),
     }
 }
 
+/// The call a lifecycle request is, for the mirror's approval policy (a start that fails back is
+/// found by validating it: `run_lifecycle`).
+fn approval_action(op: LifecycleOp) -> Option<ApprovalAction> {
+    match op {
+        LifecycleOp::Stop => Some(ApprovalAction::Stop),
+        LifecycleOp::Start { truncation: Truncation::Resync { .. } } => Some(ApprovalAction::Resync),
+        _ => None,
+    }
+}
+
+/// What a stop does besides stopping (both off for the other calls).
+#[derive(Debug, Clone, Copy, Default)]
+struct StopExtras {
+    /// Add the names or the pattern to the mirror's `topic_exclude`.
+    exclude: bool,
+    /// A promote: stop once every partition caught up, waiting at most this long.
+    promote: Option<Duration>,
+}
+
+/// A lifecycle call through the mirror's approval policy: checked (`validate_only`: what it would
+/// do and whether it needs approval), held for a second person, or run.
+#[allow(clippy::too_many_arguments)]
 async fn run_lifecycle(
     state: &AppState,
     caller: &Caller,
@@ -256,14 +288,85 @@ async fn run_lifecycle(
     selector: TopicSelector,
     op: LifecycleOp,
     validate_only: bool,
-    exclude: bool,
-) -> Result<Json<LifecycleResponse>, ApiError> {
-    let r = if exclude {
-        state.engine.stop_and_exclude(mirror, selector, validate_only, caller.actor()).await?
-    } else {
-        state.engine.lifecycle(mirror, selector, op, validate_only, caller.actor()).await?
+    extras: StopExtras,
+    reason: Option<String>,
+    break_glass: bool,
+) -> Result<Response, ApiError> {
+    let respond = |r: OpResult, required: bool, approval: Option<Approval>| LifecycleResponse {
+        approval_required: required,
+        approval,
+        ..lifecycle_response(state, mirror, r, op, validate_only)
     };
-    Ok(Json(LifecycleResponse {
+    let mut action = approval_action(op);
+    let mut validated = None;
+    if op == (LifecycleOp::Start { truncation: Truncation::None })
+        && needs_approval(state, mirror, Some(ApprovalAction::Failback))
+    {
+        // Whether the start fails back: the engine's own check, as validate_only answers it.
+        let r = state.engine.lifecycle(mirror, selector.clone(), op, true, caller.actor()).await?;
+        if !r.failback.is_empty() {
+            action = Some(ApprovalAction::Failback);
+        }
+        validated = Some(r);
+    }
+    let required = needs_approval(state, mirror, action);
+    if validate_only {
+        // A promote's check changes nothing: it answers what a stop now would leave unmirrored.
+        let r = match validated {
+            Some(r) => r,
+            None if extras.exclude => state.engine.stop_and_exclude(mirror, selector, true, caller.actor()).await?,
+            None => state.engine.lifecycle(mirror, selector, op, true, caller.actor()).await?,
+        };
+        return Ok(Json(respond(r, required, None)).into_response());
+    }
+    let (topics, pattern, all) = match &selector {
+        TopicSelector::Names(n) => (n.clone(), None, false),
+        TopicSelector::Pattern(p) => (Vec::new(), Some(p.clone()), false),
+        TopicSelector::All => (Vec::new(), None, true),
+    };
+    let truncation = match op {
+        LifecycleOp::Start { truncation } => truncation,
+        _ => Truncation::None,
+    };
+    let call = PendingCall {
+        topics,
+        pattern,
+        all,
+        truncation,
+        exclude: extras.exclude,
+        promote_timeout_ms: extras.promote.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        ..Default::default()
+    };
+    let entry = match gate(state, caller, mirror, action, call, reason, break_glass).await? {
+        Gate::Pending(a) => return Ok(pending_response(&a)),
+        Gate::Run(entry) => entry,
+    };
+    let r = if op == LifecycleOp::Stop {
+        state.engine.stop_as_asked(mirror, selector, extras.exclude, extras.promote, caller.actor()).await
+    } else {
+        state.engine.lifecycle(mirror, selector, op, false, caller.actor()).await
+    };
+    let executed = match &r {
+        Ok(r) => Executed::Lifecycle(r.clone()),
+        Err(e) => Executed::Refused(e.clone()),
+    };
+    let approval = complete(state, entry.as_ref(), &executed).await;
+    Ok(Json(respond(r?, required, approval)).into_response())
+}
+
+/// The answer of a lifecycle call. `validate_only` of a stop adds what it would leave
+/// unmirrored per topic, from the snapshot: the failover dialog's computation
+/// (`TopicSnapshot::stop_impact`).
+pub(super) fn lifecycle_response(
+    state: &AppState,
+    mirror: &str,
+    r: crate::engine::OpResult,
+    op: LifecycleOp,
+    validate_only: bool,
+) -> LifecycleResponse {
+    let snap = (validate_only && op == LifecycleOp::Stop).then(|| state.engine.snapshot());
+    let topics = snap.as_ref().and_then(|s| s.mirror(mirror));
+    LifecycleResponse {
         operation_id: r.operation_id,
         validate_only,
         saved_pattern: r.saved_pattern.map(|p| super::dto::SavedPatternBody { list: p.list, pattern: p.pattern }),
@@ -273,10 +376,18 @@ async fn run_lifecycle(
             .map(|o| TopicResult {
                 quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
                 failback: r.failback.get(&o.topic).map(FailbackResult::from),
+                note: r.notes.get(&o.topic).cloned(),
+                unmirrored: topics
+                    .filter(|_| o.ok)
+                    .and_then(|m| m.topic(&o.topic))
+                    .map(|t| UnmirroredResult::from(&t.stop_impact())),
+                behind: r.behind.get(&o.topic).map(|b| b.iter().map(PartitionBehindResult::from).collect()),
                 ..TopicResult::from(o)
             })
             .collect(),
-    }))
+        approval_required: false,
+        approval: None,
+    }
 }
 
 /// Start mirroring topics (operator); also restarts STOPPED topics in the same direction.
@@ -286,7 +397,10 @@ async fn run_lifecycle(
 /// Repeating the call is harmless. A `pattern` is also saved in the mirror's `topic_include`
 /// (`saved_pattern` in the answer): topics created on the source later that match it are
 /// mirrored too, at the mirror's next metadata refresh. A pattern never selects a topic that
-/// `topic_exclude` excludes; a topic named on its own that it excludes is refused.
+/// `topic_exclude` excludes; a topic named on its own that it excludes is refused. When the
+/// mirror's approval policy covers the call (`resync`, or `failback` for a start that fails a
+/// topic back), it needs a `reason` and waits for a second person: HTTP 202 with the request
+/// (`validate_only` answers `approval_required` first).
 #[utoipa::path(
     post,
     path = "/api/v1/mirrors/{mirror}/topics:start",
@@ -298,14 +412,16 @@ async fn run_lifecycle(
     request_body = StartRequest,
     responses(
         (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+        (status = 202, description = "The mirror's approval policy covers this call: it waits for a second person's approval",
+            body = ApprovalPending),
         (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
-        (status = 422, description = "The source does not answer (pattern listing)", body = ProblemDetails,
+        (status = 422, description = "The source does not answer (pattern listing); no `reason` for a call that needs approval             (reason-required)", body = ProblemDetails,
             content_type = "application/problem+json"),
         (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
             content_type = "application/problem+json"),
@@ -316,7 +432,7 @@ pub async fn topics_start(
     State(state): State<AppState>,
     ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
     ApiJson(body): ApiJson<StartRequest>,
-) -> Result<Json<LifecycleResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     validate_mirror_name(&mirror)?;
     let truncation = match body.truncation {
         TruncationMode::None if body.quarantine => {
@@ -325,8 +441,10 @@ pub async fn topics_start(
         TruncationMode::None => Truncation::None,
         TruncationMode::Resync => Truncation::Resync { quarantine: body.quarantine },
     };
-    let sel = selector(body.topics, body.pattern)?;
-    run_lifecycle(&state, &caller, &mirror, sel, LifecycleOp::Start { truncation }, body.validate_only, false).await
+    let sel = selector(body.topics, body.pattern, false)?;
+    let op = LifecycleOp::Start { truncation };
+    let extras = StopExtras::default();
+    run_lifecycle(&state, &caller, &mirror, sel, op, body.validate_only, extras, body.reason, body.break_glass).await
 }
 
 macro_rules! lifecycle_handler {
@@ -345,13 +463,17 @@ macro_rules! lifecycle_handler {
             request_body = LifecycleRequest,
             responses(
                 (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
-                (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named or matched (`too-many-topics`)", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 202, description = "The mirror's approval policy covers this call: it waits for a second \
+                    person's approval", body = ApprovalPending),
+                (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
-                (status = 403, description = "Role too low", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
                 (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+                (status = 422, description = "No `reason` for a call that needs approval (reason-required)", body = ProblemDetails,
+                    content_type = "application/problem+json"),
                 (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
                     content_type = "application/problem+json"),
             )
@@ -361,13 +483,12 @@ macro_rules! lifecycle_handler {
             State(state): State<AppState>,
             ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
             ApiJson(body): ApiJson<LifecycleRequest>,
-        ) -> Result<Json<LifecycleResponse>, ApiError> {
+        ) -> Result<Response, ApiError> {
             validate_mirror_name(&mirror)?;
-            if body.exclude && $op != LifecycleOp::Stop {
-                return Err(ApiError::new(ProblemType::InvalidBody, "`exclude` applies to topics:stop only"));
-            }
-            let sel = selector(body.topics, body.pattern)?;
-            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, body.exclude).await
+            let sel = selector(body.topics, body.pattern, body.all)?;
+            let extras = StopExtras::default();
+            run_lifecycle(&state, &caller, &mirror, sel, $op, body.validate_only, extras, body.reason, body.break_glass)
+                .await
         }
     };
 }
@@ -386,15 +507,103 @@ lifecycle_handler!(
     "Resume paused topics (operator).",
     "PAUSED → MIRRORING. Per-topic outcomes; idempotent."
 );
-lifecycle_handler!(
-    topics_stop,
-    "/api/v1/mirrors/{mirror}/topics:stop",
-    LifecycleOp::Stop,
-    "Stop mirroring topics: failover (operator).",
-    "The topics become ordinary writable topics on the destination; the stop point is recorded. \
-     Per-topic outcomes; idempotent. With `exclude: true` the pattern (or each name) is also added \
-     to the mirror's `topic_exclude`, so discovery never starts those topics again."
-);
+/// Stop mirroring topics: failover (operator).
+///
+/// The topics become ordinary writable topics on the destination; the stop point is recorded.
+/// Per-topic outcomes; idempotent. With `validate_only`, each topic's result says what a stop now
+/// would leave unmirrored (`unmirrored`, per partition).
+///
+/// With `require_caught_up: true` it is a **promote**, a planned switch-over that loses nothing:
+/// kmirror stops the selected partitions only once every one of them has caught up with a
+/// reachable source (lag 0 against the source's last stable offset, read fresh), waiting up to
+/// `timeout_ms` (default 60 s), and the call answers then. If the timeout passes first, nothing
+/// is stopped: every topic answers `not-caught-up` and `behind` lists each partition still
+/// behind with its lag. Every record the source had committed at the final check is on the
+/// destination; the data path commits what it read after the check instead of aborting it, and
+/// any record the source received after that (a producer still writing) is listed in `behind`
+/// of a topic that stopped. Stop the producers on the source first, promote, then move them.
+/// Other stops and pauses are served while a promote waits.
+///
+/// With `exclude: true` (not with `require_caught_up`) the pattern, or each name as a literal
+/// pattern, is also added to the mirror's `topic_exclude`, so discovery never starts those topics
+/// again (`saved_pattern` in the answer).
+///
+/// When the mirror's approval policy covers `stop`, the call needs a `reason` and waits for a
+/// second person: HTTP 202 with the request (`validate_only` answers `approval_required` first);
+/// once approved it runs as asked (a promote or an exclusion too). An admin may run it at once
+/// with `break_glass` and a reason.
+#[utoipa::path(
+    post,
+    path = "/api/v1/mirrors/{mirror}/topics:stop",
+    tag = "topics",
+    operation_id = "topics_stop",
+    security(("bearer" = [])),
+    extensions(("x-required-role" = json!("operator"))),
+    params(MirrorPath),
+    request_body = StopRequest,
+    responses(
+        (status = 200, description = "Per-topic outcomes", body = LifecycleResponse),
+        (status = 202, description = "The mirror's approval policy covers `stop`: it waits for a second person's approval",
+            body = ApprovalPending),
+        (status = 400, description = "Invalid body, name or pattern; a topic named twice; more than 1,000 topics named (`too-many-topics`); `all` with `topics` or `pattern`; `timeout_ms` without `require_caught_up` or above 600,000", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 401, description = "No or invalid token", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 403, description = "Role too low; `break_glass` without the admin role (break-glass-not-allowed)", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 404, description = "No such mirror", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 409, description = "This instance is fenced", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 1 MiB", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = ProblemDetails, content_type = "application/problem+json"),
+        (status = 422, description = "No `reason` for a stop that needs approval (reason-required)", body = ProblemDetails,
+            content_type = "application/problem+json"),
+        (status = 503, description = "Destination unavailable or shutting down", body = ProblemDetails,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn topics_stop(
+    OperatorAuth(caller): OperatorAuth,
+    State(state): State<AppState>,
+    ApiPath(MirrorPath { mirror }): ApiPath<MirrorPath>,
+    ApiJson(body): ApiJson<StopRequest>,
+) -> Result<Response, ApiError> {
+    validate_mirror_name(&mirror)?;
+    let timeout = promote_timeout(body.require_caught_up, body.timeout_ms)?;
+    if body.exclude && timeout.is_some() {
+        return Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`exclude` does not go with `require_caught_up`: promote first, then stop the topics again with `exclude` (a stop of a STOPPED topic only saves the exclusion)",
+        ));
+    }
+    let sel = selector(body.topics, body.pattern, body.all)?;
+    let extras = StopExtras { exclude: body.exclude, promote: timeout };
+    run_lifecycle(
+        &state,
+        &caller,
+        &mirror,
+        sel,
+        LifecycleOp::Stop,
+        body.validate_only,
+        extras,
+        body.reason,
+        body.break_glass,
+    )
+    .await
+}
+
+/// A stop's promote settings: `None` for a plain stop, else how long to wait for catch-up.
+fn promote_timeout(require_caught_up: bool, timeout_ms: Option<u64>) -> Result<Option<Duration>, ApiError> {
+    let max = crate::engine::PROMOTE_MAX_TIMEOUT.as_millis() as u64;
+    match (require_caught_up, timeout_ms) {
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(ApiError::new(
+            ProblemType::InvalidBody,
+            "`timeout_ms` is how long a promote waits: it only applies with `require_caught_up: true`",
+        )),
+        (true, None) => Ok(Some(crate::engine::PROMOTE_DEFAULT_TIMEOUT)),
+        (true, Some(ms)) if ms <= max => Ok(Some(Duration::from_millis(ms))),
+        (true, Some(ms)) => {
+            Err(ApiError::new(ProblemType::InvalidBody, format!("`timeout_ms` must be between 0 and {max} (got {ms})")))
+        }
+    }
+}
 
 lifecycle_handler!(
     topics_recover,
@@ -563,18 +772,42 @@ mod tests {
     #[test]
     fn topic_lists_over_the_cap_or_with_repeats_are_refused_before_the_engine() {
         let names = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
-        assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None).is_ok());
-        let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None).unwrap_err();
+        assert!(selector(Some(names(MAX_TOPICS_PER_CALL)), None, false).is_ok());
+        let e = selector(Some(names(MAX_TOPICS_PER_CALL + 1)), None, false).unwrap_err();
         assert_eq!(e.problem, ProblemType::Engine(ProblemKind::TooManyTopics));
         assert_eq!(e.problem.status().as_u16(), 400);
         assert!(e.detail.contains("at most 1000"), "{}", e.detail);
-        let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None).unwrap_err();
+        let e = selector(Some(vec!["a".into(), "b".into(), "a".into()]), None, false).unwrap_err();
         assert_eq!(e.problem, ProblemType::InvalidBody);
         assert!(e.detail.contains("\"a\" more than once"), "{}", e.detail);
     }
 
+    #[test]
+    fn all_goes_alone_and_a_promote_timeout_needs_a_promote_within_its_range() {
+        assert_eq!(selector(None, None, true).unwrap(), TopicSelector::All);
+        for (topics, pattern) in [(Some(vec!["a".to_string()]), None), (None, Some(".*".to_string()))] {
+            let e = selector(topics, pattern, true).unwrap_err();
+            assert_eq!(e.problem, ProblemType::InvalidBody);
+            assert!(e.detail.contains("without `topics` and `pattern`"), "{}", e.detail);
+        }
+        let e = selector(None, None, false).unwrap_err();
+        assert!(e.detail.contains("exactly one of `topics`, `pattern` and `all: true`"), "{}", e.detail);
+
+        assert_eq!(promote_timeout(false, None).unwrap(), None);
+        assert_eq!(promote_timeout(true, None).unwrap(), Some(Duration::from_secs(60)));
+        assert_eq!(promote_timeout(true, Some(0)).unwrap(), Some(Duration::ZERO));
+        assert_eq!(promote_timeout(true, Some(600_000)).unwrap(), Some(Duration::from_secs(600)));
+        let e = promote_timeout(true, Some(600_001)).unwrap_err();
+        assert_eq!((e.problem, e.problem.status().as_u16()), (ProblemType::InvalidBody, 400));
+        assert!(e.detail.contains("between 0 and 600000"), "{}", e.detail);
+        let e = promote_timeout(false, Some(1000)).unwrap_err();
+        assert!(e.detail.contains("only applies with `require_caught_up: true`"), "{}", e.detail);
+    }
+
     fn partition(topic: &str, partition: i32, lag: i64, state: PartitionState) -> PartitionSnapshot {
         PartitionSnapshot {
+            failed_in: None,
+            resync_pending: false,
             topic: topic.to_string(),
             partition,
             state,
@@ -644,6 +877,7 @@ mod tests {
             sync: Vec::new(),
             groups: Vec::new(),
             topics,
+            approval: Default::default(),
         }
     }
 

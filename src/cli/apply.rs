@@ -890,6 +890,7 @@ mod tests {
             }),
             topic_include: None,
             topic_exclude: None,
+            approval: None,
         }
     }
 

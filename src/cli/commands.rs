@@ -60,9 +60,19 @@ pub async fn mirrors(a: MirrorsArgs) -> Result<(), Failure> {
             Ok(())
         }
         MirrorsCommand::Create { file } => super::apply::create(&server, format, &file).await,
-        MirrorsCommand::Delete { mirror } => {
+        MirrorsCommand::Delete { mirror, reason, break_glass } => {
             check_name("mirror", &mirror)?;
-            server.delete(&format!("/api/v1/mirrors/{mirror}")).await?;
+            super::safety::announce(&server, &mirror, "delete", reason.as_deref(), break_glass).await?;
+            let mut query = Vec::new();
+            if let Some(r) = reason {
+                query.push(("reason", r));
+            }
+            if break_glass {
+                query.push(("break_glass", "true".to_string()));
+            }
+            if let Some(v) = server.delete_with(&format!("/api/v1/mirrors/{mirror}"), &query).await? {
+                return super::safety::print_pending(&v, format);
+            }
             if format == Format::Json {
                 output::print_json(&serde_json::json!({ "mirror": mirror, "deleted": true }));
             } else {
@@ -234,13 +244,8 @@ pub async fn operations(a: OperationsArgs) -> Result<(), Failure> {
             if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
                 return Err(Failure::Usage(format!("{id:?} is not an operation ID")));
             }
-            let (v, op) = if wait {
-                wait_for(&server, &id, timeout).await?
-            } else {
-                let v: Value = server.get(&format!("/api/v1/operations/{id}"), &[]).await?;
-                let op: OperationResponse = parse(&v, "operation")?;
-                (v, op)
-            };
+            let (v, op) =
+                if wait { wait_for(&server, &id, timeout).await? } else { fetch_operation(&server, &id).await? };
             if a.conn.output == Format::Json {
                 output::print_json(&v);
             } else {
@@ -254,7 +259,9 @@ pub async fn operations(a: OperationsArgs) -> Result<(), Failure> {
 /// Exit code of `operations show`: 1 when topics failed or (with --wait) partitions did not all
 /// arrive.
 fn operation_verdict(op: &OperationResponse, waited: bool) -> Result<(), Failure> {
-    let failed: Vec<&str> = op.results.iter().filter(|r| !r.ok).map(|r| r.topic.as_str()).collect();
+    // Also the failures the operation's record counts but does not hold (it keeps failures first).
+    let listed = op.results.iter().filter(|r| !r.ok).count() as u64;
+    let failed = op.result_counts.map_or(listed, |c| c.failed.max(listed));
     for r in op.results.iter().filter(|r| !r.ok) {
         if let Some(e) = &r.error {
             report_item(&format!("topic {}", r.topic), &e.problem_type, &e.detail);
@@ -264,20 +271,58 @@ fn operation_verdict(op: &OperationResponse, waited: bool) -> Result<(), Failure
         report_item(&format!("mirror {}", op.mirror), &e.problem_type, &e.detail);
         return Err(Failure::Failed(format!("operation {} failed", op.id)));
     }
-    if !failed.is_empty() {
-        return Err(Failure::Failed(format!("{} topic(s) of operation {} failed", failed.len(), op.id)));
+    if failed > 0 {
+        return Err(Failure::Failed(format!("{failed} topic(s) of operation {} failed", op.id)));
     }
     if waited && let Some(p) = &op.progress {
-        let behind = p.partitions.iter().filter(|p| !p.done).count();
-        if behind > 0 {
+        let (total, done) = partition_counts(p);
+        if done < total {
             return Err(Failure::Failed(format!(
-                "{behind} of {} partition(s) did not reach {}",
-                p.partitions.len(),
+                "{} of {total} partition(s) did not reach {}",
+                total - done,
                 p.target_state.as_deref().unwrap_or("their state")
             )));
         }
     }
     Ok(())
+}
+
+/// An operation's partitions and those done, over every page (from the page's own list when
+/// the server does not count them).
+fn partition_counts(p: &super::types::OperationProgress) -> (u64, u64) {
+    let listed = (p.partitions.len() as u64, p.partitions.iter().filter(|p| p.done).count() as u64);
+    match (p.partitions_total, p.partitions_done) {
+        (Some(total), Some(done)) => (total.max(listed.0), done.max(listed.1)),
+        _ => listed,
+    }
+}
+
+/// An operation with every page of its per-topic results (and their partitions' progress)
+/// merged into one answer, as a server that does not page would send it.
+pub async fn fetch_operation(server: &Server, id: &str) -> Result<(Value, OperationResponse), Failure> {
+    let path = format!("/api/v1/operations/{id}");
+    let page_size = ("page_size", "1000".to_string());
+    let mut v: Value = server.get(&path, std::slice::from_ref(&page_size)).await?;
+    let mut token = v["next_page_token"].as_str().map(str::to_string);
+    while let Some(t) = token.take() {
+        let next: Value = server.get(&path, &[page_size.clone(), ("page_token", t)]).await?;
+        for field in ["results", "topics"] {
+            if let (Some(all), Some(more)) = (v[field].as_array_mut(), next[field].as_array()) {
+                all.extend(more.iter().cloned());
+            }
+        }
+        if let (Some(all), Some(more)) =
+            (v["progress"]["partitions"].as_array_mut(), next["progress"]["partitions"].as_array())
+        {
+            all.extend(more.iter().cloned());
+        }
+        token = next["next_page_token"].as_str().map(str::to_string);
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("next_page_token");
+    }
+    let op: OperationResponse = parse(&v, "operation")?;
+    Ok((v, op))
 }
 
 /// Whether waiting can end: every partition done (and every topic that succeeded has
@@ -306,11 +351,11 @@ pub async fn wait_for(server: &Server, id: &str, timeout: Duration) -> Result<(V
     );
     let started = Instant::now();
     loop {
-        let v: Value = server.get(&format!("/api/v1/operations/{id}"), &[]).await?;
-        let op: OperationResponse = parse(&v, "operation")?;
+        let (v, op) = fetch_operation(server, id).await?;
         if let Some(p) = &op.progress {
-            bar.set_length(p.partitions.len() as u64);
-            bar.set_position(p.partitions.iter().filter(|p| p.done).count() as u64);
+            let (total, done) = partition_counts(p);
+            bar.set_length(total);
+            bar.set_position(done);
             bar.set_message(format!("-> {}", p.target_state.as_deref().unwrap_or("settled")));
         }
         if settled(&op) {
@@ -366,6 +411,12 @@ pub fn print_operation(op: &OperationResponse) {
         rows.push(("Error", format!("{}: {}", e.problem_type, e.detail)));
     }
     println!("{}", output::pairs(&rows));
+    if let Some(c) = op.result_counts.filter(|c| c.omitted > 0) {
+        println!(
+            "Results: {} topic(s), {} ok, {} failed; {} result(s) not kept (the operation's record keeps failures first)",
+            c.total, c.ok, c.failed, c.omitted
+        );
+    }
     if !op.results.is_empty() {
         let mut t = output::table(&["TOPIC", "RESULT", "ERROR"]);
         for r in &op.results {
@@ -381,11 +432,10 @@ pub fn print_operation(op: &OperationResponse) {
         println!("{}", output::render(&t));
     }
     if let Some(p) = &op.progress {
-        let done = p.partitions.iter().filter(|p| p.done).count();
+        let (total, done) = partition_counts(p);
         println!();
         println!(
-            "Progress: {done}/{} partition(s) {}",
-            p.partitions.len(),
+            "Progress: {done}/{total} partition(s) {}",
             p.target_state.as_deref().map_or_else(|| "settled".to_string(), |s| format!("in {s}"))
         );
         let mut t = output::table(&["TOPIC", "PARTITION", "STATE", "DONE", "ERROR"]);
@@ -519,12 +569,21 @@ mod tests {
             outcome: "succeeded".into(),
             results: results
                 .iter()
-                .map(|(t, ok)| TopicResultView { topic: t.to_string(), ok: *ok, error: None })
+                .map(|(t, ok)| TopicResultView {
+                    topic: t.to_string(),
+                    ok: *ok,
+                    error: None,
+                    unmirrored: None,
+                    behind: None,
+                })
                 .collect(),
+            result_counts: None,
             error: None,
             progress: Some(crate::cli::types::OperationProgress {
                 target_state: Some("MIRRORING".into()),
                 done,
+                partitions_total: None,
+                partitions_done: None,
                 partitions: partitions
                     .iter()
                     .map(|(t, s, d, retryable)| PartitionProgress {

@@ -83,6 +83,8 @@ pub struct Server {
     http: reqwest::Client,
     /// `Bearer <token>`, marked sensitive (never printed or logged).
     authorization: Option<HeaderValue>,
+    /// How long one request may take (`--request-timeout`).
+    timeout: Duration,
 }
 
 /// The bearer token: the first line of `--token-file`, else `KMIRROR_TOKEN`, else none.
@@ -140,7 +142,12 @@ impl Server {
                 Some(v)
             }
         };
-        Ok(Server { base: url.as_str().trim_end_matches('/').to_string(), http, authorization })
+        Ok(Server {
+            base: url.as_str().trim_end_matches('/').to_string(),
+            http,
+            authorization,
+            timeout: conn.request_timeout,
+        })
     }
 
     /// The server's URL as given (for messages).
@@ -208,6 +215,19 @@ impl Server {
         self.json(res, path).await
     }
 
+    /// POST a JSON body to a call that answers after waiting up to `waits` on the server (a
+    /// promote): the request may take that long plus `--request-timeout`.
+    pub async fn post_waiting<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+        waits: Duration,
+    ) -> Result<T, Failure> {
+        let req = self.request(Method::POST, path).json(body).timeout(self.timeout.saturating_add(waits));
+        let res = self.send(req, path).await?;
+        self.json(res, path).await
+    }
+
     /// PATCH a JSON body, with `If-Match` when a version is given.
     pub async fn patch<T: DeserializeOwned>(
         &self,
@@ -226,6 +246,15 @@ impl Server {
     /// DELETE `path`.
     pub async fn delete(&self, path: &str) -> Result<(), Failure> {
         self.send(self.request(Method::DELETE, path), path).await.map(drop)
+    }
+
+    /// DELETE `path` with `query`; the answer's JSON body, if it has one (a 202 request).
+    pub async fn delete_with(&self, path: &str, query: &[(&str, String)]) -> Result<Option<Value>, Failure> {
+        let res = self.send(self.request(Method::DELETE, path).query(query), path).await?;
+        if res.status() == StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        Ok(Some(self.json(res, path).await?))
     }
 }
 

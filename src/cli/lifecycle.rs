@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::commands::{parse, print_operation, wait_for};
 use super::http::{Failure, Server, check_name, problem_status, report_item};
 use super::output::{self, Format};
-use super::types::LifecycleResponse;
+use super::types::{BehindView, LifecycleResponse, TopicResultView};
 use super::{LifecycleArgs, TopicsArgs, TopicsCommand, Truncation};
 
 /// The five lifecycle operations.
@@ -151,13 +151,28 @@ struct Extra {
     fields: serde_json::Map<String, Value>,
     /// Flags that need fields the server may not have yet (`--promote`, `--all`).
     newer: Vec<&'static str>,
+    /// How long the server may wait before it answers (a promote's timeout).
+    waits: std::time::Duration,
 }
+
+/// A promote's timeout when none is given (the server's default).
+const PROMOTE_DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// The longest a promote may wait (the server refuses more).
+const PROMOTE_MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Impact rows listed in full up to this many; beyond, only partitions with something unmirrored.
+const IMPACT_ROWS: usize = 50;
 
 pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
     let server = Server::new(&a.conn)?;
     let format = a.conn.output;
     let (op, common, mut extra) = match a.command {
         TopicsCommand::Start(s) => {
+            if s.common.all {
+                return Err(Failure::Usage(
+                    "--all selects the topics of the mirror, which a start adds to: name the source topics or give a regex (every source topic: --topics '.*')".into(),
+                ));
+            }
             if s.quarantine && s.truncation != Truncation::Resync {
                 return Err(Failure::Usage("--quarantine only applies to --truncation resync".into()));
             }
@@ -166,23 +181,37 @@ pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
                 fields.insert("truncation".into(), json!("resync"));
                 fields.insert("quarantine".into(), json!(s.quarantine));
             }
-            (Op::Start, s.common, Extra { fields, newer: Vec::new() })
+            (Op::Start, s.common, Extra { fields, newer: Vec::new(), waits: Default::default() })
         }
         TopicsCommand::Stop(s) => {
             let mut fields = serde_json::Map::new();
             let mut newer = Vec::new();
+            let mut waits = std::time::Duration::ZERO;
             if s.promote {
                 fields.insert("require_caught_up".into(), json!(true));
+                if let Some(t) = s.promote_timeout.filter(|t| *t > PROMOTE_MAX_TIMEOUT) {
+                    return Err(Failure::Usage(format!(
+                        "--promote-timeout {}s is longer than a promote may wait (at most 600s)",
+                        t.as_secs()
+                    )));
+                }
                 if let Some(t) = s.promote_timeout {
                     fields.insert("timeout_ms".into(), json!(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
                 }
                 newer.push("--promote");
+                waits = s.promote_timeout.unwrap_or(PROMOTE_DEFAULT_TIMEOUT);
             }
-            (Op::Stop, s.common, Extra { fields, newer })
+            (Op::Stop, s.common, Extra { fields, newer, waits })
         }
-        TopicsCommand::Pause(c) => (Op::Pause, c, Extra { fields: Default::default(), newer: Vec::new() }),
-        TopicsCommand::Resume(c) => (Op::Resume, c, Extra { fields: Default::default(), newer: Vec::new() }),
-        TopicsCommand::Recover(c) => (Op::Recover, c, Extra { fields: Default::default(), newer: Vec::new() }),
+        TopicsCommand::Pause(c) => {
+            (Op::Pause, c, Extra { fields: Default::default(), newer: Vec::new(), waits: Default::default() })
+        }
+        TopicsCommand::Resume(c) => {
+            (Op::Resume, c, Extra { fields: Default::default(), newer: Vec::new(), waits: Default::default() })
+        }
+        TopicsCommand::Recover(c) => {
+            (Op::Recover, c, Extra { fields: Default::default(), newer: Vec::new(), waits: Default::default() })
+        }
     };
     check_name("mirror", &common.mirror)?;
     let path = format!("/api/v1/mirrors/{}/topics:{}", common.mirror, op.path());
@@ -217,10 +246,31 @@ pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
     }
     body.extend(extra.fields);
     body.insert("validate_only".into(), json!(common.validate_only));
-    let v: Value = match server.post(&path, &Value::Object(body)).await {
+    // Said before the call is sent: the mirror's approval policy may put it behind a second person.
+    let action = match op {
+        Op::Stop => Some("stop"),
+        Op::Start if body.get("truncation") == Some(&json!("resync")) => Some("resync"),
+        _ => None,
+    };
+    if let Some(action) = action.filter(|_| !common.validate_only) {
+        super::safety::announce(&server, &common.mirror, action, common.reason.as_deref(), common.break_glass).await?;
+    }
+    if let Some(r) = &common.reason {
+        body.insert("reason".into(), json!(r));
+    }
+    if common.break_glass {
+        body.insert("break_glass".into(), json!(true));
+    }
+    let v: Value = match server.post_waiting(&path, &Value::Object(body), extra.waits).await {
         Ok(v) => v,
         Err(f) => return Err(unsupported(f, &extra.newer)),
     };
+    if v["status"] == "pending_approval" {
+        if common.wait {
+            eprintln!("kmirror: the call waits for a second person's approval: nothing to wait for yet");
+        }
+        return super::safety::print_pending(&v, format);
+    }
     let r: LifecycleResponse = parse(&v, "lifecycle answer")?;
     let ok: Vec<&str> = r.results.iter().filter(|t| t.ok).map(|t| t.topic.as_str()).collect();
     let failed: Vec<&str> = r.results.iter().filter(|t| !t.ok).map(|t| t.topic.as_str()).collect();
@@ -253,7 +303,24 @@ pub async fn run(a: TopicsArgs) -> Result<(), Failure> {
             if waited.is_none() {
                 print_summary(op, &common.mirror, &r, &ok, &failed);
             }
+            print_unmirrored(&r);
+            print_behind(&r);
         }
+    }
+    // A promote that stopped its topics while the source still received records: those are not
+    // on the destination.
+    let late: Vec<String> = r
+        .results
+        .iter()
+        .filter(|t| t.ok)
+        .flat_map(|t| t.behind.iter().flatten().map(move |b| (t, b)))
+        .map(|(t, b)| format!("{}-{} ({} records)", t.topic, b.partition, b.lag_records.unwrap_or(0)))
+        .collect();
+    if !late.is_empty() {
+        return Err(Failure::Failed(format!(
+            "the topics stopped, but the source received records after the final check that are not on the destination (were the producers stopped?): {}",
+            late.join(", ")
+        )));
     }
     let wait_result = match waited {
         None => Ok(()),
@@ -305,6 +372,79 @@ fn print_summary(op: Op, mirror: &str, r: &LifecycleResponse, ok: &[&str], faile
     }
 }
 
+/// `topics stop --validate-only`: what a stop now would leave unmirrored, per partition (the
+/// numbers the dashboard's failover dialog shows).
+fn print_unmirrored(r: &LifecycleResponse) {
+    let with: Vec<&TopicResultView> = r.results.iter().filter(|t| t.unmirrored.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let rows: usize = with.iter().filter_map(|t| t.unmirrored.as_ref()).map(|u| u.partitions.len()).sum();
+    let all = rows <= IMPACT_ROWS;
+    let mut t = output::table(&["TOPIC", "PARTITION", "STATE", "UNMIRRORED-RECORDS", "UNMIRRORED-SECONDS"]);
+    let (mut records, mut seconds, mut quiet) = (0i64, 0f64, 0usize);
+    for topic in &with {
+        let Some(u) = &topic.unmirrored else { continue };
+        records += u.records;
+        seconds = seconds.max(u.seconds);
+        for p in &u.partitions {
+            if !all && p.records == 0 {
+                quiet += 1;
+                continue;
+            }
+            t.add_row(vec![
+                topic.topic.clone(),
+                p.partition.to_string(),
+                p.state.clone(),
+                p.records.to_string(),
+                format!("{:.1}", p.seconds),
+            ]);
+        }
+    }
+    println!();
+    if records == 0 {
+        println!("A stop now would leave nothing unmirrored.");
+    } else {
+        println!(
+            "A stop now would leave {records} record(s) unmirrored on the source (the oldest about {seconds:.1} s old):"
+        );
+    }
+    if rows > quiet {
+        println!("{}", output::render(&t));
+    }
+    if quiet > 0 {
+        println!("({quiet} partition(s) with nothing unmirrored are not listed.)");
+    }
+}
+
+/// A promote: the partitions whose source holds records the destination does not have.
+fn print_behind(r: &LifecycleResponse) {
+    let rows: Vec<(&TopicResultView, &BehindView)> =
+        r.results.iter().flat_map(|t| t.behind.iter().flatten().map(move |b| (t, b))).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let dash = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    let mut t = output::table(&["TOPIC", "PARTITION", "STATE", "LAG", "SOURCE-OFFSET", "MIRRORED-OFFSET"]);
+    for (topic, b) in &rows {
+        t.add_row(vec![
+            topic.topic.clone(),
+            b.partition.to_string(),
+            b.state.clone(),
+            dash(b.lag_records),
+            dash(b.source_last_stable_offset),
+            dash(b.mirrored_source_offset),
+        ]);
+    }
+    println!();
+    if rows.iter().any(|(topic, _)| topic.ok) {
+        println!("Records the source received after the promote's final check (not on the destination):");
+    } else {
+        println!("Not promoted: nothing was stopped. Partitions still behind their source:");
+    }
+    println!("{}", output::render(&t));
+}
+
 /// A 400/422 refusing a field a flag needs: this server does not have the feature yet.
 fn unsupported(f: Failure, newer: &[&'static str]) -> Failure {
     let refused_field = match &f {
@@ -338,6 +478,8 @@ mod tests {
             validate_only: false,
             wait: false,
             timeout: std::time::Duration::from_secs(1),
+            reason: None,
+            break_glass: false,
         }
     }
 

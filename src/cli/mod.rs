@@ -19,6 +19,7 @@ pub mod commands;
 pub mod http;
 pub mod lifecycle;
 pub mod output;
+pub mod safety;
 pub mod types;
 
 use std::path::PathBuf;
@@ -70,6 +71,10 @@ pub enum ClientCommand {
     Apply(apply::ApplyArgs),
     /// Write today's mirrors in the `apply` file format (TOML) to standard output.
     Export(apply::ExportArgs),
+    /// Two-person approval: list requests, approve or reject them.
+    Approvals(safety::ApprovalsArgs),
+    /// DR drills: run one on a canary topic, list them, print a report.
+    Drills(safety::DrillsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +104,12 @@ pub enum MirrorsCommand {
     Delete {
         /// The mirror's name.
         mirror: String,
+        /// Why (required when the mirror's approval policy covers deletes).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Admin only: delete it now although the policy wants a second person (with --reason).
+        #[arg(long)]
+        break_glass: bool,
     },
 }
 
@@ -138,7 +149,7 @@ pub struct LifecycleArgs {
     /// server which topics the selection matches, then sends the remaining names).
     #[arg(long, value_name = "REGEX")]
     pub exclude: Option<String>,
-    /// Every topic of the mirror (needs a server that supports `"all": true`).
+    /// Every topic of the mirror, however many (stop, pause, resume, recover).
     #[arg(long)]
     pub all: bool,
     /// Only check whether the call would be accepted; change nothing.
@@ -150,6 +161,14 @@ pub struct LifecycleArgs {
     /// With --wait: give up after this long (e.g. `90s`, `5m`); exit code 1.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, requires = "wait")]
     pub timeout: std::time::Duration,
+    /// Why: required when the mirror's approval policy covers the call (a failover, a resync),
+    /// which then waits for a second person.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Admin only: run a call the approval policy covers now, without a second person (with
+    /// --reason; recorded).
+    #[arg(long)]
+    pub break_glass: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -176,10 +195,11 @@ pub struct StopArgs {
     #[command(flatten)]
     pub common: LifecycleArgs,
     /// Planned switch-over: stop only once every selected partition has caught up with a
-    /// reachable source (needs a server that supports `require_caught_up`).
+    /// reachable source; if the timeout passes first, nothing is stopped and the partitions still
+    /// behind are listed (exit 1). Stop the producers on the source first.
     #[arg(long)]
     pub promote: bool,
-    /// With --promote: how long the server waits for the partitions to catch up [server default: 60s].
+    /// With --promote: how long the server waits for the partitions to catch up, at most 10m [server default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "promote")]
     pub promote_timeout: Option<std::time::Duration>,
 }
@@ -263,6 +283,8 @@ pub async fn run(command: ClientCommand) -> ExitCode {
         ClientCommand::Instances(a) => commands::instances(a).await,
         ClientCommand::Apply(a) => apply::apply(a).await,
         ClientCommand::Export(a) => apply::export(a).await,
+        ClientCommand::Approvals(a) => safety::approvals(a).await,
+        ClientCommand::Drills(a) => safety::drills(a).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

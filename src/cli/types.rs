@@ -42,6 +42,94 @@ pub struct MirrorView {
     /// Not served yet (the discovery issue's topic policy).
     #[serde(default)]
     pub topic_exclude: Option<Vec<String>>,
+    /// Which calls need a second person's approval (absent from older servers: none known).
+    #[serde(default)]
+    pub approval: Option<ApprovalPolicyView>,
+}
+
+/// `ApprovalPolicyDto`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ApprovalPolicyView {
+    #[serde(default)]
+    pub required_for: Vec<String>,
+    pub expires_after_seconds: u64,
+}
+
+/// `Approval`: a request waiting for (or past) a second person's decision.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalView {
+    pub id: String,
+    pub mirror: String,
+    pub action: String,
+    pub status: String,
+    pub reason: String,
+    pub requested_by: String,
+    pub expires_at: String,
+    #[serde(default)]
+    pub decided_by: Option<String>,
+    #[serde(default)]
+    pub executed_operation_id: Option<String>,
+}
+
+/// `ApprovalPending`: the 202 answer of a call that waits for a second person.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalPendingView {
+    pub operation_id: String,
+    pub approval: ApprovalView,
+}
+
+/// `GET /api/v1/approvals` (`ApprovalsResponse`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApprovalsResponse {
+    pub items: Vec<ApprovalView>,
+}
+
+/// `DecisionResponse`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DecisionResponse {
+    pub approval: ApprovalView,
+    #[serde(default)]
+    pub result: Option<LifecycleResponse>,
+    #[serde(default)]
+    pub error: Option<TopicProblemView>,
+}
+
+/// `DrillStarted`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillStartedView {
+    pub operation_id: String,
+    pub status: String,
+}
+
+/// `Drill`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillView {
+    pub id: String,
+    pub mirror: String,
+    pub status: String,
+    #[serde(default)]
+    pub result: Option<String>,
+    pub requested_by: String,
+    pub requested_at: String,
+    pub canary_topic: String,
+    pub steps: Vec<DrillStepView>,
+    #[serde(default)]
+    pub report: Option<serde_json::Value>,
+}
+
+/// `DrillStepDto`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillStepView {
+    pub name: String,
+    pub status: String,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// `GET /api/v1/mirrors/{mirror}/drills` (`DrillsResponse`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct DrillsResponse {
+    pub items: Vec<DrillView>,
 }
 
 /// `SourceBody`.
@@ -113,6 +201,42 @@ pub struct TopicResultView {
     pub ok: bool,
     #[serde(default)]
     pub error: Option<TopicProblemView>,
+    /// `validate_only` of a stop: what it would leave unmirrored.
+    #[serde(default)]
+    pub unmirrored: Option<UnmirroredView>,
+    /// A promote: partitions whose source holds records the destination does not have.
+    #[serde(default)]
+    pub behind: Option<Vec<BehindView>>,
+}
+
+/// `UnmirroredResult`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnmirroredView {
+    pub records: i64,
+    pub seconds: f64,
+    pub partitions: Vec<UnmirroredPartitionView>,
+}
+
+/// `UnmirroredPartition`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnmirroredPartitionView {
+    pub partition: i32,
+    pub state: String,
+    pub records: i64,
+    pub seconds: f64,
+}
+
+/// `PartitionBehindResult`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BehindView {
+    pub partition: i32,
+    pub state: String,
+    #[serde(default)]
+    pub lag_records: Option<i64>,
+    #[serde(default)]
+    pub source_last_stable_offset: Option<i64>,
+    #[serde(default)]
+    pub mirrored_source_offset: Option<i64>,
 }
 
 /// `TopicProblem`.
@@ -137,10 +261,22 @@ pub struct OperationResponse {
     pub finished_at: Option<String>,
     pub outcome: String,
     pub results: Vec<TopicResultView>,
+    /// Absent from servers that answered every result at once.
+    #[serde(default)]
+    pub result_counts: Option<ResultCountsView>,
     #[serde(default)]
     pub error: Option<TopicProblemView>,
     #[serde(default)]
     pub progress: Option<OperationProgress>,
+}
+
+/// `ResultCounts`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct ResultCountsView {
+    pub total: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub omitted: u64,
 }
 
 /// `OperationProgress`.
@@ -149,6 +285,11 @@ pub struct OperationProgress {
     #[serde(default)]
     pub target_state: Option<String>,
     pub done: bool,
+    /// Over every page (absent from servers that answered every result at once).
+    #[serde(default)]
+    pub partitions_total: Option<u64>,
+    #[serde(default)]
+    pub partitions_done: Option<u64>,
     pub partitions: Vec<PartitionProgress>,
 }
 
@@ -265,12 +406,25 @@ mod tests {
             ("PartitionError", fields::<PartitionErrorView>()),
             ("LifecycleResponse", fields::<LifecycleResponse>()),
             ("TopicResult", fields::<TopicResultView>()),
+            ("UnmirroredResult", fields::<UnmirroredView>()),
+            ("UnmirroredPartition", fields::<UnmirroredPartitionView>()),
+            ("PartitionBehindResult", fields::<BehindView>()),
+            ("ResultCounts", fields::<ResultCountsView>()),
             ("TopicProblem", fields::<TopicProblemView>()),
             ("OperationResponse", fields::<OperationResponse>()),
             ("OperationProgress", fields::<OperationProgress>()),
             ("PartitionProgress", fields::<PartitionProgress>()),
             ("InstancesResponse", fields::<InstancesResponse>()),
             ("Instance", fields::<InstanceView>()),
+            ("ApprovalPolicyDto", fields::<ApprovalPolicyView>()),
+            ("Approval", fields::<ApprovalView>()),
+            ("ApprovalPending", fields::<ApprovalPendingView>()),
+            ("ApprovalsResponse", fields::<ApprovalsResponse>()),
+            ("DecisionResponse", fields::<DecisionResponse>()),
+            ("DrillStarted", fields::<DrillStartedView>()),
+            ("Drill", fields::<DrillView>()),
+            ("DrillStepDto", fields::<DrillStepView>()),
+            ("DrillsResponse", fields::<DrillsResponse>()),
             ("ProblemDetails", fields::<super::super::http::Problem>()),
         ];
         for (schema, client_fields) in checks {

@@ -387,6 +387,17 @@ pub fn failover_impact(next_source_offset: i64, source_last_stable_offset: i64) 
     }
 }
 
+/// What a promote's stop left on the source only: records committed there after its final check
+/// that the stop did not mirror. The mirror's copy ends at the further of the last stable offset
+/// the check found it caught up with (`checked_lso`; a position past trailing transaction markers
+/// may be above the committed one) and the final committed position (`final_next`: the stop's
+/// release commits what the data path read after the check); what the source holds beyond it by
+/// its last stable offset read after the stop (`lso_after_stop`) was written too late.
+#[must_use]
+pub fn written_after_check(checked_lso: i64, final_next: i64, lso_after_stop: i64) -> i64 {
+    (lso_after_stop - checked_lso.max(final_next)).max(0)
+}
+
 /// Source offsets a STOPPED partition's old source received after the failover: from the first
 /// offset known to be written after it (`first_after_stop`: the first record whose time is at or
 /// after the failover, or the source's end when kmirror first read it after the failover,
@@ -812,6 +823,17 @@ mod tests {
         );
         let i = input(None, None, (3, 2));
         assert!(matches!(decide_start(&i), Err(LineageError::InvalidLogBounds { .. })));
+    }
+
+    #[test]
+    fn records_written_after_a_promotes_check_are_what_its_stop_did_not_copy() {
+        // Nothing arrived after the check.
+        assert_eq!(written_after_check(100, 100, 100), 0);
+        // 5 arrived; the release committed 3 of them: 2 are on the source only.
+        assert_eq!(written_after_check(100, 103, 105), 2);
+        // A position past a trailing transaction marker: the marker is not a record left behind.
+        assert_eq!(written_after_check(101, 100, 101), 0);
+        assert_eq!(written_after_check(100, 100, 90), 0, "never negative");
     }
 
     #[test]

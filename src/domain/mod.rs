@@ -12,8 +12,10 @@
 //! - [`time`]: the timestamp type.
 
 pub mod action;
+pub mod approval;
 pub mod backoff;
 pub mod config_sync;
+pub mod drill;
 pub mod error_code;
 pub mod event;
 pub mod lineage;
@@ -25,6 +27,7 @@ pub mod secrets;
 pub mod state;
 pub mod throttle;
 pub mod time;
+pub mod topic_call;
 pub mod topic_policy;
 pub mod transition;
 

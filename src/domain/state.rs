@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 /// Where a mirror partition is in its lifecycle (KIP-1279 seed states).
 ///
 /// See [`transition`](super::transition()) for the edges between them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PartitionState {
     /// No record yet, the state store is still loading, or the topic was removed from the mirror.
+    #[default]
     Unknown,
     /// Checking identities, ensuring the destination topic and computing the start position.
     Preparing,

@@ -144,6 +144,8 @@ pub const fn rule(state: PartitionState, event: EventKind) -> Rule {
         | (E::Stopped, S::Stopping)
         | (E::Error, S::Unknown | S::Preparing | S::Mirroring | S::Pausing | S::Paused | S::Stopping | S::Failed)
         | (E::Retry | E::RetryEarly | E::Recover, S::Failed)
+        // A FAILED partition stays FAILED; what its retry does changes (`redirect_failed`).
+        | (E::Pause | E::Resume, S::Failed)
         | (E::Remove, S::Stopped | S::Failed)
         | (E::Loaded, S::Preparing | S::Mirroring | S::Pausing | S::Stopping | S::Failed) => Rule::Allowed,
         (E::Start, S::Preparing | S::Mirroring)
@@ -225,6 +227,14 @@ pub enum TransitionError {
     NotRecoverable {
         /// The recorded cause.
         code: ErrorCode,
+    },
+    /// A pause or resume of a FAILED partition that it cannot decide for ([`redirect_failed`]).
+    #[error("cannot {verb} a partition in state FAILED: {why}", verb = .event.verb())]
+    FailedNotRedirected {
+        /// The refused event.
+        event: EventKind,
+        /// Why, and what to do instead.
+        why: &'static str,
     },
     /// A retry before its backoff elapsed.
     #[error("cannot retry a partition in state FAILED yet: the next retry is due at {at}")]
@@ -339,6 +349,7 @@ pub fn transition_with(
         (S::Failed, Event::Error { code, message, jitter }) => fail_again(record, code, message, jitter, now, policy),
         (S::Failed, Event::Retry) => retry(record, now, policy, true),
         (S::Failed, Event::RetryEarly) => retry(record, now, policy, false),
+        (S::Failed, Event::Pause | Event::Resume) => redirect_failed_record(record, kind, now),
         (S::Failed, Event::Recover) => match recover_refusal(record) {
             Some(e) => Err(e),
             None => Ok(recover(record, now)),
@@ -637,6 +648,56 @@ fn retry(
         return Err(TransitionError::RetryNotDue { at });
     }
     Ok(leave_failed_to_retry(record, record.retry_count.saturating_add(1), now))
+}
+
+/// What a pause or resume does to a FAILED partition, decided from what it was doing when it
+/// failed (`failed_in`) and whether it failed during a resync:
+///
+/// - `Ok(Some(state))`: it stays FAILED, and its retry (automatic or a recover) goes on as if
+///   it had failed in `state`: a pause makes a partition that failed while mirroring pause
+///   instead of mirroring again; a resume makes one that failed while pausing mirror again.
+/// - `Ok(None)`: its retry does that already (it failed while pausing, or while mirroring).
+/// - `Err(why)`: the call cannot decide for it (it failed while starting, during a resync, or
+///   while being stopped); the operator recovers it or fails it over.
+///
+/// The one rule for both the state machine ([`transition_with`]) and the per-topic plan of a
+/// call (`super::topic_call`).
+pub fn redirect_failed(
+    kind: EventKind,
+    failed_in: Option<PartitionState>,
+    resync: bool,
+) -> Result<Option<PartitionState>, &'static str> {
+    use PartitionState as S;
+    match (kind, failed_in) {
+        (_, Some(S::Stopping | S::Stopped)) => {
+            Err("it failed while being failed over: stop it again to finish the failover")
+        }
+        (_, _) if resync => Err("it failed during a resync: recover it to finish the resync, or fail it over"),
+        (EventKind::Pause, Some(S::Pausing | S::Paused)) => Ok(None),
+        (EventKind::Pause, Some(S::Mirroring)) => Ok(Some(S::Pausing)),
+        (EventKind::Pause, _) => {
+            Err("it failed while starting: recover it (or fail it over), and pause it once it is MIRRORING")
+        }
+        (EventKind::Resume, Some(S::Pausing | S::Paused)) => Ok(Some(S::Mirroring)),
+        (EventKind::Resume, _) => Ok(None),
+        _ => Err("only a pause or a resume changes what a FAILED partition's retry does"),
+    }
+}
+
+/// A pause or resume of a FAILED partition ([`redirect_failed`]): a new record that stays
+/// FAILED with the new `previous_state`, so the retry goes where the operator asked.
+fn redirect_failed_record(record: &PartitionRecord, kind: EventKind, now: Timestamp) -> Result<Step, TransitionError> {
+    match redirect_failed(kind, record.failed_in(), record.truncation.is_resync()) {
+        Ok(None) => Err(TransitionError::AlreadyInState { state: record.state, event: kind }),
+        Ok(Some(target)) => {
+            let mut next = record.clone();
+            next.state_epoch = record.state_epoch.saturating_add(1);
+            next.updated_at = now;
+            next.previous_state = Some(target);
+            Ok(Step { next, actions: Vec::new() })
+        }
+        Err(why) => Err(TransitionError::FailedNotRedirected { event: kind, why }),
+    }
 }
 
 /// Why an operator's recover must not move this FAILED partition, if it must not.
@@ -1406,7 +1467,11 @@ mod tests {
     #[test]
     fn invalid_transition_messages_name_state_event_and_valid_states() {
         let cases = [
-            (stopped(), Event::Pause, "cannot pause a partition in state STOPPED (pause is valid from MIRRORING only)"),
+            (
+                stopped(),
+                Event::Pause,
+                "cannot pause a partition in state STOPPED (pause is valid from MIRRORING or FAILED only)",
+            ),
             (
                 paused(),
                 start(Truncation::None),
@@ -1415,7 +1480,7 @@ mod tests {
             (
                 stopped(),
                 Event::Resume,
-                "cannot resume a partition in state STOPPED (resume is valid from PAUSING or PAUSED only)",
+                "cannot resume a partition in state STOPPED (resume is valid from PAUSING, PAUSED or FAILED only)",
             ),
             (
                 mirroring(),
@@ -1442,8 +1507,8 @@ mod tests {
 
     #[test]
     fn valid_from_lists_the_allowed_states_in_lifecycle_order() {
-        assert_eq!(valid_from(EventKind::Pause), [S::Mirroring]);
-        assert_eq!(valid_from(EventKind::Resume), [S::Pausing, S::Paused]);
+        assert_eq!(valid_from(EventKind::Pause), [S::Mirroring, S::Failed]);
+        assert_eq!(valid_from(EventKind::Resume), [S::Pausing, S::Paused, S::Failed]);
         assert_eq!(valid_from(EventKind::Remove), [S::Stopped, S::Failed]);
         assert_eq!(
             valid_from(EventKind::Stop),

@@ -237,6 +237,7 @@ mod tests {
             expected_source_cluster_id: Some(source_cluster.into()),
             sync: SyncSpec::default(),
             replication_throttle_bytes_per_sec: None,
+            approval: Default::default(),
         };
         let mut loaded = Loaded::default();
         loaded.mirrors.push(LoadedMirror {

@@ -626,6 +626,8 @@ struct PipesInner {
     started: HashMap<String, u32>,
     /// The next data paths to start fail with this message (message, how many).
     fail_next_start: Option<(String, u32)>,
+    /// How each unassign of each mirror's data paths ended the open transaction, in order.
+    finishes: HashMap<String, Vec<(crate::kafka::pipe::Finish, bool)>>,
 }
 
 /// The data paths of every mirror.
@@ -673,6 +675,12 @@ impl FakePipes {
                 _ => Vec::new(),
             })
             .collect()
+    }
+
+    /// How each unassign of `mirror`'s data paths ended the open transaction, and whether it
+    /// fenced, in order.
+    pub(crate) fn finishes(&self, mirror: &str) -> Vec<(crate::kafka::pipe::Finish, bool)> {
+        lock(&self.inner).finishes.get(mirror).cloned().unwrap_or_default()
     }
 
     /// Data paths started for `mirror` so far.
@@ -828,7 +836,8 @@ impl FakePipe {
                 }
                 false
             }
-            PipeCommand::Unassign { partitions, fence, reply, .. } => {
+            PipeCommand::Unassign { partitions, finish, fence, reply, .. } => {
+                lock(&pipes.inner).finishes.entry(mirror.clone()).or_default().push((finish, fence));
                 let fail = {
                     let mut script = lock(&self.script);
                     let fail = script.fail_unassigns > 0;

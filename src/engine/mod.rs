@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::domain::Truncation;
+pub use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, Decision};
 pub use crate::domain::config_sync::{ConfigRow, ConfigStatus};
 pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
@@ -85,6 +86,9 @@ pub struct EngineConfig {
     /// when read (`[secrets] key_file`): without a key, plaintext secrets are refused unless the
     /// deployment allows them (`allow_plaintext`).
     pub sealer: crate::store::seal::Sealer,
+    /// Signs drill reports (HMAC-SHA-256, `[drills] signing_key_file`); without it a report
+    /// carries a plain SHA-256 digest.
+    pub drill_signing_key: Option<drills::DrillSigningKey>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -126,6 +130,7 @@ impl EngineConfig {
             request_timeout: Duration::from_secs(30),
             retry_policy: crate::domain::RetryPolicy::DEFAULT,
             sealer: crate::store::seal::Sealer::default(),
+            drill_signing_key: None,
         }
     }
 }
@@ -204,6 +209,9 @@ pub struct MirrorSpec {
     /// (`topics.exclude`; wins over `topic_include`).
     #[serde(default = "crate::domain::topic_policy::default_exclude")]
     pub topic_exclude: Vec<String>,
+    /// Which calls need a second person's approval (none by default).
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
 }
 
 /// A change to a mirror's definition; `None` fields are left alone.
@@ -218,15 +226,20 @@ pub struct MirrorUpdate {
     pub topic_include: Option<Vec<String>>,
     /// A new exclude list (replaces the old one).
     pub topic_exclude: Option<Vec<String>>,
+    /// A new approval policy (an empty `required_for` needs approval for nothing).
+    pub approval: Option<ApprovalPolicy>,
 }
 
 /// Which topics a lifecycle call is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopicSelector {
+    /// At most [`MAX_TOPICS_PER_CALL`] names.
     Names(Vec<String>),
     /// A regex matched against whole topic names (source topics for start, mirror topics
-    /// otherwise).
+    /// otherwise), matching any number of topics.
     Pattern(String),
+    /// Every topic of the mirror, however many (not for a start).
+    All,
 }
 
 /// A lifecycle operation on topics.
@@ -247,6 +260,18 @@ pub enum LifecycleOp {
 }
 
 impl LifecycleOp {
+    /// The call it makes on each topic (`domain::topic_call`).
+    pub fn call(self) -> crate::domain::topic_call::TopicCall {
+        use crate::domain::topic_call::TopicCall;
+        match self {
+            LifecycleOp::Start { .. } => TopicCall::Start,
+            LifecycleOp::Pause => TopicCall::Pause,
+            LifecycleOp::Resume => TopicCall::Resume,
+            LifecycleOp::Stop => TopicCall::Stop,
+            LifecycleOp::Recover => TopicCall::Recover,
+        }
+    }
+
     /// The operation kind it is recorded as.
     pub fn kind(self) -> OperationKind {
         match self {
@@ -282,6 +307,12 @@ pub use problem::ProblemKind;
 // What a recorded operation did.
 mod operation;
 pub use operation::OperationKind;
+// Two-person approval of destructive calls.
+mod approvals;
+pub use approvals::{ApprovalRecord, Executed, Gate, PendingCall};
+// Disaster-recovery drills on a canary topic.
+mod drills;
+pub use drills::{DrillOptions, DrillSigningKey, DrillStep, DrillView, default_canary};
 
 /// A per-topic failure of a lifecycle call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -317,6 +348,16 @@ pub struct OpResult {
     /// `validate_only`).
     #[serde(default)]
     pub saved_pattern: Option<SavedPattern>,
+    /// Per topic, what the operator should know beyond "accepted" (e.g. a pause of a topic
+    /// with FAILED partitions: they stay FAILED and pause when retried).
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
+    /// A promote ([`EngineHandle::promote`]): per topic, its partitions whose source holds records
+    /// the destination does not have. When the promote timed out (nothing was stopped), those
+    /// still behind; after a promote that stopped the topics, records written to the source
+    /// after its final check (none when producers were stopped first).
+    #[serde(default)]
+    pub behind: BTreeMap<String, Vec<PartitionBehind>>,
 }
 
 /// A pattern a lifecycle call saved in the mirror's topic policy.
@@ -338,6 +379,26 @@ impl Actor {
     }
 }
 
+/// One partition whose source holds records the destination does not have (see
+/// [`OpResult::behind`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionBehind {
+    pub partition: i32,
+    pub state: crate::domain::PartitionState,
+    /// The source's last stable offset, read for the check (`None`: the source did not answer).
+    pub source_last_stable_offset: Option<i64>,
+    /// The next source offset the destination is missing: everything before it is mirrored
+    /// (`None`: nothing mirrored yet).
+    pub mirrored_source_offset: Option<i64>,
+    /// Source records (offsets) not on the destination; `None` when the source did not answer.
+    pub lag_records: Option<i64>,
+}
+
+/// How long a promote waits for its partitions to catch up when the caller does not say.
+pub const PROMOTE_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a promote may wait.
+pub const PROMOTE_MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// A recorded operation: a lifecycle call or a mirror change, with who asked and the outcome.
 /// This is the audit trail; it is stored durably in `__mirror_state`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -352,8 +413,20 @@ pub struct OperationView {
     pub requested_at: i64,
     pub finished_at: Option<i64>,
     pub results: Vec<TopicOutcome>,
+    /// Per-topic results left out of `results` to keep the operation's record within the state
+    /// topic's message size (failures are kept first): how many succeeded and failed.
+    #[serde(default)]
+    pub results_omitted: OmittedResults,
     /// The instance that accepted the call (its partitions' owners carry it out).
     pub accepted_by: Option<String>,
+}
+
+/// Counts of per-topic results an operation's record does not hold (see
+/// [`OperationView::results_omitted`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmittedResults {
+    pub ok: u64,
+    pub failed: u64,
 }
 
 /// Who asked (for the audit trail).
@@ -399,18 +472,19 @@ pub fn check_client_properties(properties: &BTreeMap<String, String>) -> Result<
         .map_err(|e| EngineError::rejected(ProblemKind::InvalidProperty, e))
 }
 
-/// The most topics one lifecycle call may name, or its pattern may match. The coordinator applies
-/// one call's topics one after another (a start of 300 new topics takes seconds), so an unbounded
-/// list (20,000 names ran for 17 minutes) would hold every other start, create and refresh for
-/// that long. Stops and pauses do not wait for it (they go first, between two topics), but the
-/// rest does: split larger changes into several calls.
+/// The most topics one lifecycle call may name. It bounds the request body and a start's list: the
+/// coordinator applies one call's topics one after another (a start of 300 new topics takes
+/// seconds), so an unbounded list (20,000 names ran for 17 minutes) would hold every other start,
+/// create and refresh for that long; stops and pauses do not wait for it (they go first, between
+/// two topics). A `pattern`, or `all` (every topic of the mirror), is not capped: an operator who
+/// selects all of a mirror's 5,000 topics means all of them.
 pub const MAX_TOPICS_PER_CALL: usize = 1_000;
 
 /// The most group patterns a mirror's `sync.group_include` or `sync.group_exclude` may hold: each
 /// is matched against every consumer group of the source on every metadata refresh.
 pub const MAX_GROUP_PATTERNS: usize = 100;
 
-/// Checks a call's topic count against [`MAX_TOPICS_PER_CALL`].
+/// Checks a named list's length against [`MAX_TOPICS_PER_CALL`].
 pub fn check_topic_count(count: usize) -> Result<(), EngineError> {
     if count > MAX_TOPICS_PER_CALL {
         return Err(EngineError::rejected(
@@ -529,6 +603,9 @@ pub fn check_not_internal(name: &str, state_topic: &str) -> Result<(), EngineErr
     ))
 }
 
+// One message per API call or timer, moved once into the coordinator's queue: a few hundred
+// bytes more per message is not worth boxing every variant.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Request {
     CreateMirror {
         spec: MirrorSpec,
@@ -569,6 +646,28 @@ pub(crate) enum Request {
     Shutdown {
         reply: oneshot::Sender<()>,
     },
+    /// Writes an audit record (an approval request, decision or break-glass entry, a drill).
+    RecordOperation {
+        op: OperationView,
+        approval: Option<ApprovalRecord>,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// Writes a drill's record (its progress, then its report).
+    RecordDrill {
+        value: crate::store::DrillValue,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// What a drill needs of a mirror: its source connection (secrets opened) and the clusters.
+    DrillTarget {
+        mirror: String,
+        reply: oneshot::Sender<Result<drills::DrillTarget, EngineError>>,
+    },
+    /// Removes a STOPPED topic from a mirror (a drill's canary, once it failed over).
+    ForgetTopic {
+        mirror: String,
+        topic: String,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
 }
 
 /// One lifecycle call as the coordinator receives it (and as a start keeps it while its source
@@ -579,6 +678,8 @@ pub(crate) struct LifecycleCall {
     selector: TopicSelector,
     op: LifecycleOp,
     validate_only: bool,
+    /// A promote: stop only once every partition caught up, waiting at most this long.
+    promote: Option<Duration>,
     actor: Actor,
     reply: oneshot::Sender<Result<OpResult, EngineError>>,
     /// Who makes the call: an operator (recorded as its own operation; a pattern is saved in the
@@ -620,6 +721,10 @@ pub struct EngineHandle {
     snapshot: watch::Receiver<Arc<Snapshot>>,
     offset_maps: persist::OffsetMaps,
     operations: persist::Operations,
+    /// Approval records by the ID of the operation record that carries them.
+    approvals: approvals::Approvals,
+    /// One decision at a time on this instance (a request is never run twice from here).
+    deciding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for EngineHandle {
@@ -677,9 +782,9 @@ impl EngineHandle {
         self.call(|reply| Request::DeleteMirror { name, actor, reply }).await
     }
 
-    /// Starts, pauses, resumes or stops topics of a mirror: at most [`MAX_TOPICS_PER_CALL`]
-    /// (named or matched). Stops and pauses are served before other commands and between the
-    /// topics of a long one.
+    /// Starts, pauses, resumes or stops topics of a mirror: at most [`MAX_TOPICS_PER_CALL`] named,
+    /// any number matched by a pattern or selected by [`TopicSelector::All`] (not for a start).
+    /// Stops and pauses are served before other commands and between the topics of a long one.
     pub async fn lifecycle(
         &self,
         mirror: &str,
@@ -707,10 +812,69 @@ impl EngineHandle {
                 validate_only,
                 actor,
                 reply,
+                promote: None,
                 origin: CallOrigin::Single { exclude: false },
             })
         })
         .await
+    }
+
+    /// A planned switch-over (promote): stops the selected topics only once every one of their
+    /// partitions has caught up with its source, checked against the source's last stable
+    /// offsets read fresh; waits up to `timeout` ([`PROMOTE_MAX_TIMEOUT`] at most) for that. If the
+    /// timeout passes first nothing is stopped, and the answer lists the partitions still behind
+    /// ([`OpResult::behind`], `not-caught-up` per topic). Other commands, stops and pauses
+    /// included, are served while it waits.
+    ///
+    /// What is guaranteed: every record the source had committed when kmirror made its final
+    /// check is on the destination when the topics stop; the data path commits (instead of
+    /// aborting) what it read after the check, and a record written after that is reported in
+    /// the answer (`behind` of a topic that stopped). With producers stopped first (the runbook),
+    /// nothing is lost.
+    pub async fn promote(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        timeout: Duration,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
+        if let TopicSelector::Names(names) = &selector {
+            check_topic_count(names.len())?;
+        }
+        let mirror = mirror.to_string();
+        let promote = Some(timeout.min(PROMOTE_MAX_TIMEOUT));
+        let op = LifecycleOp::Stop;
+        self.call_on(&self.priority_tx, |reply| {
+            Request::Lifecycle(LifecycleCall {
+                mirror,
+                selector,
+                op,
+                validate_only: false,
+                promote,
+                actor,
+                reply,
+                origin: CallOrigin::Single { exclude: false },
+            })
+        })
+        .await
+    }
+
+    /// A stop as the caller asked it: plain, adding its topics to the topic policy's exclusions,
+    /// or a promote (once every partition caught up, waiting at most `promote`). The API and an
+    /// approved request run stops through here.
+    pub async fn stop_as_asked(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        exclude: bool,
+        promote: Option<Duration>,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
+        match promote {
+            Some(timeout) => self.promote(mirror, selector, timeout, actor).await,
+            None if exclude => self.stop_and_exclude(mirror, selector, false, actor).await,
+            None => self.lifecycle(mirror, selector, LifecycleOp::Stop, false, actor).await,
+        }
     }
 
     /// A stop (failover) that also adds its topics to the mirror's `topic_exclude` (the pattern,
@@ -732,6 +896,7 @@ impl EngineHandle {
                 selector,
                 op: LifecycleOp::Stop,
                 validate_only,
+                promote: None,
                 actor,
                 reply,
                 origin: CallOrigin::Single { exclude: true },

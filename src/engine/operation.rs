@@ -21,11 +21,21 @@ pub enum OperationKind {
     CreateMirror,
     UpdateMirror,
     DeleteMirror,
+    /// A call that waits for a second person's approval (the request).
+    ApprovalRequest,
+    /// A second person approved a request (it then runs as its own operation).
+    Approve,
+    /// A second person rejected a request: nothing ran.
+    Reject,
+    /// An admin ran a call at once, without a second person, giving a break-glass reason.
+    BreakGlass,
+    /// A disaster-recovery drill on a canary topic.
+    Drill,
     Unknown,
 }
 
 impl OperationKind {
-    pub const ALL: [OperationKind; 8] = [
+    pub const ALL: [OperationKind; 13] = [
         OperationKind::Start,
         OperationKind::Pause,
         OperationKind::Resume,
@@ -34,6 +44,11 @@ impl OperationKind {
         OperationKind::CreateMirror,
         OperationKind::UpdateMirror,
         OperationKind::DeleteMirror,
+        OperationKind::ApprovalRequest,
+        OperationKind::Approve,
+        OperationKind::Reject,
+        OperationKind::BreakGlass,
+        OperationKind::Drill,
     ];
 
     /// The stable slug stored in `__mirror_state` and shown by the API.
@@ -47,6 +62,11 @@ impl OperationKind {
             OperationKind::CreateMirror => "create_mirror",
             OperationKind::UpdateMirror => "update_mirror",
             OperationKind::DeleteMirror => "delete_mirror",
+            OperationKind::ApprovalRequest => "approval_request",
+            OperationKind::Approve => "approve",
+            OperationKind::Reject => "reject",
+            OperationKind::BreakGlass => "break_glass",
+            OperationKind::Drill => "drill",
             OperationKind::Unknown => "unknown",
         }
     }
@@ -67,6 +87,11 @@ impl OperationKind {
             OperationKind::CreateMirror => "Create mirror",
             OperationKind::UpdateMirror => "Update mirror",
             OperationKind::DeleteMirror => "Delete mirror",
+            OperationKind::ApprovalRequest => "Approval requested",
+            OperationKind::Approve => "Approved",
+            OperationKind::Reject => "Rejected",
+            OperationKind::BreakGlass => "Break-glass",
+            OperationKind::Drill => "DR drill",
             OperationKind::Unknown => "Other",
         }
     }
@@ -83,6 +108,11 @@ impl OperationKind {
             | OperationKind::CreateMirror
             | OperationKind::UpdateMirror
             | OperationKind::DeleteMirror
+            | OperationKind::ApprovalRequest
+            | OperationKind::Approve
+            | OperationKind::Reject
+            | OperationKind::BreakGlass
+            | OperationKind::Drill
             | OperationKind::Unknown => None,
         }
     }

@@ -20,9 +20,9 @@ use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationValue, PartitionKey, PartitionStateValue,
-    PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue, TopicResultValue,
-    TruncationValue,
+    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OmittedResultsValue, OperationValue, PartitionKey,
+    PartitionStateValue, PositionValue, RunValue, SourceClusterValue, StateRecord, StopValue, SyncSettingsValue,
+    TopicResultValue, TruncationValue,
 };
 
 use super::{MirrorSpec, OperationView, Problem, ProblemKind, SourceSpec, SyncSpec, TopicOutcome};
@@ -154,6 +154,10 @@ pub(crate) struct Loaded {
     pub offset_maps: HashMap<(String, String, i32), OffsetMap>,
     /// Recorded operations, oldest first.
     pub operations: Vec<OperationView>,
+    /// The approval records operations carry, by operation ID.
+    pub approvals: HashMap<String, super::ApprovalRecord>,
+    /// Every drill kept.
+    pub drills: Vec<crate::store::DrillValue>,
 }
 
 fn parts(n: i32) -> NonZeroU32 {
@@ -220,6 +224,10 @@ pub(crate) fn mirror(m: &StoredMirror, n: i32, sealer: &Sealer) -> StateWrite {
         // The defaults are written as absent, so a later version's defaults apply to them.
         topic_exclude: Some(m.spec.topic_exclude.clone())
             .filter(|e| *e != crate::domain::topic_policy::default_exclude()),
+        approval: (m.spec.approval != super::ApprovalPolicy::default()).then(|| crate::store::ApprovalPolicyValue {
+            required_for: m.spec.approval.required_for.iter().map(|a| a.as_str().to_string()).collect(),
+            expires_after_seconds: m.spec.approval.expires_after_seconds,
+        }),
     };
     write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: m.spec.name.clone() }, value)), n)
 }
@@ -349,8 +357,60 @@ pub(crate) fn last_mirror_epochs(mirror: &str, value: &LastMirrorEpochsValue, n:
     write(StateRecord::LastMirrorEpochs(Entry::put(MirrorKey { mirror: mirror.to_string() }, value.clone())), n)
 }
 
-/// The audit record of one operation.
+/// The most bytes an Operation record's per-topic results and topic list may take, encoded. The
+/// state topic keeps the brokers' default maximum message size (about 1 MiB, and librdkafka's
+/// `message.max.bytes` is 1,000,000), and the record also holds its key and other fields. About
+/// 8,000 results of topics with 20-character names fit.
+pub(crate) const MAX_OPERATION_RESULT_BYTES: usize = 768 * 1024;
+
+/// A per-topic result as its record stores it.
+fn result_value(r: &TopicOutcome) -> TopicResultValue {
+    TopicResultValue {
+        topic: r.topic.clone(),
+        outcome: if r.ok { "ok".into() } else { "error".into() },
+        error_code: r.error.as_ref().map(|e| e.kind.slug().to_string()),
+        message: r.error.as_ref().map(|e| e.detail.clone()),
+    }
+}
+
+/// The per-topic results an operation keeps, in their order: what fits its record
+/// ([`MAX_OPERATION_RESULT_BYTES`] for the results and the topic list), failures before successes;
+/// and how many of each it leaves out. The live instance keeps the same (the audit trail reads
+/// the same on every instance and after a restart); counts of the rest are exact.
+pub(crate) fn bound_results(results: Vec<TopicOutcome>) -> (Vec<TopicOutcome>, super::OmittedResults) {
+    let size = |r: &TopicOutcome| {
+        let encoded = serde_json::to_vec(&result_value(r)).map_or(usize::MAX / 4, |v| v.len());
+        // The result, the name again in the topic list, quotes and separators.
+        encoded + r.topic.len() + 4
+    };
+    let mut budget = MAX_OPERATION_RESULT_BYTES;
+    let mut keep = vec![false; results.len()];
+    let mut omitted = super::OmittedResults::default();
+    let failures_first =
+        (0..results.len()).filter(|i| !results[*i].ok).chain((0..results.len()).filter(|i| results[*i].ok));
+    for i in failures_first {
+        let n = size(&results[i]);
+        if n <= budget {
+            budget -= n;
+            keep[i] = true;
+        } else if results[i].ok {
+            omitted.ok += 1;
+        } else {
+            omitted.failed += 1;
+        }
+    }
+    let kept = results.into_iter().zip(keep).filter(|(_, k)| *k).map(|(r, _)| r).collect();
+    (kept, omitted)
+}
+
+/// The audit record of one operation (whose results [`bound_results`] bounded).
 pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
+    operation_with(op, None, n)
+}
+
+/// The audit record of one operation with the approval record it carries.
+pub(crate) fn operation_with(op: &OperationView, approval: Option<&super::ApprovalRecord>, n: i32) -> StateWrite {
+    let omitted = op.results_omitted;
     let value = OperationValue {
         id: op.id.clone(),
         mirror: op.mirror.clone(),
@@ -361,19 +421,35 @@ pub(crate) fn operation(op: &OperationView, n: i32) -> StateWrite {
         client_address: op.client_address.clone(),
         requested_at: op.requested_at,
         finished_at: op.finished_at,
-        results: op
-            .results
-            .iter()
-            .map(|r| TopicResultValue {
-                topic: r.topic.clone(),
-                outcome: if r.ok { "ok".into() } else { "error".into() },
-                error_code: r.error.as_ref().map(|e| e.kind.slug().to_string()),
-                message: r.error.as_ref().map(|e| e.detail.clone()),
-            })
-            .collect(),
+        results: op.results.iter().map(result_value).collect(),
         accepted_by: op.accepted_by.clone(),
+        results_omitted: (omitted.ok > 0 || omitted.failed > 0)
+            .then_some(OmittedResultsValue { ok: omitted.ok, failed: omitted.failed }),
+        approval: approval.map(super::ApprovalRecord::to_value),
     };
     write(StateRecord::Operation(Entry::put(value.key(), value)), n)
+}
+
+/// A drill's record.
+pub(crate) fn drill(value: &crate::store::DrillValue, n: i32) -> StateWrite {
+    write(StateRecord::Drill(Entry::put(value.key(), value.clone())), n)
+}
+
+/// Deletes a drill's record (the oldest beyond what is kept per mirror).
+pub(crate) fn drill_tombstone(mirror: &str, id: &str, n: i32) -> StateWrite {
+    let key = crate::store::DrillKey { mirror: mirror.to_string(), id: id.to_string() };
+    write(StateRecord::Drill(Entry::tombstone(key)), n)
+}
+
+/// The approval records of `state`'s operations, by operation ID.
+pub(crate) fn approvals_of(state: &MaterializedState) -> HashMap<String, super::ApprovalRecord> {
+    state
+        .operations()
+        .filter_map(|o| {
+            let a = o.approval.as_ref()?;
+            Some((o.id.clone(), super::ApprovalRecord::from_value(&o.mirror, a)?))
+        })
+        .collect()
 }
 
 /// An operation record as shown in the audit trail.
@@ -399,6 +475,10 @@ fn operation_view(v: &OperationValue) -> OperationView {
                 }),
             })
             .collect(),
+        results_omitted: v
+            .results_omitted
+            .map(|o| super::OmittedResults { ok: o.ok, failed: o.failed })
+            .unwrap_or_default(),
         accepted_by: v.accepted_by.clone(),
     }
 }
@@ -544,7 +624,12 @@ pub(crate) fn load(records: &[LogRecord], sealer: &Sealer) -> (Loaded, Vec<Strin
 
 /// The engine's model of everything in `state` (see [`load`]).
 pub(crate) fn load_state(state: &MaterializedState, warnings: &mut Vec<String>, sealer: &Sealer) -> Loaded {
-    let mut loaded = Loaded { operations: state.operations().map(operation_view).collect(), ..Default::default() };
+    let mut loaded = Loaded {
+        operations: state.operations().map(operation_view).collect(),
+        approvals: approvals_of(state),
+        drills: state.drills().cloned().collect(),
+        ..Default::default()
+    };
     for mv in state.mirrors() {
         let stored = stored_mirror(mv, sealer);
         let mut topics = Vec::new();
@@ -581,6 +666,18 @@ pub(crate) fn stored_mirror(mv: &MirrorValue, sealer: &Sealer) -> StoredMirror {
             replication_throttle_bytes_per_sec: mv.replication_throttle_bytes_per_sec.filter(|r| *r > 0),
             topic_include: mv.topic_include.clone(),
             topic_exclude: mv.topic_exclude.clone().unwrap_or_else(crate::domain::topic_policy::default_exclude),
+            approval: mv
+                .approval
+                .as_ref()
+                .map(|a| super::ApprovalPolicy {
+                    required_for: a
+                        .required_for
+                        .iter()
+                        .filter_map(|s| crate::domain::approval::ApprovalAction::parse(s))
+                        .collect(),
+                    expires_after_seconds: a.expires_after_seconds,
+                })
+                .unwrap_or_default(),
         },
         created_at: Timestamp::from_millis(mv.created_at),
         updated_at: Timestamp::from_millis(mv.updated_at),
@@ -655,6 +752,52 @@ mod tests {
     use crate::domain::PartitionState;
     use crate::store::MAX_PARTITION_COUNT;
 
+    /// An operation about 20,000 topics keeps what fits its record, failures first, in the call's
+    /// order; the record stays under librdkafka's and the brokers' default message size, counts
+    /// the rest, and reads back the same; a small operation keeps everything.
+    #[test]
+    fn an_operation_about_thousands_of_topics_keeps_what_fits_its_record() {
+        let outcome = |i: usize| {
+            let topic = format!("orders-eu-west-{i:06}-payments");
+            if i % 1000 == 7 {
+                let detail = format!("topic {topic:?}: partition 3 is FAILED: {}", "x".repeat(900));
+                TopicOutcome { topic, ok: false, error: Some(Problem { kind: ProblemKind::IllegalTransition, detail }) }
+            } else {
+                TopicOutcome { topic, ok: true, error: None }
+            }
+        };
+        let results: Vec<TopicOutcome> = (0..20_000).map(outcome).collect();
+        let (kept, omitted) = bound_results(results.clone());
+        assert_eq!(kept.iter().filter(|r| !r.ok).count(), 20, "every failure is kept");
+        assert_eq!(omitted.failed, 0);
+        assert_eq!(kept.len() as u64 + omitted.ok, 20_000);
+        assert!(omitted.ok > 10_000 && kept.len() > 5_000, "{} kept, {omitted:?}", kept.len());
+        let order: Vec<usize> = kept.iter().map(|k| results.iter().position(|r| r.topic == k.topic).unwrap()).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "kept in the call's order");
+        let view = OperationView {
+            id: "op-1".into(),
+            mirror: "m".into(),
+            kind: super::super::OperationKind::Stop,
+            topics: kept.iter().map(|r| r.topic.clone()).collect(),
+            requested_by: "alice".into(),
+            client_address: None,
+            requested_at: 1,
+            finished_at: Some(2),
+            results: kept,
+            results_omitted: omitted,
+            accepted_by: None,
+        };
+        let w = operation(&view, 16);
+        let size = w.key.len() + w.value.as_ref().map_or(0, Vec::len);
+        assert!(size < 1_000_000, "the record is {size} bytes");
+        assert!(size > 700_000, "the budget is used: {size} bytes");
+        let loaded = load(&log(&[w]), &crate::store::seal::Sealer::default()).0;
+        assert_eq!(loaded.operations, vec![view], "reads back as kept");
+
+        let few: Vec<TopicOutcome> = (0..50).map(outcome).collect();
+        assert_eq!(bound_results(few.clone()), (few, crate::engine::OmittedResults::default()));
+    }
+
     fn log(records: &[StateWrite]) -> Vec<LogRecord> {
         records
             .iter()
@@ -680,6 +823,7 @@ mod tests {
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
             replication_throttle_bytes_per_sec: None,
+            approval: None,
         };
         write(StateRecord::Mirror(Entry::put(MirrorKey { mirror: "m".into() }, value)), 4)
     }

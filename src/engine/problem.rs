@@ -77,14 +77,40 @@ problem_kinds! {
     SourceTlsFailed => ("source-tls-failed", 422, "TLS handshake with the source failed"),
     DestinationUnavailable => ("destination-unavailable", 503, "Destination cluster unavailable"),
     MirrorHasActiveTopics => ("mirror-has-active-topics", 409, "Mirror has topics that are not STOPPED"),
+    /// A call that needs a second person, a rejection or a break-glass call without a reason.
+    ReasonRequired => ("reason-required", 422, "A reason is required"),
+    /// No approval request with this ID (or no longer kept: the last 1,000 operations are).
+    ApprovalNotFound => ("approval-not-found", 404, "Approval request not found"),
+    /// The identity that asked for a call tried to approve or reject it: a second person must.
+    ApprovalSameIdentity => ("approval-same-identity", 403, "A second person must decide"),
+    /// The request was decided already (approved, rejected) or ran.
+    ApprovalNotPending => ("approval-not-pending", 409, "Approval request already decided"),
+    /// Nobody decided the request in time: it expired and will never run.
+    ApprovalExpired => ("approval-expired", 409, "Approval request expired"),
+    /// A break-glass call by an identity below the admin role.
+    BreakGlassNotAllowed => ("break-glass-not-allowed", 403, "Break-glass needs the admin role"),
+    /// A drill of this mirror is already running.
+    DrillRunning => ("drill-running", 409, "A drill is already running"),
+    /// The source refused to create the drill's canary topic (the mirror's principal may not
+    /// create topics there).
+    DrillCanaryRefused => ("drill-canary-refused", 422, "The source refused the canary topic"),
+    /// The drill's canary topic already exists (kmirror only ever deletes canaries it created).
+    DrillCanaryExists => ("drill-canary-exists", 409, "The canary topic already exists"),
+    /// No drill with this ID.
+    DrillNotFound => ("drill-not-found", 404, "Drill not found"),
+    /// A drill ran and one of its checks failed (its report says which).
+    DrillFailed => ("drill-failed", 422, "The drill failed"),
     /// Another kmirror instance with the same instance ID took over; this one no longer writes.
     Fenced => ("fenced", 409, "This instance is fenced"),
     ShuttingDown => ("shutting-down", 503, "Shutting down"),
     Internal => ("internal", 500, "Internal error"),
-    /// A call names (or its pattern matches) more topics than
-    /// [`MAX_TOPICS_PER_CALL`](super::MAX_TOPICS_PER_CALL), or a mirror lists more group patterns
-    /// than [`MAX_GROUP_PATTERNS`](super::MAX_GROUP_PATTERNS); nothing was changed.
+    /// A call names more topics than [`MAX_TOPICS_PER_CALL`](super::MAX_TOPICS_PER_CALL), or a
+    /// mirror lists more group patterns than [`MAX_GROUP_PATTERNS`](super::MAX_GROUP_PATTERNS);
+    /// nothing was changed.
     TooManyTopics => ("too-many-topics", 400, "Too many topics in one call"),
+    /// A promote (`topics:stop` with `require_caught_up`) timed out with partitions still behind
+    /// their source (or a source that did not answer): nothing was stopped.
+    NotCaughtUp => ("not-caught-up", 409, "Partitions have not caught up"),
 }
 
 impl ProblemKind {

@@ -21,6 +21,12 @@ pub struct Snapshot {
     pub mirrors: Vec<MirrorSnapshot>,
     /// The kmirror instances sharing the work, as this one sees them (DESIGN.md section 10).
     pub cluster: ClusterSnapshot,
+    /// Disaster-recovery drills of every mirror, newest first (`engine::drills`).
+    pub drills: Vec<super::DrillView>,
+    /// Break-glass calls this instance ran since it started: (mirror, action, count).
+    pub break_glass: Vec<(String, String, u64)>,
+    /// Approval requests and break-glass entries still kept, newest first (`engine::approvals`).
+    pub approvals: Vec<super::ApprovalRecord>,
 }
 
 /// The deployment (every instance with the same cluster name) as this instance sees it.
@@ -215,6 +221,8 @@ pub struct MirrorSnapshot {
     /// Per consumer group: last offset sync time and last error.
     pub groups: Vec<super::metadata::GroupSyncView>,
     pub topics: Vec<TopicSnapshot>,
+    /// Which calls need a second person's approval.
+    pub approval: super::ApprovalPolicy,
     /// The topic policy: source topics discovery starts (whole-name patterns).
     pub topic_include: Vec<String>,
     /// The topic policy's exclusions (win over `topic_include`).
@@ -348,7 +356,64 @@ pub struct TopicSnapshot {
     pub failback_mirror: Option<String>,
 }
 
+/// What a stop (failover) of a topic now would leave unmirrored: the one computation behind the
+/// failover dialog, `validate_only` of `topics:stop` and the CLI's `topics stop --validate-only`
+/// ([`TopicSnapshot::stop_impact`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopImpact {
+    /// Source records not on the destination, over every partition.
+    pub records: i64,
+    /// The largest of the partitions' `seconds`.
+    pub seconds: f64,
+    /// Every partition of the topic, by partition number.
+    pub partitions: Vec<PartitionStopImpact>,
+}
+
+/// What a stop now would leave unmirrored of one partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionStopImpact {
+    pub partition: i32,
+    pub state: PartitionState,
+    /// Source records (offsets) committed on the source and not mirrored yet: the lag,
+    /// `lineage::failover_impact` of the partition's position and the source's last stable
+    /// offset. 0 for a STOPPED partition (a stop changes nothing there).
+    pub records: i64,
+    /// How long ago the partition last had no lag: about the age of the oldest of those
+    /// records; 0 without lag.
+    pub seconds: f64,
+    pub source_last_stable_offset: Option<i64>,
+    pub mirrored_source_offset: Option<i64>,
+}
+
+impl PartitionSnapshot {
+    /// What a stop of this partition now would leave unmirrored.
+    pub fn stop_impact(&self) -> PartitionStopImpact {
+        let records = if self.state == PartitionState::Stopped { 0 } else { self.lag_records.max(0) };
+        PartitionStopImpact {
+            partition: self.partition,
+            state: self.state,
+            records,
+            seconds: if records > 0 { self.lag_seconds.max(0.0) } else { 0.0 },
+            source_last_stable_offset: self.source_last_stable_offset,
+            mirrored_source_offset: self.mirrored_source_offset,
+        }
+    }
+}
+
 impl TopicSnapshot {
+    /// What a stop of this topic now would leave unmirrored, per partition and in total, from
+    /// the snapshot's lag (refreshed about once a second).
+    pub fn stop_impact(&self) -> StopImpact {
+        let mut partitions: Vec<PartitionStopImpact> =
+            self.partitions.iter().map(PartitionSnapshot::stop_impact).collect();
+        partitions.sort_by_key(|p| p.partition);
+        StopImpact {
+            records: partitions.iter().map(|p| p.records).sum(),
+            seconds: partitions.iter().map(|p| p.seconds).fold(0.0, f64::max),
+            partitions,
+        }
+    }
+
     /// What the split-brain watch reports: the topic's writes to its old source after the
     /// failover ([`Self::source_writes_after_stop`]) unless a failback explains them.
     pub fn split_brain(&self) -> SourceWrites {
@@ -385,8 +450,8 @@ pub struct PartitionErrorView {
     pub recoverable: bool,
 }
 
-/// One mirrored partition.
-#[derive(Debug, Clone, Serialize)]
+/// One mirrored partition. `Default` is for tests that build a snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct PartitionSnapshot {
     pub topic: String,
     pub partition: i32,
@@ -424,4 +489,28 @@ pub struct PartitionSnapshot {
     pub slot: i32,
     /// The instance that owns the slot, when known.
     pub owner: Option<String>,
+    /// A FAILED partition's state when it failed (what its retry goes back to).
+    pub failed_in: Option<PartitionState>,
+    /// A start with truncation `resync` has not completed.
+    pub resync_pending: bool,
+}
+
+impl PartitionSnapshot {
+    /// What a lifecycle call needs to know of the partition (`domain::topic_call`).
+    #[must_use]
+    pub fn call_facts(&self) -> crate::domain::topic_call::PartitionFacts {
+        crate::domain::topic_call::PartitionFacts {
+            partition: self.partition,
+            state: self.state,
+            failed_in: self.failed_in,
+            resync: self.resync_pending,
+            foreign_write: self.error.as_ref().is_some_and(|e| !e.recoverable),
+        }
+    }
+}
+
+/// What lifecycle calls need to know of `partitions`.
+#[must_use]
+pub fn call_facts(partitions: &[PartitionSnapshot]) -> Vec<crate::domain::topic_call::PartitionFacts> {
+    partitions.iter().map(PartitionSnapshot::call_facts).collect()
 }

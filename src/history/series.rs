@@ -508,6 +508,8 @@ mod tests {
 
     fn part(topic: &str, p: i32, state: PartitionState, hwm: i64, mirrored: i64, records: u64) -> PartitionSnapshot {
         PartitionSnapshot {
+            failed_in: None,
+            resync_pending: false,
             topic: topic.into(),
             partition: p,
             state,
@@ -570,6 +572,7 @@ mod tests {
                 sync: Vec::new(),
                 groups: Vec::new(),
                 topics,
+                approval: Default::default(),
             }],
             ..Snapshot::default()
         }

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod client;
 pub mod consumer;
+pub mod drill;
 pub mod error;
 mod ffi;
 pub mod membership;

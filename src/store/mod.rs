@@ -16,10 +16,11 @@ pub mod state;
 
 pub use partitioning::{mirror_partition, murmur2, state_partition};
 pub use records::{
-    AclBindingValue, AclOperationValue, AclPatternTypeValue, AclPermissionValue, AclResourceTypeValue, DecodeError,
-    DesiredStateValue, EncodedRecord, Entry, ErrorValue, InstanceKey, InstanceValue, LastMirrorEpochsValue,
-    LmePartitionValue, LmeTopicValue, MAX_PARTITION_COUNT, MAX_RECORD_LIST_LEN, MirrorKey, MirrorTopicKey,
-    MirrorTopicValue, MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationKey, OperationValue, Part, PartitionKey,
+    AclBindingValue, AclOperationValue, AclPatternTypeValue, AclPermissionValue, AclResourceTypeValue,
+    ApprovalCallValue, ApprovalPolicyValue, ApprovalValue, DecodeError, DesiredStateValue, DrillKey, DrillStepValue,
+    DrillValue, EncodedRecord, Entry, ErrorValue, InstanceKey, InstanceValue, LastMirrorEpochsValue, LmePartitionValue,
+    LmeTopicValue, MAX_PARTITION_COUNT, MAX_RECORD_LIST_LEN, MirrorKey, MirrorTopicKey, MirrorTopicValue, MirrorValue,
+    OffsetRunsKey, OffsetRunsValue, OmittedResultsValue, OperationKey, OperationValue, Part, PartitionKey,
     PartitionStateValue, PositionValue, RecordKind, RunValue, SourceClusterValue, StateRecord, StopValue,
     SyncSettingsValue, TopicResultValue, TruncationValue, decode,
 };

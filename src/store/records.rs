@@ -85,11 +85,14 @@ pub enum RecordKind {
     OffsetRuns,
     /// The heartbeat of one kmirror instance sharing the cluster ([`InstanceValue`]).
     Instance,
+    /// A disaster-recovery drill of a mirror: its progress and, once finished, its report
+    /// ([`DrillValue`]).
+    Drill,
 }
 
 impl RecordKind {
     /// Every kind.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Mirror,
         Self::MirrorTopic,
         Self::MirrorPartitionState,
@@ -97,6 +100,7 @@ impl RecordKind {
         Self::Operation,
         Self::OffsetRuns,
         Self::Instance,
+        Self::Drill,
     ];
 
     /// The `"type"` name (stable; never renamed).
@@ -110,6 +114,7 @@ impl RecordKind {
             Self::Operation => "Operation",
             Self::OffsetRuns => "OffsetRuns",
             Self::Instance => "Instance",
+            Self::Drill => "Drill",
         }
     }
 
@@ -217,6 +222,15 @@ pub struct InstanceKey {
     pub instance: String,
 }
 
+/// The key of a Drill record: one per drill.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct DrillKey {
+    /// The mirror name.
+    pub mirror: String,
+    /// The drill's ID (the ID of the operation it runs as).
+    pub id: String,
+}
+
 impl OffsetRunsKey {
     /// The partition the batch belongs to.
     #[must_use]
@@ -259,6 +273,19 @@ pub struct MirrorValue {
     /// Topic policy: exclusions. Absent: the defaults (`domain::topic_policy::DEFAULT_EXCLUDE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_exclude: Option<Vec<String>>,
+    /// Which calls need a second person's approval, and how long a request waits; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalPolicyValue>,
+}
+
+/// A mirror's approval policy as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalPolicyValue {
+    /// The calls that need approval (`stop`, `delete`, `resync`, `failback`, `drill`), sorted; a
+    /// name this version does not know is kept and ignored.
+    pub required_for: Vec<String>,
+    /// How long a request waits for a decision, in seconds.
+    pub expires_after_seconds: u64,
 }
 
 /// An ACL binding as stored: its canonical record. The kinds are written as stable lowercase
@@ -652,12 +679,87 @@ pub struct OperationValue {
     pub requested_at: i64,
     /// When it finished; `None` while it runs.
     pub finished_at: Option<i64>,
-    /// The outcome per topic.
+    /// The outcome per topic. A call about thousands of topics keeps what fits the state
+    /// topic's message size, failures first (`results_omitted` counts the rest).
     pub results: Vec<TopicResultValue>,
     /// The instance that accepted the call (the owners of its partitions carry it out); absent
     /// from records written before instances shared a cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_by: Option<String>,
+    /// Per-topic results left out of `results` (absent when none were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results_omitted: Option<OmittedResultsValue>,
+    /// A call behind two-person approval: the request (its own record, rewritten as it is decided
+    /// and run), or, on the entries of its decision and execution, a copy naming the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalValue>,
+}
+
+/// How many per-topic results an Operation record left out, by outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmittedResultsValue {
+    /// Topics that succeeded.
+    pub ok: u64,
+    /// Topics that failed.
+    pub failed: u64,
+}
+
+/// A call that needed a second person, as stored with its operation records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalValue {
+    /// The request's operation ID.
+    pub request_id: String,
+    /// The call (`stop`, `delete`, `resync`, `failback`, `drill`).
+    pub action: String,
+    /// `pending`, `approved`, `executed`, `failed`, `rejected`, `break_glass` (expiry is not
+    /// written: a pending request past `expires_at` is expired).
+    pub status: String,
+    /// Why the requester (or a break-glass admin) asked.
+    pub reason: String,
+    /// The identity that asked.
+    pub requested_by: String,
+    /// The requester's client address.
+    pub client_address: Option<String>,
+    /// When it was asked (ms since the Unix epoch).
+    pub requested_at: i64,
+    /// When the request expires (ms since the Unix epoch).
+    pub expires_at: i64,
+    /// The identity that approved or rejected it.
+    pub decided_by: Option<String>,
+    /// When (ms since the Unix epoch).
+    pub decided_at: Option<i64>,
+    /// The decider's note (a rejection's reason).
+    pub decision_reason: Option<String>,
+    /// The operation the call ran as, once run.
+    pub executed_operation_id: Option<String>,
+    /// What to run.
+    pub call: ApprovalCallValue,
+}
+
+/// The call a request runs once approved: what the requester sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalCallValue {
+    /// Topic names (a lifecycle call).
+    pub topics: Vec<String>,
+    /// A topic pattern instead of names.
+    pub pattern: Option<String>,
+    /// Every topic of the mirror instead of names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+    /// A start's truncation mode.
+    pub truncation: TruncationValue,
+    /// A stop that also adds its topics to the mirror's `topic_exclude`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclude: bool,
+    /// A stop that is a promote: its wait for catch-up, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promote_timeout_ms: Option<u64>,
+    /// A drill's canary topic, when not the default.
+    pub canary_topic: Option<String>,
+    /// A drill's recovery time objective, in ms.
+    pub rto_objective_ms: Option<i64>,
+    /// A drill's recovery point objective, in ms.
+    pub rpo_objective_ms: Option<i64>,
 }
 
 impl OperationValue {
@@ -761,6 +863,54 @@ pub struct InstanceValue {
     pub started_at: i64,
 }
 
+/// One step of a drill, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrillStepValue {
+    /// The step (`create_canary`, `produce`, `commit_group`, `mirror`, `failover`, `verify`,
+    /// `cleanup`).
+    pub name: String,
+    /// `pending`, `running`, `done`, `failed`, `skipped`.
+    pub status: String,
+    /// When it started and finished (ms since the Unix epoch).
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    /// What it did, or why it failed.
+    pub detail: Option<String>,
+}
+
+/// The value of a Drill record: one disaster-recovery drill, rewritten as it progresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrillValue {
+    /// The drill's ID (as in the key).
+    pub id: String,
+    /// The mirror (as in the key).
+    pub mirror: String,
+    /// `running`, `passed`, `failed`, `interrupted` (its instance stopped while it ran).
+    pub status: String,
+    /// The identity that asked for it.
+    pub requested_by: String,
+    pub client_address: Option<String>,
+    /// The instance that runs it.
+    pub instance: String,
+    /// When it was asked and when it finished (ms since the Unix epoch).
+    pub requested_at: i64,
+    pub finished_at: Option<i64>,
+    /// The canary topic.
+    pub canary_topic: String,
+    /// Its steps, in order.
+    pub steps: Vec<DrillStepValue>,
+    /// Once finished: the report, as its canonical JSON (digest included), exactly as downloaded.
+    pub report: Option<String>,
+}
+
+impl DrillValue {
+    /// The record key.
+    #[must_use]
+    pub fn key(&self) -> DrillKey {
+        DrillKey { mirror: self.mirror.clone(), id: self.id.clone() }
+    }
+}
+
 impl InstanceValue {
     /// The record key.
     #[must_use]
@@ -795,6 +945,9 @@ impl<K, V> Entry<K, V> {
 }
 
 /// One decoded `__mirror_state` record.
+// Decoded one at a time and consumed at once (never stored in bulk), so the largest variant's
+// size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateRecord {
     /// A Mirror record.
@@ -811,6 +964,8 @@ pub enum StateRecord {
     OffsetRuns(Entry<OffsetRunsKey, OffsetRunsValue>),
     /// An Instance record (a heartbeat).
     Instance(Entry<InstanceKey, InstanceValue>),
+    /// A Drill record.
+    Drill(Entry<DrillKey, DrillValue>),
 }
 
 /// An encoded record, ready to produce to the state partition it names.
@@ -837,6 +992,7 @@ impl StateRecord {
             Self::Operation(_) => RecordKind::Operation,
             Self::OffsetRuns(_) => RecordKind::OffsetRuns,
             Self::Instance(_) => RecordKind::Instance,
+            Self::Drill(_) => RecordKind::Drill,
         }
     }
 
@@ -851,6 +1007,7 @@ impl StateRecord {
             Self::Operation(e) => e.value.is_none(),
             Self::OffsetRuns(e) => e.value.is_none(),
             Self::Instance(e) => e.value.is_none(),
+            Self::Drill(e) => e.value.is_none(),
         }
     }
 
@@ -866,6 +1023,7 @@ impl StateRecord {
             Self::Operation(e) => &e.key.mirror,
             Self::OffsetRuns(e) => &e.key.mirror,
             Self::Instance(e) => &e.key.instance,
+            Self::Drill(e) => &e.key.mirror,
         }
     }
 
@@ -893,6 +1051,7 @@ impl StateRecord {
             Self::Operation(e) => encode_entry(RecordKind::Operation, e),
             Self::OffsetRuns(e) => encode_entry(RecordKind::OffsetRuns, e),
             Self::Instance(e) => encode_entry(RecordKind::Instance, e),
+            Self::Drill(e) => encode_entry(RecordKind::Drill, e),
         };
         EncodedRecord { partition: self.state_partition(num_partitions), key, value }
     }
@@ -1092,6 +1251,9 @@ impl ValueOf<MirrorKey> for MirrorValue {
         list_len(kind, "sync.group_include", self.sync.group_include.len())?;
         list_len(kind, "sync.group_exclude", self.sync.group_exclude.len())?;
         list_len(kind, "created_acls", self.created_acls.len())?;
+        if let Some(a) = &self.approval {
+            list_len(kind, "approval.required_for", a.required_for.len())?;
+        }
         Ok(())
     }
 }
@@ -1136,7 +1298,17 @@ impl ValueOf<OperationKey> for OperationValue {
     fn check(&self, key: &OperationKey) -> Result<(), DecodeError> {
         same!(RecordKind::Operation, "mirror": key.mirror => self.mirror, "id": key.id => self.id);
         list_len(RecordKind::Operation, "topics", self.topics.len())?;
+        if let Some(a) = &self.approval {
+            list_len(RecordKind::Operation, "approval.call.topics", a.call.topics.len())?;
+        }
         list_len(RecordKind::Operation, "results", self.results.len())
+    }
+}
+
+impl ValueOf<DrillKey> for DrillValue {
+    fn check(&self, key: &DrillKey) -> Result<(), DecodeError> {
+        same!(RecordKind::Drill, "mirror": key.mirror => self.mirror, "id": key.id => self.id);
+        list_len(RecordKind::Drill, "steps", self.steps.len())
     }
 }
 
@@ -1208,6 +1380,7 @@ pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<StateRecord, D
         RecordKind::Operation => StateRecord::Operation(decode_entry(kind, key, value)?),
         RecordKind::OffsetRuns => StateRecord::OffsetRuns(decode_entry(kind, key, value)?),
         RecordKind::Instance => StateRecord::Instance(decode_entry(kind, key, value)?),
+        RecordKind::Drill => StateRecord::Drill(decode_entry(kind, key, value)?),
     })
 }
 
@@ -1291,6 +1464,10 @@ mod tests {
             sync: SyncSettingsValue::default(),
             created_acls: Vec::new(),
             replication_throttle_bytes_per_sec: Some(5_242_880),
+            approval: Some(ApprovalPolicyValue {
+                required_for: vec!["delete".to_owned(), "stop".to_owned()],
+                expires_after_seconds: 900,
+            }),
         };
         let topic = MirrorTopicValue {
             mirror: "m".to_owned(),
@@ -1326,6 +1503,41 @@ mod tests {
                 message: Some("3 local records".to_owned()),
             }],
             accepted_by: None,
+            results_omitted: Some(OmittedResultsValue { ok: 2, failed: 1 }),
+            approval: Some(ApprovalValue {
+                request_id: "op-1".to_owned(),
+                action: "stop".to_owned(),
+                status: "pending".to_owned(),
+                reason: "planned DR test".to_owned(),
+                requested_by: "alice".to_owned(),
+                client_address: None,
+                requested_at: 5,
+                expires_at: 905,
+                decided_by: None,
+                decided_at: None,
+                decision_reason: None,
+                executed_operation_id: None,
+                call: ApprovalCallValue { topics: vec!["orders".to_owned()], ..Default::default() },
+            }),
+        };
+        let drill = DrillValue {
+            id: "op-2".to_owned(),
+            mirror: "m".to_owned(),
+            status: "passed".to_owned(),
+            requested_by: "alice".to_owned(),
+            client_address: None,
+            instance: "kmirror-0".to_owned(),
+            requested_at: 7,
+            finished_at: Some(9),
+            canary_topic: "kmirror-drill.m".to_owned(),
+            steps: vec![DrillStepValue {
+                name: "produce".to_owned(),
+                status: "done".to_owned(),
+                started_at: Some(7),
+                finished_at: Some(8),
+                detail: Some("300 records".to_owned()),
+            }],
+            report: Some("{}".to_owned()),
         };
         let mirror_key = MirrorKey { mirror: "m".to_owned() };
         let state = partition_state();
@@ -1346,6 +1558,8 @@ mod tests {
             StateRecord::OffsetRuns(Entry::tombstone(runs.key().unwrap())),
             StateRecord::Instance(Entry::put(instance.key(), instance.clone())),
             StateRecord::Instance(Entry::tombstone(instance.key())),
+            StateRecord::Drill(Entry::put(drill.key(), drill.clone())),
+            StateRecord::Drill(Entry::tombstone(drill.key())),
         ]
     }
 
@@ -1782,7 +1996,7 @@ mod tests {
 
         #[test]
         fn decode_never_panics_on_mutated_records(
-            sample in 0_usize..14,
+            sample in 0_usize..16,
             flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<bool>()), 1..6),
         ) {
             let (mut key, mut value) = encoded_samples().swap_remove(sample);

@@ -22,15 +22,16 @@
 //!   end of that stretch of consecutive destination offsets (a transaction's records, ended by its
 //!   commit marker).
 //! - **Operations are bounded**: the newest [`MAX_OPERATIONS`] (by first appearance) are kept.
+//! - **Drills**: the last record of each drill wins; a tombstone removes it.
 //!
 //! [`MaterializedState::apply`] never panics; a record it rejects leaves the state unchanged.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::records::{
-    DecodeError, InstanceValue, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue, MirrorValue, OffsetRunsKey,
-    OffsetRunsValue, OperationKey, OperationValue, PartitionKey, PartitionStateValue, PositionValue, StateRecord,
-    decode,
+    DecodeError, DrillKey, DrillValue, InstanceValue, LastMirrorEpochsValue, MirrorTopicKey, MirrorTopicValue,
+    MirrorValue, OffsetRunsKey, OffsetRunsValue, OperationKey, OperationValue, PartitionKey, PartitionStateValue,
+    PositionValue, StateRecord, decode,
 };
 use crate::domain::offset_map::{OffsetMap, OffsetMapError, Run};
 
@@ -132,6 +133,7 @@ pub struct MaterializedState {
     operations: Operations,
     offset_maps: BTreeMap<PartitionKey, OffsetMap>,
     instances: BTreeMap<String, InstanceValue>,
+    drills: BTreeMap<DrillKey, DrillValue>,
 }
 
 impl Default for MaterializedState {
@@ -159,6 +161,7 @@ impl MaterializedState {
             operations: Operations::new(capacity),
             offset_maps: BTreeMap::new(),
             instances: BTreeMap::new(),
+            drills: BTreeMap::new(),
         }
     }
 
@@ -247,6 +250,14 @@ impl MaterializedState {
                 }
                 None => {
                     self.instances.remove(&entry.key.instance);
+                }
+            },
+            StateRecord::Drill(entry) => match entry.value {
+                Some(value) => {
+                    self.drills.insert(entry.key, value);
+                }
+                None => {
+                    self.drills.remove(&entry.key);
                 }
             },
         }
@@ -396,6 +407,11 @@ impl MaterializedState {
     pub fn instances(&self) -> impl Iterator<Item = &InstanceValue> {
         self.instances.values()
     }
+
+    /// Every drill, by (mirror, ID).
+    pub fn drills(&self) -> impl Iterator<Item = &DrillValue> {
+        self.drills.values()
+    }
 }
 
 #[cfg(test)]
@@ -423,6 +439,7 @@ mod tests {
                 sync: SyncSettingsValue::default(),
                 created_acls: Vec::new(),
                 replication_throttle_bytes_per_sec: None,
+                approval: None,
             },
         ))
     }
@@ -505,6 +522,8 @@ mod tests {
             finished_at,
             results: Vec::new(),
             accepted_by: None,
+            results_omitted: None,
+            approval: None,
         };
         StateRecord::Operation(Entry::put(value.key(), value))
     }

@@ -58,7 +58,14 @@ fn done_results(ui: &UiState, p: &Params) -> Option<view::ResultsView> {
     if id.is_empty() {
         return None;
     }
-    ui.app.engine.operation(id).map(|o| view::results_of(&o))
+    let o = ui.app.engine.operation(id)?;
+    if o.kind == crate::engine::OperationKind::ApprovalRequest
+        && let Some(a) =
+            ui.app.engine.approval(id).filter(|a| a.status_at(now()) == crate::engine::ApprovalStatus::Pending)
+    {
+        return Some(safety::pending_results(&a));
+    }
+    Some(view::results_of(&o))
 }
 
 // ----- overview ---------------------------------------------------------------------------------
@@ -376,15 +383,51 @@ pub async fn actions_post(
             }
         }
     }
-    let result = ui
-        .app
-        .engine
-        .lifecycle(&m, selector, engine_op, false, actor(&viewer, &addr))
-        .await
-        .map_err(|e| UiError::engine(&e))?;
+    // The mirror's approval policy: a failover, a resync or a confirmed failback may wait for a
+    // second person.
+    let approval_action = match engine_op {
+        LifecycleOp::Stop => Some(crate::domain::approval::ApprovalAction::Stop),
+        LifecycleOp::Start { truncation: Truncation::Resync { .. } } => {
+            Some(crate::domain::approval::ApprovalAction::Resync)
+        }
+        LifecycleOp::Start { truncation: Truncation::None } if f.get("failback_confirmed") == "1" => {
+            Some(crate::domain::approval::ApprovalAction::Failback)
+        }
+        _ => None,
+    };
+    let (names, pattern) = match &selector {
+        TopicSelector::Names(n) => (n.clone(), None),
+        TopicSelector::Pattern(p) => (Vec::new(), Some(p.clone())),
+        TopicSelector::All => (Vec::new(), None),
+    };
+    let all = selector == TopicSelector::All;
+    let truncation = match engine_op {
+        LifecycleOp::Start { truncation } => truncation,
+        _ => Truncation::None,
+    };
+    let call = crate::engine::PendingCall { topics: names, pattern, all, truncation, ..Default::default() };
+    let entry = match safety::gate(&ui, &viewer, &addr, &m, approval_action, call, &f).await? {
+        crate::engine::Gate::Pending(a) => {
+            tracing::info!(mirror = %m, op = op.value(), identity = %viewer.name, request = %a.request_id, "Dashboard action waits for approval.");
+            let back = local_path(f.get("back")).map(strip_done).unwrap_or_else(|| view::mirror_href(&m));
+            return safety::show(&headers, safety::pending_results(&a), back, &a.request_id);
+        }
+        crate::engine::Gate::Run(entry) => entry,
+    };
+    let result = ui.app.engine.lifecycle(&m, selector, engine_op, false, actor(&viewer, &addr)).await;
+    if let Some(entry) = &entry {
+        let executed = match &result {
+            Ok(r) => crate::engine::Executed::Lifecycle(r.clone()),
+            Err(e) => crate::engine::Executed::Refused(e.clone()),
+        };
+        if let Err(e) = ui.app.engine.approval_ran(entry, &executed).await {
+            tracing::warn!(entry = %entry.request_id, "cannot record what the break-glass call did: {e}");
+        }
+    }
+    let result = result.map_err(|e| UiError::engine(&e))?;
     tracing::info!(mirror = %m, op = op.value(), identity = %viewer.name, operation = %result.operation_id, "Dashboard action.");
     if is_htmx(&headers) {
-        let r = view::results(&m, op.label(), &result.operation_id, &result.results);
+        let r = view::results(&m, op.label(), &result.operation_id, &result.results).with_notes(&result.notes);
         let mut resp = html(pages::results(r)?);
         // Refresh the live regions now instead of at the next tick.
         resp.headers_mut().insert("HX-Trigger", HeaderValue::from_static("kmirror:refresh"));
@@ -494,6 +537,10 @@ pub async fn mirror_create_post(
         },
         topic_include: pattern_lines(&include_text),
         topic_exclude: pattern_lines(&exclude_text),
+        approval: match approval_from_form(&f) {
+            Ok(a) => a,
+            Err(e) => return again(StatusCode::BAD_REQUEST, e),
+        },
     };
     match ui.app.engine.create_mirror(spec, actor(&viewer, &addr)).await {
         Ok(()) => Ok(Redirect::to(&view::mirror_href(&name)).into_response()),
@@ -502,6 +549,27 @@ pub async fn mirror_create_post(
             again(u.status, format!("{}: {}", u.title, u.detail))
         }
     }
+}
+
+/// The approval policy the New mirror form asks for: a checkbox per call, and the wait in
+/// minutes (empty: the default 15).
+fn approval_from_form(f: &Params) -> Result<crate::engine::ApprovalPolicy, String> {
+    use crate::domain::approval::ApprovalAction;
+    let mut policy = crate::engine::ApprovalPolicy::default();
+    for a in ApprovalAction::ALL {
+        if f.get(&format!("approval_{}", a.as_str())) == "on" {
+            policy.required_for.insert(a);
+        }
+    }
+    let minutes = f.get("approval_minutes").trim();
+    if !minutes.is_empty() {
+        let m: u64 =
+            minutes.parse().ok().filter(|m| (1..=10_080).contains(m)).ok_or_else(|| {
+                format!("Approval wait: give whole minutes from 1 to 10080 (7 days), not {minutes:?}.")
+            })?;
+        policy.expires_after_seconds = m * 60;
+    }
+    Ok(policy)
 }
 
 pub async fn mirror_delete_post(
@@ -523,7 +591,24 @@ pub async fn mirror_delete_post(
             format!("Type {m:?} exactly to delete the mirror. Nothing was changed."),
         ));
     }
-    ui.app.engine.delete_mirror(&m, actor(&viewer, &addr)).await.map_err(|e| UiError::engine(&e))?;
+    let action = Some(crate::domain::approval::ApprovalAction::Delete);
+    let entry = match safety::gate(&ui, &viewer, &addr, &m, action, crate::engine::PendingCall::default(), &f).await? {
+        crate::engine::Gate::Pending(a) => {
+            return safety::show(&headers, safety::pending_results(&a), view::mirror_href(&m), &a.request_id);
+        }
+        crate::engine::Gate::Run(entry) => entry,
+    };
+    let r = ui.app.engine.delete_mirror(&m, actor(&viewer, &addr)).await;
+    if let Some(entry) = &entry {
+        let executed = match &r {
+            Ok(()) => crate::engine::Executed::Deleted,
+            Err(e) => crate::engine::Executed::Refused(e.clone()),
+        };
+        if let Err(e) = ui.app.engine.approval_ran(entry, &executed).await {
+            tracing::warn!(entry = %entry.request_id, "cannot record what the break-glass delete did: {e}");
+        }
+    }
+    r.map_err(|e| UiError::engine(&e))?;
     Ok(Redirect::to("/").into_response())
 }
 
@@ -772,3 +857,7 @@ mod tests {
         assert!(parse_truncation("everything").is_err());
     }
 }
+
+// Two-person approval and DR drills.
+mod safety;
+pub use safety::{approve_post, drill_post, drill_report_get, reject_post, safety_live};

@@ -13,6 +13,8 @@
 //! | `POST /mirrors/{m}/actions` | pause / resume / failover / restart / start |
 //! | `GET /new-mirror`, `POST /mirrors` | create a mirror (admin) |
 //! | `POST /mirrors/{m}/delete` | delete a mirror (admin, typed confirmation) |
+//! | `POST /mirrors/{m}/drills`, `GET /mirrors/{m}/drills/{id}/report.json|md` | run a DR drill; its report |
+//! | `POST /approvals/{id}/approve|reject` | a second person's decision on a request |
 //! | `GET /operations`, `/operations/{id}`, `/audit` | operations with progress; the audit trail |
 //! | `GET /instances` | the kmirror instances sharing the work, their slots and heartbeats |
 //! | `GET /api/docs` | the interactive API reference (vendored Swagger UI over the OpenAPI document) |
@@ -102,6 +104,11 @@ pub fn router_with_sessions(state: AppState, sessions: Arc<SessionStore>) -> Rou
         .route("/mirrors/{m}/actions", post(handlers::actions_post))
         .route("/mirrors/{m}/delete", post(handlers::mirror_delete_post))
         .route("/mirrors/{m}/policy", post(handlers::mirror_policy_post))
+        .route("/ui/mirrors/{m}/safety", get(handlers::safety_live))
+        .route("/mirrors/{m}/drills", post(handlers::drill_post))
+        .route("/mirrors/{m}/drills/{id}/{file}", get(handlers::drill_report_get))
+        .route("/approvals/{id}/approve", post(handlers::approve_post))
+        .route("/approvals/{id}/reject", post(handlers::reject_post))
         .route("/operations", get(handlers::operations_get))
         .route("/ui/operations", get(handlers::operations_live))
         .route("/operations/{id}", get(handlers::operation_get))

@@ -72,6 +72,21 @@ pub struct MirrorPage {
     pub v: MirrorView,
     pub results: Option<ResultsView>,
     pub oob: bool,
+    /// Approvals and drills.
+    pub s: view::SafetyView,
+}
+
+/// The mirror page's approvals and drills, polled on their own.
+#[derive(Debug, Template)]
+#[template(path = "fragments/mirror_safety.html")]
+pub struct MirrorSafetyFragment {
+    pub s: view::SafetyView,
+}
+
+/// The approvals and drills section of mirror `name`.
+pub fn mirror_safety(snap: &Snapshot, name: &str, viewer: &Viewer, now: Timestamp) -> Result<String, UiError> {
+    snap.mirror(name).ok_or_else(|| no_mirror(name))?;
+    Ok(MirrorSafetyFragment { s: view::safety(snap, name, viewer, now) }.render()?)
 }
 
 #[derive(Debug, Template)]
@@ -381,7 +396,8 @@ pub fn mirror_with(
         Part::Page => {
             let chrome =
                 Chrome::new(name, "overview", Some(viewer.clone())).crumbs(vec![("Overview".into(), "/".into())]);
-            MirrorPage { chrome, v, results, oob: false }.render()?
+            let s = view::safety(snap, name, viewer, now);
+            MirrorPage { chrome, v, results, oob: false, s }.render()?
         }
         Part::Live => MirrorTopicsFragment { v, oob: true }.render()?,
     })

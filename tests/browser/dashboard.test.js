@@ -539,6 +539,89 @@ function produce(topic, n, prefix, bootstrap = SOURCE) {
     assert(tags.length > 0 && total === 7, `partition rows carry the counts: ${JSON.stringify(tags)}`);
   });
 
+  await test("run a DR drill from the mirror page and read its result", async () => {
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
+    await Promise.all([
+      admin.waitForResponse((r) => r.url().endsWith("/drills") && r.request().method() === "POST", { timeout: 60_000 }),
+      admin.click("button[data-run-drill]"),
+    ]);
+    await admin.waitForSelector("#results .results", { timeout: 30_000 });
+    const started = (await admin.textContent("#results")).replace(/\s+/g, " ");
+    assert(/DR drill .* started/.test(started), `the drill starts: ${started}`);
+    // Its steps show live while it runs, then the verdict and the figures.
+    await admin.waitForSelector('tr[data-drill-status="passed"], tr[data-drill-status="failed"]', { timeout: 180_000 });
+    const drill = admin.locator("tr[data-drill]").first();
+    assert((await drill.getAttribute("data-drill-status")) === "passed",
+      `the drill passed: ${(await drill.textContent()).replace(/\s+/g, " ")}`);
+    const cells = (await drill.locator("td").allTextContents()).map((t) => t.trim());
+    assert(/ms|s$/.test(cells[1]) && cells[2] === "0" && cells[3] === "0" && cells[4] === "exactly",
+      `RTO, lost, duplicated, group: ${JSON.stringify(cells)}`);
+    const href = await drill.locator("a[data-report-json]").getAttribute("href");
+    const report = await admin.request.get(`${BASE}${href}`);
+    assert(report.ok(), `the report downloads: ${report.status()}`);
+    const json = await report.json();
+    assert(json.result === "pass" && json.digest && json.digest.value.length === 64, `the report: ${JSON.stringify(json).slice(0, 300)}`);
+    await shot(admin, "18-drills");
+    // The drill's operation page shows its steps.
+    await admin.click(`tr[data-drill] th a`);
+    await admin.waitForSelector("[data-drill-detail]");
+    const steps = await admin.locator("[data-drill-detail] .steps li").count();
+    assert(steps === 7, `seven steps: ${steps}`);
+  });
+
+  await test("request a failover as one user and approve it as another", async () => {
+    // Failovers of this mirror need a second person (set through the API, as an admin).
+    const patched = await admin.request.patch(`${BASE}/api/v1/mirrors/${MIRROR}`, {
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      data: { approval: { required_for: ["stop"], expires_after_seconds: 900 } },
+    });
+    assert(patched.ok(), `the policy is set: ${patched.status()} ${await patched.text()}`);
+    const operator = await newPage();
+    await signIn(operator, OPERATOR);
+    await operator.goto(`${BASE}/mirrors/${MIRROR}`);
+    const before = await rowState(operator, B);
+    // The dialog says so before anything is sent, and asks for a reason.
+    const dialog = await openDialog(operator, B, "failover");
+    const note = (await dialog.textContent("[data-approval-required]")).replace(/\s+/g, " ");
+    assert(/needs a second person's approval/.test(note), `the dialog says approval is needed: ${note}`);
+    assert(/Request fail over/i.test(await dialog.locator('button[type="submit"]').textContent()), "the button says it requests");
+    await dialog.locator('input[name="reason"]').fill("planned DR test");
+    await dialog.locator('input[name="confirm"]').fill(B);
+    await operator.screenshot({ path: path.join(SHOTS, "19-failover-needs-approval.png") });
+    await Promise.all([
+      operator.waitForResponse((r) => r.url().endsWith("/actions") && r.request().method() === "POST", { timeout: 60_000 }),
+      dialog.locator('button[type="submit"]').click(),
+    ]);
+    await operator.waitForSelector("#results .results", { timeout: 30_000 });
+    const waiting = (await operator.textContent("#results")).replace(/\s+/g, " ");
+    assert(/waiting for a second person's approval/.test(waiting), `the request waits: ${waiting}`);
+    // Awaiting approval, with who asked and why; the requester cannot approve it.
+    await operator.waitForSelector("tr[data-request]", { timeout: 30_000 });
+    const pending = (await operator.textContent("tr[data-request]")).replace(/\s+/g, " ");
+    assert(/browser-operator/.test(pending) && /planned DR test/.test(pending), `who and why: ${pending}`);
+    assert((await operator.locator("tr[data-request] button[data-approve]").count()) === 0, "no approve button for the requester");
+    assert((await rowState(operator, B)) === before, "nothing stopped yet");
+    // The admin (another identity) approves it: the failover runs.
+    await admin.goto(`${BASE}/mirrors/${MIRROR}`);
+    await admin.waitForSelector("tr[data-request] button[data-approve]", { timeout: 30_000 });
+    await shot(admin, "20-approval-pending");
+    await admin.evaluate(() => { document.getElementById("results").innerHTML = ""; });
+    await Promise.all([
+      admin.waitForResponse((r) => /\/approvals\/.*\/approve$/.test(r.url()), { timeout: 60_000 }),
+      admin.click("tr[data-request] button[data-approve]"),
+    ]);
+    await admin.waitForSelector("#results .results", { timeout: 30_000 });
+    const approved = (await admin.textContent("#results")).replace(/\s+/g, " ");
+    assert(/Approved/.test(approved) && /accepted/.test(approved), `approved and run: ${approved}`);
+    await waitRowState(admin, B, "STOPPED");
+    await operator.waitForFunction(() => !document.querySelector("tr[data-request]"), null, { timeout: 30_000 });
+    const audit = await admin.request.get(`${BASE}/api/v1/audit?mirror=${MIRROR}`, { headers: { authorization: `Bearer ${VIEWER}` } });
+    const kinds = (await audit.json()).items.map((o) => o.kind);
+    assert(["approval_request", "approve", "stop"].every((k) => kinds.includes(k)), `audit: ${kinds.join(", ")}`);
+    await operator.context().close();
+  });
+
   await test("sign out ends the session", async () => {
     await admin.click('button:has-text("Sign out")');
     await admin.waitForURL(/\/signin/);

@@ -13,6 +13,7 @@ use crate::support::*;
 
 const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.yml");
 const RULE_TESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.test.yml");
+const DRILL_RULE_TESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.drills.test.yml");
 const DASHBOARD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/kmirror.json");
 
 /// Every metric name a real engine's `/metrics` declares (`# TYPE`), histograms with their series
@@ -88,7 +89,8 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
             "KmirrorSyncFailing",
             "KmirrorSnapshotStale",
             "KmirrorSlotWithoutOwner",
-            "KmirrorOldSourceWrittenAfterFailover"
+            "KmirrorOldSourceWrittenAfterFailover",
+            "KmirrorNoPassingDrill"
         ]
     );
     let duration = regex::Regex::new(r"^[0-9]+[smh]$").unwrap();
@@ -105,12 +107,14 @@ async fn alert_rules_load_and_name_only_exported_metrics() {
     match std::process::Command::new("promtool").args(["check", "rules", RULES]).output() {
         Ok(out) => {
             let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            assert!(out.status.success() && said.contains("SUCCESS: 7 rules found"), "promtool check rules:\n{said}");
+            assert!(out.status.success() && said.contains("SUCCESS: 8 rules found"), "promtool check rules:\n{said}");
         }
         Err(e) => eprintln!("promtool not found ({e}): checked the structure and the metric names only"),
     }
     // ...and each rule fires when it should, on series shaped like kmirror's (alerts.test.yml).
-    if let Ok(out) = std::process::Command::new("promtool").args(["test", "rules", RULE_TESTS]).output() {
+    if let Ok(out) =
+        std::process::Command::new("promtool").args(["test", "rules", RULE_TESTS, DRILL_RULE_TESTS]).output()
+    {
         let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && said.contains("SUCCESS"), "promtool test rules:\n{said}");
     }

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use crate::engine::keyed;
 use crate::support::*;
 
-const ADMIN: &str = "client-admin-token-0123456789abcdef0123";
+pub(crate) const ADMIN: &str = "client-admin-token-0123456789abcdef0123";
 const VIEWER: &str = "client-viewer-token-0123456789abcdef012";
 
-fn temp_file(name: &str, text: &str) -> PathBuf {
+pub(crate) fn temp_file(name: &str, text: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("{}-{name}", unique("kmirror-client")));
     std::fs::write(&p, text).unwrap();
     p
@@ -25,29 +25,29 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
 
 /// What a CLI run printed and how it exited.
 #[derive(Debug)]
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Out {
-    fn ok(&self) -> &Self {
+    pub(crate) fn ok(&self) -> &Self {
         assert_eq!(self.code, Some(0), "{self:#?}");
         self
     }
-    fn code(&self, want: i32) -> &Self {
+    pub(crate) fn code(&self, want: i32) -> &Self {
         assert_eq!(self.code, Some(want), "{self:#?}");
         self
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:#?}"))
     }
     /// The stdout line that starts with `prefix`, split into columns.
-    fn row(&self, prefix: &str) -> Vec<String> {
+    pub(crate) fn row(&self, prefix: &str) -> Vec<String> {
         self.try_row(prefix).unwrap_or_else(|| panic!("no line starting with {prefix:?}: {self:#?}"))
     }
-    fn try_row(&self, prefix: &str) -> Option<Vec<String>> {
+    pub(crate) fn try_row(&self, prefix: &str) -> Option<Vec<String>> {
         let line = self.stdout.lines().find(|l| l.starts_with(prefix))?;
         Some(line.split_whitespace().map(str::to_string).collect())
     }
@@ -55,16 +55,16 @@ impl Out {
 
 /// A `kmirror serve` child process on the rig with its own state topic, an admin and a viewer
 /// token; killed (and its state topic deleted) when dropped.
-struct Serve {
+pub(crate) struct Serve {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
     state_topic: String,
     ca: Option<PathBuf>,
     files: Vec<PathBuf>,
 }
 
 impl Serve {
-    async fn start(tls: bool) -> Serve {
+    pub(crate) async fn start(tls: bool) -> Serve {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let id = unique("client");
         let state_topic = format!("__mirror_state-{id}");
@@ -128,11 +128,11 @@ impl Serve {
         c
     }
 
-    async fn cli(&self, args: &[&str]) -> Out {
+    pub(crate) async fn cli(&self, args: &[&str]) -> Out {
         run(self.command(args)).await
     }
 
-    fn http(&self) -> reqwest::Client {
+    pub(crate) fn http(&self) -> reqwest::Client {
         let mut b = reqwest::Client::builder();
         if let Some(ca) = &self.ca {
             b = b.add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(ca).unwrap()).unwrap());
@@ -141,7 +141,7 @@ impl Serve {
     }
 
     /// Asks the server to re-read the mirror's source now (what a metadata refresh would find).
-    async fn refresh(&self, mirror: &str) {
+    pub(crate) async fn refresh(&self, mirror: &str) {
         let r = self
             .http()
             .post(format!("{}/api/v1/mirrors/{mirror}/refresh", self.url))
@@ -183,7 +183,7 @@ async fn run(mut cmd: Command) -> Out {
 }
 
 /// Deletes mirror-topic copies on the destination when the test ends.
-struct DestinationTopics(Vec<String>);
+pub(crate) struct DestinationTopics(pub(crate) Vec<String>);
 
 impl Drop for DestinationTopics {
     fn drop(&mut self) {
@@ -198,7 +198,7 @@ impl Drop for DestinationTopics {
     }
 }
 
-fn mirror_file(name: &str, extra: &str, props: &[(&str, &str)]) -> String {
+pub(crate) fn mirror_file(name: &str, extra: &str, props: &[(&str, &str)]) -> String {
     let mut text = format!(
         "[[mirror]]\nname = \"{name}\"\n{extra}[mirror.source]\nbootstrap_servers = \"{}\"\n[mirror.source.properties]\n",
         Cluster::Source.bootstrap()
@@ -210,7 +210,7 @@ fn mirror_file(name: &str, extra: &str, props: &[(&str, &str)]) -> String {
 }
 
 /// `describe` until `topic`'s partitions are all in `state`.
-async fn wait_state(s: &Serve, mirror: &str, topic: &str, partitions: usize, state: &str) {
+pub(crate) async fn wait_state(s: &Serve, mirror: &str, topic: &str, partitions: usize, state: &str) {
     eventually(&format!("{topic} {state}"), Duration::from_secs(90), || async {
         let out = s.cli(&["describe", "--mirror", mirror, "--topic", topic, "--output", "json"]).await;
         let v: Value = serde_json::from_str(&out.stdout).ok()?;
@@ -403,13 +403,9 @@ async fn client_commands_drive_a_mirror_through_its_lifecycle() {
     assert!(out.code(1).stdout.contains(&format!("Recovered 0 topic(s) in mirror {mirror}: []")), "{out:#?}");
     assert!(out.stderr.contains(&format!("kmirror: topic {bname}: source-unreachable: ")), "{out:#?}");
 
-    // Flags this server does not support yet: exit 2 with a clear message.
-    let out = s
-        .cli(&["topics", "stop", "--mirror", &mirror, "--topics", &a.name, "--promote", "--promote-timeout", "5s"])
-        .await;
-    assert!(out.code(2).stderr.contains("does not support --promote yet"), "{out:#?}");
-    let out = s.cli(&["topics", "pause", "--mirror", &mirror, "--all"]).await;
-    assert!(out.code(2).stderr.contains("does not support --all yet"), "{out:#?}");
+    // --all selects the mirror's topics: a start (which adds topics) cannot take it.
+    let out = s.cli(&["topics", "start", "--mirror", &mirror, "--all"]).await;
+    assert!(out.code(2).stderr.contains("--all selects the topics of the mirror"), "{out:#?}");
 
     // report and instances.
     let out = s.cli(&["report", &mirror]).await;

@@ -41,6 +41,7 @@ async fn create_with_policy(eng: &TestEngine, name: &str, include: Vec<String>, 
         replication_throttle_bytes_per_sec: None,
         topic_include: include,
         topic_exclude: exclude,
+        approval: Default::default(),
     };
     eng.handle.create_mirror(spec, actor()).await.expect("create mirror");
 }

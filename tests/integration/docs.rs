@@ -336,6 +336,7 @@ async fn mirror_fixture(url: &str, token: &str, topic: &str) {
 const PAGES: &[&str] = &[
     "README.md",
     "docs/api.md",
+    "docs/cli.md",
     "docs/configuration.md",
     "docs/getting-started.md",
     "docs/instances.md",
@@ -352,6 +353,11 @@ async fn docs_readme_examples_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docs_api_examples_run() {
     run_examples("docs/api.md").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docs_cli_examples_run() {
+    run_examples("docs/cli.md").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

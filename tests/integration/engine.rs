@@ -71,6 +71,7 @@ impl TestEngine {
                     expected_source_cluster_id: None,
                     sync: Default::default(),
                     replication_throttle_bytes_per_sec: None,
+                    approval: Default::default(),
                 },
                 actor(),
             )
@@ -1004,6 +1005,7 @@ async fn bad_requests_get_clear_errors() {
         expected_source_cluster_id: None,
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     assert_eq!(eng.handle.create_mirror(bad, actor()).await.unwrap_err().kind(), ProblemKind::InvalidName);
     let wrong_id = MirrorSpec {
@@ -1014,6 +1016,7 @@ async fn bad_requests_get_clear_errors() {
         expected_source_cluster_id: Some("AAAAAAAAAAAAAAAAAAAAAA".into()),
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     assert_eq!(
         eng.handle.create_mirror(wrong_id, actor()).await.unwrap_err().kind(),
@@ -1032,6 +1035,7 @@ async fn bad_requests_get_clear_errors() {
                 expected_source_cluster_id: None,
                 sync: Default::default(),
                 replication_throttle_bytes_per_sec: None,
+                approval: Default::default(),
             },
             actor(),
         )
@@ -1692,6 +1696,7 @@ async fn a_stop_answers_while_a_create_waits_for_an_unreachable_source() {
         expected_source_cluster_id: None,
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     let handle = eng.handle.clone();
     let create_started = std::time::Instant::now();
@@ -1905,6 +1910,7 @@ async fn a_rotated_source_password_reaches_the_running_data_path() {
                 expected_source_cluster_id: None,
                 sync: Default::default(),
                 replication_throttle_bytes_per_sec: None,
+                approval: Default::default(),
             },
             actor(),
         )

@@ -52,6 +52,7 @@ pub(crate) async fn create_failback_mirror(h: &EngineHandle) -> String {
             expected_source_cluster_id: None,
             sync: Default::default(),
             replication_throttle_bytes_per_sec: None,
+            approval: Default::default(),
         },
         actor(),
     )

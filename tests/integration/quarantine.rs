@@ -81,6 +81,7 @@ async fn failback_with_quarantine_keeps_the_divergent_records_then_resyncs() {
         expected_source_cluster_id: None,
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     a.create_mirror(spec, actor()).await.expect("create m2");
 

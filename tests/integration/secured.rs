@@ -115,6 +115,7 @@ async fn mirrors_end_to_end_through_sasl_scram_and_mutual_tls() {
                     expected_source_cluster_id: None,
                     sync: Default::default(),
                     replication_throttle_bytes_per_sec: None,
+                    approval: Default::default(),
                 },
                 actor(),
             )
@@ -157,6 +158,7 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
                 expected_source_cluster_id: None,
                 sync: Default::default(),
                 replication_throttle_bytes_per_sec: None,
+                approval: Default::default(),
             },
             actor(),
         )
@@ -174,6 +176,7 @@ async fn bad_credentials_and_refused_properties_never_echo_values() {
             expected_source_cluster_id: None,
             sync: Default::default(),
             replication_throttle_bytes_per_sec: None,
+            approval: Default::default(),
         };
         let handle = engine.handle.clone();
         async move { handle.create_mirror(spec, actor()).await.expect_err("refused properties") }
@@ -334,6 +337,7 @@ async fn secrets_are_encrypted_at_rest_and_a_wrong_key_fails_only_that_mirror() 
         expected_source_cluster_id: None,
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     engine
         .handle
@@ -421,6 +425,7 @@ async fn references_resolve_only_in_secret_properties_and_only_allowed_variables
             expected_source_cluster_id: None,
             sync: Default::default(),
             replication_throttle_bytes_per_sec: None,
+            approval: Default::default(),
         };
         async move { handle.create_mirror(spec, actor()).await }
     };
@@ -460,6 +465,7 @@ async fn refused_credentials_and_tls_handshakes_are_said_as_such() {
         expected_source_cluster_id: None,
         sync: Default::default(),
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     };
     let wrong = "wrong-password-9d2e71";
     let t0 = std::time::Instant::now();

@@ -38,6 +38,8 @@ fn viewer(role: Role) -> Viewer {
 fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionSnapshot {
     let mirrored = 10_000 + i64::from(p) * 10;
     PartitionSnapshot {
+        failed_in: None,
+        resync_pending: false,
         topic: topic.to_string(),
         partition: p,
         state,
@@ -133,6 +135,7 @@ fn mirror(name: &str, topics: Vec<TopicSnapshot>) -> MirrorSnapshot {
             },
         ],
         topics,
+        approval: Default::default(),
     }
 }
 
@@ -216,6 +219,7 @@ fn snapshot() -> Snapshot {
         destination_brokers: Vec::new(),
         mirrors: vec![healthy, broken],
         cluster: cluster(),
+        ..Default::default()
     })
 }
 
@@ -245,6 +249,7 @@ fn operations() -> Vec<OperationView> {
                     }),
                 },
             ],
+            results_omitted: Default::default(),
             accepted_by: None,
         },
         OperationView {
@@ -257,6 +262,7 @@ fn operations() -> Vec<OperationView> {
             requested_at: NOW - 86_400_000,
             finished_at: Some(NOW - 86_399_000),
             results: vec![],
+            results_omitted: Default::default(),
             accepted_by: None,
         },
     ]
@@ -844,6 +850,7 @@ fn hostile_strings_are_escaped_everywhere() {
             instances: vec![other, this],
             rebalances: 0,
         },
+        ..Default::default()
     });
     let ops = vec![OperationView {
         id: hostile("op"),
@@ -859,6 +866,7 @@ fn hostile_strings_are_escaped_everywhere() {
             ok: false,
             error: Some(Problem { kind: ProblemKind::Internal, detail: hostile("detail") }),
         }],
+        results_omitted: Default::default(),
         accepted_by: None,
     }];
     let mut v = viewer(Role::Admin);

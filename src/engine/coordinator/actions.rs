@@ -37,6 +37,19 @@ impl Planned {
     pub(super) fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
+
+    /// A promote's stop: the data path commits its open transaction instead of aborting it, so
+    /// what it read after the promote's check is mirrored rather than discarded. (A commit that
+    /// fails is aborted by the data path, and the final positions say what was committed.)
+    pub(super) fn commit_instead_of_abort(&mut self) {
+        for (_, _, actions) in &mut self.steps {
+            for a in actions.iter_mut() {
+                if *a == Action::AbortOpenTransaction {
+                    *a = Action::CommitOpenTransaction;
+                }
+            }
+        }
+    }
 }
 
 /// How the data path lets go of a partition, from `Unassign` and the actions next to it:
@@ -222,6 +235,7 @@ impl Coordinator {
                     for (t, parts) in by_topic {
                         self.stopped(mirror, &t, &parts, &ends);
                     }
+                    self.queue_last_mirror_epochs(mirror);
                 }
                 Err(e) => {
                     for (t, p) in &stop_points {

@@ -255,6 +255,7 @@ impl Coordinator {
             validate_only: false,
             actor: Actor::discovery(),
             reply,
+            promote: None,
             origin: CallOrigin::DiscoveryBatch,
         });
     }

@@ -522,6 +522,18 @@ impl Coordinator {
                     }
                 }
                 StateRecord::Operation(_) => operations_changed = true,
+                // Drills another instance runs (and this one's own, read back).
+                StateRecord::Drill(e) => {
+                    let key = (e.key.mirror.clone(), e.key.id.clone());
+                    match &e.value {
+                        Some(v) => {
+                            self.drills.insert(key, v.clone());
+                        }
+                        None => {
+                            self.drills.remove(&key);
+                        }
+                    }
+                }
                 // Heartbeats are read from the materialized state when the snapshot is built.
                 StateRecord::PartitionState(_) | StateRecord::OffsetRuns(_) | StateRecord::Instance(_) => {}
             }
@@ -532,6 +544,8 @@ impl Coordinator {
             let all = persist::load_state(&g.state, &mut warnings, &Default::default()).operations;
             let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
             *ops = all.into_iter().rev().take(persist::MAX_OPERATIONS).rev().collect();
+            // The approval records they carry (requests another instance recorded or decided).
+            *self.approvals.write().unwrap_or_else(|e| e.into_inner()) = persist::approvals_of(&g.state);
         }
         // Partition-level records, and every partition of a topic that just appeared.
         // (mirror, topic, partition) -> whether a lifecycle record of it came (only those can be

@@ -3,6 +3,7 @@
 
 use crate::domain::lineage::{FailbackPreview, LogBounds, StartDecision, StartInput, decide_start};
 use crate::domain::quarantine::QuarantinedPartition;
+use crate::domain::topic_call::{self, PartitionFacts, TopicCall, TopicPlan};
 
 use super::*;
 
@@ -37,6 +38,7 @@ impl Coordinator {
         let mut results = Vec::with_capacity(topics.len());
         let mut quarantined = BTreeMap::new();
         let mut failback = BTreeMap::new();
+        let mut notes = BTreeMap::new();
         // Pause, resume and stop run as one batch: one commit (pause), one abort and one fence
         // (stop), one assign (resume) for the data path, not one per topic (a failover of 1,000
         // partitions in 10 topics took 8 s the other way).
@@ -64,7 +66,12 @@ impl Coordinator {
                 continue;
             }
             let outcome = if let Some(done) = batched.as_mut().and_then(Iterator::next) {
-                done.map(|()| Vec::new())
+                done.map(|note| {
+                    if let Some(note) = note {
+                        notes.insert(topic.clone(), note);
+                    }
+                    Vec::new()
+                })
             } else {
                 // Internal topics are never started, whether named or matched by a pattern.
                 let checked = validate_topic_name(&topic).and_then(|()| match op {
@@ -136,7 +143,7 @@ impl Coordinator {
         if !validate_only && origin != CallOrigin::DiscoveryBatch {
             self.record_operation(&operation_id, mirror, op.kind(), actor, requested_at, results.clone()).await;
         }
-        Ok(OpResult { operation_id, results, quarantined, failback, saved_pattern })
+        Ok(OpResult { operation_id, results, quarantined, failback, saved_pattern, notes, behind: BTreeMap::new() })
     }
 
     /// Adds `patterns` to the mirror's `list` (`topic_include` or `topic_exclude`) and stores
@@ -204,9 +211,15 @@ impl Coordinator {
                         re.is_match(t) && !is_internal_topic(t, state_topic) && policy.excluded_by(t).is_none()
                     }));
                 }
-                check_topic_count(names.len())?;
+                // Not capped: a pattern selects what it matches (`MAX_TOPICS_PER_CALL`).
                 Ok(names.into_iter().collect())
             }
+            TopicSelector::All if matches!(op, LifecycleOp::Start { .. }) => Err(EngineError::rejected(
+                ProblemKind::InvalidName,
+                "a start names its topics or gives a pattern (every topic of the source: \".*\")",
+            )),
+            // Every topic of the mirror, however many.
+            TopicSelector::All => Ok(m.topics.keys().cloned().collect()),
         }
     }
 
@@ -219,7 +232,6 @@ impl Coordinator {
         op: LifecycleOp,
     ) -> Result<Option<FailbackPreview>, Problem> {
         let m = &self.mirrors[mirror];
-        let kind = op.event_kind();
         match m.topics.get(topic) {
             None if matches!(op, LifecycleOp::Start { .. }) => {
                 match self.source_topic(&*m.source_admin.clone(), topic).await {
@@ -241,11 +253,8 @@ impl Coordinator {
             Some(_) => {
                 if op == LifecycleOp::Recover {
                     self.check_not_halted(mirror)?;
-                    if let Some(p) = self.recover_refused(mirror, topic) {
-                        return Err(p);
-                    }
                 }
-                self.first_rejection(mirror, topic, kind, op.name())?;
+                self.plan_call(mirror, topic, op.call())?;
                 if op == (LifecycleOp::Start { truncation: Truncation::None }) {
                     // The restart's own check: refused over records that never crossed, or the
                     // failback plan of a round trip (what it will copy).
@@ -267,32 +276,15 @@ impl Coordinator {
         let now_ts = now();
         self.check_not_halted(mirror)?;
         let m = &self.mirrors[mirror];
-        // Already (being) mirrored: harmless repeat.
-        if let Some(t) = m.topics.get(topic) {
-            let states: BTreeSet<PartitionState> = t.partitions.values().map(|p| p.record.state).collect();
-            if states.iter().all(|s| matches!(s, PartitionState::Mirroring | PartitionState::Preparing)) {
+        // Already (being) mirrored: harmless repeat; a topic in a state a start does not apply
+        // to is refused with what to do instead (`domain::topic_call`, as the dashboard offers).
+        if m.topics.contains_key(topic) {
+            let plan = self.plan_call(mirror, topic, TopicCall::Start)?;
+            if !plan.changes_anything() {
                 return Ok(Vec::new());
             }
-            if let Some(bad) = states.iter().find(|s| {
-                !matches!(
-                    s,
-                    PartitionState::Stopped
-                        | PartitionState::Unknown
-                        | PartitionState::Mirroring
-                        | PartitionState::Preparing
-                )
-            }) {
-                let hint = match bad {
-                    PartitionState::Paused | PartitionState::Pausing => "resume it instead",
-                    PartitionState::Failed => "stop it first, then start it again",
-                    _ => "wait for the current operation to finish",
-                };
-                return Err(Problem {
-                    kind: ProblemKind::IllegalTransition,
-                    detail: format!("cannot start topic {topic:?}: a partition is {bad}; {hint}"),
-                });
-            }
         }
+        let m = &self.mirrors[mirror];
         // One destination topic has one mirror: a resync would delete another mirror's records, a
         // plain start would interleave two mirrors' records.
         if let Some((other, t)) = self
@@ -862,65 +854,53 @@ impl Coordinator {
         Ok(ends.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect())
     }
 
-    pub(super) fn topic_partitions_in(
-        &self,
-        mirror: &str,
-        topic: &str,
-        states: &[PartitionState],
-    ) -> Result<Vec<i32>, Problem> {
+    /// What lifecycle calls need to know of `topic`'s partitions (`domain::topic_call`).
+    fn topic_facts(&self, mirror: &str, topic: &str) -> Result<Vec<PartitionFacts>, Problem> {
         let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
-        Ok(t.partitions.iter().filter(|(_, p)| states.contains(&p.record.state)).map(|(i, _)| *i).collect())
+        Ok(t.partitions
+            .iter()
+            .map(|(p, rt)| PartitionFacts {
+                partition: *p,
+                state: rt.record.state,
+                failed_in: rt.record.failed_in(),
+                resync: rt.record.truncation.is_resync(),
+                foreign_write: crate::domain::recover_refusal(&rt.record).is_some(),
+            })
+            .collect())
     }
 
-    pub(super) fn first_rejection(
-        &self,
-        mirror: &str,
-        topic: &str,
-        kind: crate::domain::EventKind,
-        verb: &str,
-    ) -> Result<(), Problem> {
-        let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
-        for (i, p) in &t.partitions {
-            if let crate::domain::Rule::Rejected = crate::domain::rule(p.record.state, kind) {
-                let valid: Vec<String> = crate::domain::valid_from(kind).iter().map(|s| s.to_string()).collect();
-                return Err(Problem {
-                    kind: ProblemKind::IllegalTransition,
-                    detail: format!(
-                        "cannot {verb} topic {topic:?}: partition {i} is {} ({verb} is valid from {})",
-                        p.record.state,
-                        valid.join(", ")
-                    ),
-                });
-            }
-        }
-        Ok(())
+    /// What `call` does to `topic` (`domain::topic_call`, the one rule the dashboard's buttons
+    /// follow too), or why the topic is refused.
+    pub(super) fn plan_call(&self, mirror: &str, topic: &str, call: TopicCall) -> Result<TopicPlan, Problem> {
+        let facts = self.topic_facts(mirror, topic)?;
+        topic_call::plan(call, &facts)
+            .map_err(|r| Problem { kind: ProblemKind::IllegalTransition, detail: r.message(call, topic) })
     }
 
-    /// Checks a batch call's topics and applies `event` to the partitions of each that are in
-    /// `states`. Returns the per-topic outcome so far and the planned actions.
+    /// Checks a batch call's topics ([`Self::plan_call`]) and applies `event` to the partitions
+    /// each plan moves or redirects. Returns the per-topic outcome so far (with the plan's note)
+    /// and the planned actions.
     fn plan_batch(
         &mut self,
         mirror: &str,
         topics: &[String],
-        kind: crate::domain::EventKind,
-        verb: &str,
-        states: &[PartitionState],
+        call: TopicCall,
         event: impl Fn() -> Event,
-    ) -> (Vec<Result<(), Problem>>, Planned) {
+    ) -> (Vec<Result<Option<String>, Problem>>, Planned) {
         let mut planned = Planned::default();
         let outcomes = topics
             .iter()
             .map(|t| {
                 validate_topic_name(t)
                     .map_err(|e| Problem { kind: ProblemKind::InvalidName, detail: e.to_string() })?;
-                self.first_rejection(mirror, t, kind, verb)?;
-                for p in self.topic_partitions_in(mirror, t, states)? {
+                let plan = self.plan_call(mirror, t, call)?;
+                for &p in plan.moves.iter().chain(&plan.redirects) {
                     match self.apply(mirror, t, p, event()) {
                         Ok(actions) => planned.push(t, p, actions),
                         // A stop that did not finish left the partition STOPPING: run its
                         // sequence again (a stop is always worth finishing).
                         Err(TransitionError::AlreadyInState { state: PartitionState::Stopping, .. })
-                            if kind == crate::domain::EventKind::Stop =>
+                            if call == TopicCall::Stop =>
                         {
                             planned.push(t, p, crate::domain::stopping_actions())
                         }
@@ -928,7 +908,7 @@ impl Coordinator {
                         Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
                     }
                 }
-                Ok(())
+                Ok(plan.note(call))
             })
             .collect();
         (outcomes, planned)
@@ -939,10 +919,10 @@ impl Coordinator {
         &mut self,
         mirror: &str,
         topics: &[String],
-        mut outcomes: Vec<Result<(), Problem>>,
+        mut outcomes: Vec<Result<Option<String>, Problem>>,
         planned: Planned,
         verb: &str,
-    ) -> Vec<Result<(), Problem>> {
+    ) -> Vec<Result<Option<String>, Problem>> {
         if planned.is_empty() {
             return outcomes;
         }
@@ -964,21 +944,26 @@ impl Coordinator {
     }
 
     /// Pauses several topics of a mirror in one step: every MIRRORING partition goes PAUSING
-    /// (persisted once), the data path commits once and lets them go, then PAUSED.
-    pub(super) async fn pause_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        use crate::domain::EventKind;
-        let (outcomes, planned) =
-            self.plan_batch(mirror, topics, EventKind::Pause, "pause", &[PartitionState::Mirroring], || Event::Pause);
+    /// (persisted once), the data path commits once and lets them go, then PAUSED. A FAILED
+    /// partition stays FAILED and pauses when it is retried (`domain::topic_call`).
+    pub(super) async fn pause_topics(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+    ) -> Vec<Result<Option<String>, Problem>> {
+        let (outcomes, planned) = self.plan_batch(mirror, topics, TopicCall::Pause, || Event::Pause);
         self.finish_batch(mirror, topics, outcomes, planned, "pause").await
     }
 
     /// Resumes several topics of a mirror in one step: PAUSED partitions go back to MIRRORING
-    /// from their committed positions (one `Assign`); a partition still PAUSING prepares again.
-    pub(super) async fn resume_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        use crate::domain::EventKind;
-        let states = [PartitionState::Paused, PartitionState::Pausing];
-        let (outcomes, planned) =
-            self.plan_batch(mirror, topics, EventKind::Resume, "resume", &states, || Event::Resume);
+    /// from their committed positions (one `Assign`); a partition still PAUSING prepares again;
+    /// a FAILED one that failed while pausing mirrors when it is retried.
+    pub(super) async fn resume_topics(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+    ) -> Vec<Result<Option<String>, Problem>> {
+        let (outcomes, planned) = self.plan_batch(mirror, topics, TopicCall::Resume, || Event::Resume);
         self.finish_batch(mirror, topics, outcomes, planned, "resume").await
     }
 
@@ -986,34 +971,17 @@ impl Coordinator {
     /// FAILED partitions go back to what each was doing (PREPARING, PAUSING or STOPPING) with the
     /// retry count reset, whatever their error and retries, and run it at once, together (one
     /// prepare for all of them, as a takeover's). Partitions in other states are left alone; a
-    /// topic with a FOREIGN_WRITE partition is refused ([`crate::domain::recover_refusal`]).
-    pub(super) async fn recover_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        use crate::domain::EventKind;
+    /// topic with a FOREIGN_WRITE partition is refused whole (`domain::topic_call`).
+    pub(super) async fn recover_topics(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+    ) -> Vec<Result<Option<String>, Problem>> {
         if let Err(p) = self.check_not_halted(mirror) {
             return topics.iter().map(|_| Err(p.clone())).collect();
         }
-        // A topic with a partition a recover must not move is refused whole, before anything
-        // changes (as an illegal transition is); the others are recovered together.
-        let refused: Vec<Option<Problem>> = topics.iter().map(|t| self.recover_refused(mirror, t)).collect();
-        let allowed: Vec<String> =
-            topics.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(t, _)| t.clone()).collect();
-        let (outcomes, planned) =
-            self.plan_batch(mirror, &allowed, EventKind::Recover, "recover", &[PartitionState::Failed], || {
-                Event::Recover
-            });
-        let mut done = self.finish_batch(mirror, &allowed, outcomes, planned, "recover").await.into_iter();
-        refused.into_iter().map(|r| r.map_or_else(|| done.next().unwrap_or(Ok(())), Err)).collect()
-    }
-
-    /// Why a recover must leave `topic` alone ([`crate::domain::recover_refusal`]), if it must.
-    fn recover_refused(&self, mirror: &str, topic: &str) -> Option<Problem> {
-        let t = self.mirrors[mirror].topics.get(topic)?;
-        t.partitions.iter().find_map(|(p, rt)| {
-            crate::domain::recover_refusal(&rt.record).map(|e| Problem {
-                kind: ProblemKind::IllegalTransition,
-                detail: format!("cannot recover topic {topic:?}: partition {p}: {e}"),
-            })
-        })
+        let (outcomes, planned) = self.plan_batch(mirror, topics, TopicCall::Recover, || Event::Recover);
+        self.finish_batch(mirror, topics, outcomes, planned, "recover").await
     }
 
     /// Refuses a start or a recover on a halted `mirror`: its source has another cluster ID (its
@@ -1036,14 +1004,33 @@ impl Coordinator {
     /// Stops several topics of a mirror as one failover: every partition goes STOPPING (persisted
     /// once), then one STOPPING sequence for all of them (one abort, one fence, one read of the
     /// stop points). A partition left STOPPING by an earlier stop runs the sequence again.
-    pub(super) async fn stop_topics(&mut self, mirror: &str, topics: &[String]) -> Vec<Result<(), Problem>> {
-        use crate::domain::EventKind;
-        let (outcomes, planned) =
-            self.plan_batch(mirror, topics, EventKind::Stop, "stop", &PartitionState::ALL, || Event::Stop);
+    pub(super) async fn stop_topics(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+    ) -> Vec<Result<Option<String>, Problem>> {
+        self.stop_topics_with(mirror, topics, false).await
+    }
+
+    /// [`Self::stop_topics`]; with `commit` (a promote), the data path commits what it read
+    /// instead of aborting it ([`Planned::commit_instead_of_abort`]).
+    pub(super) async fn stop_topics_with(
+        &mut self,
+        mirror: &str,
+        topics: &[String],
+        commit: bool,
+    ) -> Vec<Result<Option<String>, Problem>> {
+        let (outcomes, mut planned) = self.plan_batch(mirror, topics, TopicCall::Stop, || Event::Stop);
+        if commit {
+            planned.commit_instead_of_abort();
+        }
         self.finish_batch(mirror, topics, outcomes, planned, "stop").await
     }
 
-    /// STOPPING → STOPPED for a topic's partitions, with their stop points and LME record.
+    /// STOPPING → STOPPED for a topic's partitions, with their stop points; their LMEs go into
+    /// the mirror's LastMirrorEpochs, which the caller writes once for all the topics it stopped
+    /// ([`Self::queue_last_mirror_epochs`]: a failover of 1,000 topics wrote it 1,000 times, each
+    /// copy larger than the last).
     pub(super) fn stopped(&mut self, mirror: &str, topic: &str, parts: &[i32], ends: &HashMap<(String, i32), i64>) {
         let mut lmes = Vec::new();
         for &p in parts {
@@ -1068,6 +1055,11 @@ impl Coordinator {
         }
         let m = self.mirrors.get_mut(mirror).expect("known");
         m.last_mirror_epochs.set_epochs(topic, lmes);
+    }
+
+    /// Queues the mirror's LastMirrorEpochs record as it is now (written whole).
+    pub(super) fn queue_last_mirror_epochs(&mut self, mirror: &str) {
+        let Some(m) = self.mirrors.get(mirror) else { return };
         let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
         self.pending_writes.push(w);
     }

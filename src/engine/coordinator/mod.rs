@@ -59,6 +59,10 @@ mod planning;
 mod reads;
 // The topic policy carried out: discovery of source topics, exclusions stopped.
 mod discovery;
+// A planned switch-over: stop once every partition caught up, the wait off the loop.
+mod promote;
+// Approval and drill records; a drill's canary leaving its mirror.
+mod audit;
 
 use crate::clock::now;
 
@@ -306,6 +310,10 @@ impl Request {
             Request::TopicConfigs { .. } => "topic configs",
             Request::PreviewPolicy { .. } => "topic policy preview",
             Request::Shutdown { .. } => "shutdown",
+            Request::RecordOperation { .. } => "record operation",
+            Request::RecordDrill { .. } => "record drill",
+            Request::DrillTarget { .. } => "drill target",
+            Request::ForgetTopic { .. } => "forget topic",
         }
     }
 }
@@ -372,6 +380,12 @@ pub(super) struct Coordinator {
     published_between: Option<Instant>,
     /// Commands waiting for slow source calls, and the priority lane's bookkeeping.
     off_loop: off_loop::OffLoop,
+    /// Approval records by the ID of the operation that carries them, shared with the handle.
+    approvals: super::approvals::Approvals,
+    /// Every drill kept, by (mirror, ID).
+    drills: BTreeMap<(String, String), crate::store::DrillValue>,
+    /// Break-glass calls recorded by this instance since it started, by (mirror, action).
+    break_glass: BTreeMap<(String, String), u64>,
 }
 
 fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
@@ -445,6 +459,9 @@ pub(super) async fn start_with_ports(
         tail_rx: None,
         published_between: None,
         off_loop: off_loop::OffLoop::default(),
+        approvals: Arc::new(RwLock::new(HashMap::new())),
+        drills: BTreeMap::new(),
+        break_glass: BTreeMap::new(),
     };
 
     if in_group {
@@ -453,6 +470,7 @@ pub(super) async fn start_with_ports(
         coord.install(&loaded);
         *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
         *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+        coord.install_audit(&mut loaded);
         coord.fence_legacy(loaded.mirrors.iter().map(|m| m.stored.spec.name.as_str())).await;
         let start = group::tail_start(&records, state_partitions);
         let (state, _) =
@@ -480,6 +498,7 @@ pub(super) async fn start_with_ports(
             // Heartbeats then go through the engine's writer, on the loop (as before).
             Err(e) => tracing::warn!("cannot open the heartbeat writer: {e}; heartbeats use the state writer"),
         }
+        coord.mark_interrupted_drills().await;
         return Ok(coord.launch(priority_tx, snapshot_rx, internal_rx));
     }
 
@@ -511,7 +530,9 @@ pub(super) async fn start_with_ports(
     let (mut loaded, _) = persist::load(&records, &config.sealer);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
+    coord.install_audit(&mut loaded);
     coord.restore(loaded).await;
+    coord.mark_interrupted_drills().await;
     Ok(coord.launch(priority_tx, snapshot_rx, internal_rx))
 }
 
@@ -531,6 +552,8 @@ impl Coordinator {
             snapshot,
             offset_maps: Arc::clone(&self.offset_maps),
             operations: Arc::clone(&self.operations),
+            approvals: Arc::clone(&self.approvals),
+            deciding: Arc::new(tokio::sync::Mutex::new(())),
         };
         (handle, tokio::spawn(self.run(rx, internal_rx)))
     }
@@ -733,7 +756,9 @@ impl Coordinator {
             }
             // Checked here, then the source is read off the loop; `off_loop_done` applies it.
             Request::Lifecycle(call) if matches!(call.op, LifecycleOp::Start { .. }) => self.begin_start(call),
-            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin }) => {
+            // Checked here; the wait for catch-up runs off the loop (`promote`).
+            Request::Lifecycle(call) if call.promote.is_some() => self.begin_promote(call).await,
+            Request::Lifecycle(LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin, .. }) => {
                 let r = self.lifecycle(&mirror, selector, op, validate_only, &actor, origin).await;
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
@@ -758,6 +783,22 @@ impl Coordinator {
             Request::TopicConfigs { mirror, topic, reply } => self.spawn_topic_configs(mirror, topic, reply),
             Request::PreviewPolicy { mirror, policy, reply } => self.preview_policy(mirror, policy, reply),
             Request::Shutdown { .. } => unreachable!("handled in run"),
+            Request::RecordOperation { op, approval, reply } => {
+                let r = self.record_entry(op, approval).await;
+                self.publish();
+                let _ = reply.send(r);
+            }
+            Request::RecordDrill { value, reply } => {
+                let r = self.record_drill(value).await;
+                let _ = reply.send(r);
+            }
+            Request::DrillTarget { mirror, reply } => {
+                let _ = reply.send(self.drill_target(&mirror));
+            }
+            Request::ForgetTopic { mirror, topic, reply } => {
+                let r = self.forget_topic(&mirror, &topic).await;
+                let _ = reply.send(r);
+            }
         }
     }
 
@@ -1091,7 +1132,8 @@ impl Coordinator {
         check_group_patterns(&spec.sync)?;
         check_topic_policy(&spec.topic_include, &spec.topic_exclude)?;
         self.check_plaintext_secrets(&spec.source.properties)?;
-        check_throttle(spec.replication_throttle_bytes_per_sec)
+        check_throttle(spec.replication_throttle_bytes_per_sec)?;
+        spec.approval.check().map_err(|e| EngineError::rejected(ProblemKind::InvalidSetting, e))
     }
 
     /// A secret given as a plaintext value is stored sealed when this deployment has a key for
@@ -1196,6 +1238,10 @@ impl Coordinator {
         check_topic_policy(&stored.spec.topic_include, &stored.spec.topic_exclude)?;
         let policy_changed = (&stored.spec.topic_include, &stored.spec.topic_exclude)
             != (&m.stored.spec.topic_include, &m.stored.spec.topic_exclude);
+        if let Some(approval) = update.approval {
+            approval.check().map_err(|e| EngineError::rejected(ProblemKind::InvalidSetting, e))?;
+            stored.spec.approval = approval;
+        }
         // Only a real change restarts anything (a PUT that sends the same source, or `[redacted]`
         // for an unchanged secret, does not).
         let source_changed = stored.spec.source != m.stored.spec.source;
@@ -1275,11 +1321,14 @@ impl Coordinator {
         requested_at: Timestamp,
         results: Vec<TopicOutcome>,
     ) {
+        // A call about thousands of topics: its record keeps what fits (failures first).
+        let (results, results_omitted) = persist::bound_results(results);
         let op = OperationView {
             id: id.to_string(),
             mirror: mirror.to_string(),
             kind,
             topics: results.iter().map(|r| r.topic.clone()).collect(),
+            results_omitted,
             requested_by: actor.identity.clone(),
             client_address: actor.address.clone(),
             requested_at: requested_at.as_millis(),
@@ -1383,15 +1432,29 @@ impl Coordinator {
                         let runs_on = owners.get(&slot).map(|o| o.to_string());
                         m.discovery.snapshot(runs_on, self.owned.contains(&slot))
                     },
+                    approval: m.stored.spec.approval.clone(),
                 }
             })
             .collect();
+        let mut drills: Vec<crate::engine::DrillView> =
+            self.drills.values().map(crate::engine::DrillView::of).collect();
+        drills.sort_by(|a, b| b.requested_at.cmp(&a.requested_at).then_with(|| b.id.cmp(&a.id)));
         let snap = Snapshot {
             taken_at,
             destination_cluster_id: self.destination_cluster_id.clone(),
             destination_brokers: self.destination_brokers.clone(),
             mirrors,
             cluster,
+            drills,
+            break_glass: self.break_glass.iter().map(|((m, a), n)| (m.clone(), a.clone(), *n)).collect(),
+            approvals: {
+                let approvals = self.approvals.read().unwrap_or_else(|e| e.into_inner());
+                let mut requests: Vec<crate::engine::ApprovalRecord> =
+                    approvals.iter().filter(|(id, a)| a.request_id == **id).map(|(_, a)| a.clone()).collect();
+                requests
+                    .sort_by(|a, b| b.requested_at.cmp(&a.requested_at).then_with(|| b.request_id.cmp(&a.request_id)));
+                requests
+            },
         };
         self.snapshot_tx.send_replace(Arc::new(snap));
     }
@@ -1515,6 +1578,8 @@ fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Timestamp) ->
         source_writes_after_stop: source_writes_after_stop(rt),
         slot: 0,
         owner: None,
+        failed_in: rec.failed_in(),
+        resync_pending: rec.truncation.is_resync(),
     }
 }
 
@@ -1656,7 +1721,7 @@ impl Coordinator {
     }
 }
 
-fn not_found(mirror: &str) -> EngineError {
+pub(crate) fn not_found(mirror: &str) -> EngineError {
     EngineError::rejected(ProblemKind::MirrorNotFound, format!("mirror {mirror:?} does not exist"))
 }
 

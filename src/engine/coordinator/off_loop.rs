@@ -94,6 +94,8 @@ pub(super) enum Done {
     },
     /// [`start_survey`]: what the source said about a start's topics.
     Surveyed { job: StartJob, survey: Result<Survey, EngineError> },
+    /// A promote's read of the source's last stable offsets (`promote`).
+    PromoteRead { job: Box<super::promote::PromoteJob>, read: super::promote::StableOffsets },
 }
 
 /// A start (or its `validate_only` check) waiting for its [`start_survey`].
@@ -175,6 +177,8 @@ async fn start_survey(
 ) -> Result<Survey, EngineError> {
     let (names, listing) = match selector {
         TopicSelector::Names(names) => (names, None),
+        // Refused by `begin_start` before the survey.
+        TopicSelector::All => (Vec::new(), None),
         TopicSelector::Pattern(p) => {
             let re = crate::domain::name_pattern::NamePattern::new(&p)
                 .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
@@ -188,16 +192,12 @@ async fn start_survey(
             (names, Some(listed))
         }
     };
-    let mut names: Vec<String> = names
+    let names: Vec<String> = names
         .into_iter()
         .filter(|n| validate_topic_name(n).is_ok() && !is_internal_topic(n, &state_topic))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    // Over the cap the call is refused (by `resolve`): describe nothing.
-    if names.len() > MAX_TOPICS_PER_CALL {
-        names.clear();
-    }
     let cluster = source.describe_cluster().await;
     let topics = match &cluster {
         Ok(_) if !names.is_empty() => match source.describe_topics(&names).await {
@@ -393,6 +393,12 @@ impl Coordinator {
                     return Err(EngineError::rejected(ProblemKind::InvalidName, "no topics given"));
                 }
                 TopicSelector::Names(names) => check_topic_count(names.len())?,
+                TopicSelector::All => {
+                    return Err(EngineError::rejected(
+                        ProblemKind::InvalidName,
+                        "a start names its topics or gives a pattern (every topic of the source: \".*\")",
+                    ));
+                }
                 TopicSelector::Pattern(p) => {
                     crate::domain::name_pattern::NamePattern::new(p)
                         .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
@@ -458,7 +464,7 @@ impl Coordinator {
             }
             Done::Surveyed { job, survey } => {
                 let StartJob {
-                    call: LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin },
+                    call: LifecycleCall { mirror, selector, op, validate_only, actor, reply, origin, .. },
                     source,
                 } = job;
                 let r = match survey {
@@ -475,6 +481,7 @@ impl Coordinator {
                 self.publish();
                 let _ = reply.send(r);
             }
+            Done::PromoteRead { job, read } => self.promote_read(*job, read).await,
         }
     }
 

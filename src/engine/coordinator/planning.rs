@@ -87,7 +87,7 @@ impl Coordinator {
 
     /// Awaits `work` in a task of its own while serving stops and pauses as they arrive: a
     /// failover never waits for it.
-    async fn while_serving_priority<T: Send + 'static>(
+    pub(super) async fn while_serving_priority<T: Send + 'static>(
         &mut self,
         work: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {

@@ -74,6 +74,7 @@ fn spec(name: &str, bootstrap: &str) -> MirrorSpec {
         expected_source_cluster_id: None,
         sync: SyncSpec { topic_configs: false, group_offsets: false, acls: false, ..SyncSpec::default() },
         replication_throttle_bytes_per_sec: None,
+        approval: Default::default(),
     }
 }
 
@@ -2148,4 +2149,311 @@ async fn a_discovered_topic_deleted_at_the_source_keeps_its_mirror_topic_and_is_
     assert_eq!(m.topic("orders.eu").unwrap().source_topic_id, id, "still the mirror of the deleted topic");
     assert_eq!(m.discovery.topics_started_total, 1);
     assert!(m.discovery.plan.as_ref().unwrap().start.is_empty());
+}
+// ----- promote (a planned switch-over) and all topics ------------------------------------------
+
+fn names(topics: &[&str]) -> TopicSelector {
+    TopicSelector::Names(topics.iter().map(|t| t.to_string()).collect())
+}
+
+/// The kind of every topic's problem, by topic.
+fn kinds(r: &OpResult) -> BTreeMap<String, Option<ProblemKind>> {
+    r.results.iter().map(|t| (t.topic.clone(), t.error.as_ref().map(|p| p.kind))).collect()
+}
+
+/// A promote with a partition that cannot catch up (paused with records it does not have) stops
+/// nothing: every topic answers not-caught-up, the partition behind is listed with its lag, and
+/// the refusal is in the audit trail. Once the partition catches up, the promote stops every
+/// topic, and its release commits the open transaction instead of aborting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promote_stops_nothing_while_a_partition_is_behind_and_everything_once_caught_up() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    rig.mirroring("m", "audit", 1, 5).await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    rig.source.produce("orders", 1, 4);
+
+    let r = rig.engine.promote("m", names(&["orders", "audit"]), Duration::from_millis(300), actor()).await.unwrap();
+    let expect: BTreeMap<String, Option<ProblemKind>> =
+        [("audit", Some(ProblemKind::NotCaughtUp)), ("orders", Some(ProblemKind::NotCaughtUp))]
+            .into_iter()
+            .map(|(t, k)| (t.to_string(), k))
+            .collect();
+    assert_eq!(kinds(&r), expect, "{r:?}");
+    let behind = PartitionBehind {
+        partition: 1,
+        state: S::Paused,
+        source_last_stable_offset: Some(9),
+        mirrored_source_offset: Some(5),
+        lag_records: Some(4),
+    };
+    assert_eq!(r.behind.get("orders"), Some(&vec![behind]), "{r:?}");
+    assert!(!r.behind.contains_key("audit"), "{r:?}");
+    let detail = |t: &str| r.results.iter().find(|o| o.topic == t).and_then(|o| o.error.clone()).unwrap().detail;
+    assert!(detail("orders").contains("partition 1 is 4 records behind"), "{}", detail("orders"));
+    assert!(detail("orders").contains("nothing was stopped"), "{}", detail("orders"));
+    assert!(detail("audit").contains("caught up, but not stopped"), "{}", detail("audit"));
+    rig.all_in("m", "orders", S::Paused).await;
+    rig.all_in("m", "audit", S::Mirroring).await;
+    let op = rig.engine.operation(&r.operation_id).expect("the refused promote is recorded");
+    assert_eq!(op.kind, OperationKind::Stop);
+    assert!(op.results.iter().all(|o| !o.ok), "{op:?}");
+
+    // The partition catches up (the promote waits for it): everything stops, nothing is behind.
+    rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
+    let releases_before = rig.world.pipes.finishes("m").len();
+    let r = rig.engine.promote("m", names(&["orders", "audit"]), Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(refusal(&Ok(r.clone())), None, "{r:?}");
+    assert!(r.behind.is_empty(), "{r:?}");
+    rig.all_in("m", "orders", S::Stopped).await;
+    rig.all_in("m", "audit", S::Stopped).await;
+    assert_eq!(rig.destination_end("orders", 1), 9, "every source record is on the destination");
+    assert_eq!(rig.destination_end("orders", 0), 5);
+    let releases = &rig.world.pipes.finishes("m")[releases_before..];
+    assert!(!releases.is_empty(), "the stop released the partitions");
+    assert!(
+        releases.iter().all(|(finish, fence)| *finish == crate::kafka::pipe::Finish::Commit && *fence),
+        "a promote's stop commits and fences: {releases:?}"
+    );
+    // A promote of stopped topics is harmless (nothing left to wait for).
+    let again = rig.engine.promote("m", names(&["orders"]), Duration::ZERO, actor()).await.unwrap();
+    assert_eq!(refusal(&Ok(again)), None);
+}
+
+/// While a promote waits, the coordinator serves everything else: a stop and a pause of other
+/// topics are answered (within the usual deadline, while the promote would wait a minute) before
+/// the promote is; the promote then completes once its partition catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_promote_holds_no_other_stop_or_pause() {
+    let rig = Rig::new().await;
+    for t in ["a", "b", "c"] {
+        rig.mirroring("m", t, 1, 3).await;
+    }
+    rig.op_ok("m", &["a"], LifecycleOp::Pause).await;
+    rig.all_in("m", "a", S::Paused).await;
+    rig.source.produce("a", 0, 2);
+    let engine = rig.engine.clone();
+    let promote =
+        tokio::spawn(async move { engine.promote("m", names(&["a"]), Duration::from_secs(60), actor()).await });
+    // The promote is waiting: it has read the source's last stable offsets of its partition.
+    let promote_read = vec![("a".to_string(), 0, OffsetSpec::Latest)];
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !rig
+        .source
+        .list_offsets_calls()
+        .iter()
+        .any(|(i, req)| *i == IsolationLevel::ReadCommitted && *req == promote_read)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the promote never read the source");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (topic, op) in [("b", LifecycleOp::Stop), ("c", LifecycleOp::Pause)] {
+        let r = tokio::time::timeout(DEADLINE, rig.op("m", &[topic], op)).await;
+        let r = r.unwrap_or_else(|_| panic!("{op:?} of {topic} waited for the promote"));
+        assert_eq!(refusal(&r), None, "{r:?}");
+    }
+    assert!(!promote.is_finished(), "the promote still waits for its partition");
+    rig.all_in("m", "b", S::Stopped).await;
+    rig.all_in("m", "c", S::Paused).await;
+    rig.all_in("m", "a", S::Paused).await;
+
+    rig.op_ok("m", &["a"], LifecycleOp::Resume).await;
+    let r = promote.await.expect("the promote's task").expect("answered");
+    assert_eq!(refusal(&Ok(r)), None);
+    rig.all_in("m", "a", S::Stopped).await;
+    assert_eq!(rig.destination_end("a", 0), 5);
+}
+
+/// A source that does not answer cannot confirm that anything caught up: nothing is stopped, and
+/// each partition is listed with an unknown lag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promote_against_a_source_that_does_not_answer_stops_nothing() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    rig.source.set_unreachable(true);
+    let r = rig.engine.promote("m", names(&["orders"]), Duration::from_millis(200), actor()).await.unwrap();
+    rig.source.set_unreachable(false);
+    assert_eq!(refusal(&Ok(r.clone())), Some(ProblemKind::NotCaughtUp));
+    let behind = &r.behind["orders"];
+    assert_eq!(behind.len(), 2, "{behind:?}");
+    assert!(behind.iter().all(|b| b.lag_records.is_none() && b.source_last_stable_offset.is_none()), "{behind:?}");
+    let detail = &r.results[0].error.as_ref().unwrap().detail;
+    assert!(detail.contains("the source cluster did not answer"), "{detail}");
+    assert!(
+        rig.engine
+            .snapshot()
+            .mirror("m")
+            .unwrap()
+            .topic("orders")
+            .unwrap()
+            .partitions
+            .iter()
+            .all(|p| p.state != S::Stopped)
+    );
+}
+
+/// `all` selects every topic of the mirror (not capped); a start cannot select "all"; a named
+/// list over the cap is still refused; a promote's refusals of single topics do not stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_selects_every_topic_of_the_mirror() {
+    let rig = Rig::new().await;
+    for t in ["a", "b", "c"] {
+        rig.mirroring("m", t, 1, 2).await;
+    }
+    let r = rig.engine.lifecycle("m", TopicSelector::All, LifecycleOp::Pause, false, actor()).await.unwrap();
+    let paused: Vec<&str> = r.results.iter().filter(|o| o.ok).map(|o| o.topic.as_str()).collect();
+    assert_eq!(paused, ["a", "b", "c"]);
+    for t in ["a", "b", "c"] {
+        rig.all_in("m", t, S::Paused).await;
+    }
+    let r = rig.engine.lifecycle("m", TopicSelector::All, LifecycleOp::Resume, true, actor()).await.unwrap();
+    assert_eq!(r.results.len(), 3, "validate_only too");
+    let refused = rig.engine.lifecycle("m", TopicSelector::All, START, false, actor()).await;
+    assert_eq!(refusal(&refused), Some(ProblemKind::InvalidName), "{refused:?}");
+    let many: Vec<String> = (0..=MAX_TOPICS_PER_CALL).map(|i| format!("t{i}")).collect();
+    let refused = rig.engine.lifecycle("m", TopicSelector::Names(many), LifecycleOp::Stop, false, actor()).await;
+    assert_eq!(refusal(&refused), Some(ProblemKind::TooManyTopics));
+
+    rig.op_ok("m", &["a", "b", "c"], LifecycleOp::Resume).await;
+    let r = rig.engine.promote("m", names(&["a", "nope"]), Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(kinds(&r)["nope"], Some(ProblemKind::TopicNotInMirror));
+    assert_eq!(kinds(&r)["a"], None, "{r:?}");
+    rig.all_in("m", "a", S::Stopped).await;
+    let r = rig.engine.promote("m", TopicSelector::All, Duration::from_secs(10), actor()).await.unwrap();
+    assert_eq!(r.results.len(), 3);
+    assert_eq!(refusal(&Ok(r)), None);
+    for t in ["a", "b", "c"] {
+        rig.all_in("m", t, S::Stopped).await;
+    }
+}
+
+// ----- two-person approval and drill records ---------------------------------------------------
+
+/// A request is recorded (survives a restart), the requester cannot decide it, a second identity
+/// approves it and it runs as the requester asked; a rejection and an expiry run nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_request_survives_a_restart_and_runs_once_approved_by_someone_else() {
+    use crate::domain::approval::{ApprovalAction, ApprovalStatus, Decision};
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.mirroring("m", "orders", 2, 5).await;
+    let policy = ApprovalPolicy { required_for: [ApprovalAction::Stop].into(), expires_after_seconds: 900 };
+    let update = MirrorUpdate { approval: Some(policy.clone()), ..Default::default() };
+    rig.engine.update_mirror("m", update, actor()).await.unwrap();
+    let alice = Actor { identity: "alice".into(), address: Some("10.0.0.1".into()) };
+    let bob = Actor { identity: "bob".into(), address: None };
+    let call = PendingCall { topics: vec!["orders".into()], ..Default::default() };
+    let gate = rig.engine.gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, None, false).await;
+    assert_eq!(gate.unwrap_err().kind(), ProblemKind::ReasonRequired);
+    let gate =
+        rig.engine.gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, Some("planned"), true).await;
+    assert_eq!(gate.unwrap_err().kind(), ProblemKind::BreakGlassNotAllowed);
+    let Gate::Pending(request) = rig
+        .engine
+        .gate("m", Some(ApprovalAction::Stop), call.clone(), &alice, false, Some(" planned "), false)
+        .await
+        .unwrap()
+    else {
+        panic!("the stop must wait for a second person")
+    };
+    assert_eq!((request.status, request.reason.as_str()), (ApprovalStatus::Pending, "planned"));
+    // Not covered by the policy: runs at once.
+    assert!(matches!(
+        rig.engine.gate("m", Some(ApprovalAction::Delete), PendingCall::default(), &alice, false, None, false).await,
+        Ok(Gate::Run(None))
+    ));
+
+    let rig = rig.restart().await;
+    let kept = rig.engine.approval(&request.request_id).expect("the request survives a restart");
+    assert_eq!(kept.status, ApprovalStatus::Pending);
+    assert_eq!(rig.engine.approval_policy("m"), Some(policy));
+    rig.all_in("m", "orders", S::Mirroring).await;
+    let e = rig.engine.decide(&request.request_id, Decision::Approve, &alice, None).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::ApprovalSameIdentity);
+    let (done, executed) = rig.engine.decide(&request.request_id, Decision::Approve, &bob, None).await.unwrap();
+    assert_eq!((done.status, done.decided_by.as_deref()), (ApprovalStatus::Executed, Some("bob")));
+    let Some(Executed::Lifecycle(r)) = executed else { panic!("the stop ran") };
+    rig.all_in("m", "orders", S::Stopped).await;
+    let ran = rig.engine.operation(&r.operation_id).expect("the stop is recorded");
+    assert_eq!((ran.kind, ran.requested_by.as_str()), (OperationKind::Stop, "alice"));
+    assert_eq!(rig.engine.approval_of(&r.operation_id).map(|a| a.request_id), Some(request.request_id.clone()));
+    let kinds: Vec<OperationKind> = rig.engine.operations().iter().map(|o| o.kind).collect();
+    assert!(kinds.contains(&OperationKind::Approve) && kinds.contains(&OperationKind::ApprovalRequest));
+    let e = rig.engine.decide(&request.request_id, Decision::Approve, &bob, None).await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::ApprovalNotPending);
+
+    // A rejected request never runs.
+    rig.op_ok("m", &["orders"], START).await;
+    rig.all_in("m", "orders", S::Mirroring).await;
+    let Gate::Pending(second) =
+        rig.engine.gate("m", Some(ApprovalAction::Stop), call, &alice, false, Some("again"), false).await.unwrap()
+    else {
+        panic!("waits")
+    };
+    let (rejected, executed) =
+        rig.engine.decide(&second.request_id, Decision::Reject, &bob, Some("not now".into())).await.unwrap();
+    assert!(executed.is_none());
+    assert_eq!(rejected.status, ApprovalStatus::Rejected);
+    assert_eq!(rig.partition("m", "orders", 0).state, S::Mirroring);
+}
+
+/// A drill's records: the newest 100 per mirror are kept, and a drill this instance was running
+/// when it stopped shows as interrupted after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drill_records_are_bounded_per_mirror_and_interrupted_ones_say_so() {
+    use crate::engine::drills::{MAX_DRILLS_PER_MIRROR, RUNNING};
+    use crate::store::DrillValue;
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    let drill = |id: u64, status: &str| DrillValue {
+        id: format!("op-{id:05}"),
+        mirror: "m".into(),
+        status: status.into(),
+        requested_by: "alice".into(),
+        client_address: None,
+        instance: "kmirror-test".into(),
+        requested_at: id as i64,
+        finished_at: None,
+        canary_topic: "kmirror-drill.m".into(),
+        steps: Vec::new(),
+        report: None,
+    };
+    for id in 0..(MAX_DRILLS_PER_MIRROR as u64 + 5) {
+        rig.engine.record_drill(drill(id, "passed")).await.unwrap();
+    }
+    rig.engine.record_drill(drill(900, RUNNING)).await.unwrap();
+    let kept = rig.engine.drills();
+    assert_eq!(kept.len(), MAX_DRILLS_PER_MIRROR);
+    assert_eq!(kept[0].id, "op-00900", "newest first");
+    assert!(kept.iter().all(|d| d.id.as_str() > "op-00005"), "the oldest went");
+    let rig = rig.restart().await;
+    let d = rig.engine.drill("op-00900").expect("kept across the restart");
+    assert_eq!(d.status, "interrupted");
+    assert!(d.finished_at.is_some());
+    assert_eq!(rig.engine.drills().len(), MAX_DRILLS_PER_MIRROR);
+}
+
+/// A drill's canary leaves its mirror once STOPPED, and not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_topic_can_be_removed_from_its_mirror_and_a_mirroring_one_cannot() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.mirroring("m", "canary", 2, 5).await;
+    rig.mirroring("m", "orders", 1, 5).await;
+    let e = rig.engine.forget_topic("m", "canary").await.unwrap_err();
+    assert_eq!(e.kind(), ProblemKind::IllegalTransition);
+    rig.op_ok("m", &["canary"], LifecycleOp::Stop).await;
+    rig.all_in("m", "canary", S::Stopped).await;
+    rig.engine.forget_topic("m", "canary").await.unwrap();
+    let topics = |snap: &Snapshot| -> Vec<String> {
+        snap.mirror("m").map(|m| m.topics.iter().map(|t| t.name.clone()).collect()).unwrap_or_default()
+    };
+    assert_eq!(topics(&rig.engine.snapshot()), ["orders"]);
+    assert!(rig.engine.translate_offset("m", "canary", 0, 0).is_none(), "its offset map is gone");
+    assert_eq!(rig.engine.forget_topic("m", "canary").await.unwrap_err().kind(), ProblemKind::TopicNotInMirror);
+    let rig = rig.restart().await;
+    rig.all_in("m", "orders", S::Mirroring).await;
+    assert_eq!(topics(&rig.engine.snapshot()), ["orders"], "nothing of it is left in the state topic");
 }

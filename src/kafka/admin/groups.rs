@@ -265,6 +265,33 @@ impl KafkaAdmin {
         })
         .await
     }
+
+    /// DeleteGroups for one group (it must have no active members). A group that does not exist
+    /// is not an error.
+    pub async fn delete_group(&self, group: &str) -> KafkaResult<()> {
+        const OP: &str = "DeleteGroups";
+        let res = self
+            .inner
+            .client
+            .delete_groups(&[group], &self.options())
+            .await
+            .map_err(|e| rdkafka_error(OP, group, e))?;
+        for r in res {
+            match r {
+                Ok(_) => {}
+                Err((_, rdkafka::types::RDKafkaErrorCode::GroupIdNotFound)) => {}
+                Err((g, code)) => {
+                    return Err(KafkaError::Kafka {
+                        operation: OP,
+                        resource: format!("group {g}"),
+                        code: code_of(code),
+                        message: code.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads the single group result of a List/AlterConsumerGroupOffsets answer, failing on the group

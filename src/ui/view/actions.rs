@@ -1,7 +1,9 @@
 //! The lifecycle actions the dashboard offers, and the per-row buttons that open their
 //! confirmation (mirror, topic and partitions pages).
 
-use crate::domain::{PartitionState, StateCounts};
+use crate::domain::PartitionState;
+use crate::domain::topic_call::{PartitionFacts, TopicCall};
+use crate::engine::PartitionSnapshot;
 use crate::ui::format::{encode_component, url};
 
 /// A lifecycle action the UI offers.
@@ -63,18 +65,22 @@ impl UiOp {
         }
     }
 
-    /// Whether it applies to a topic whose partitions are counted in `c`.
-    fn offered(self, c: &StateCounts) -> bool {
-        let any = |states: &[PartitionState]| states.iter().any(|s| c.count(*s) > 0);
-        use PartitionState::*;
+    /// The lifecycle call it makes on a topic of the mirror (`None`: new topics, not a row).
+    pub fn call(self) -> Option<TopicCall> {
         match self {
-            UiOp::Pause => any(&[Mirroring, Preparing]),
-            UiOp::Resume => any(&[Paused, Pausing]),
-            UiOp::Failover => any(&[Unknown, Preparing, Mirroring, Pausing, Paused, Failed]),
-            UiOp::Restart => any(&[Stopped]),
-            UiOp::Recover => any(&[Failed]),
-            UiOp::Start => false,
+            UiOp::Pause => Some(TopicCall::Pause),
+            UiOp::Resume => Some(TopicCall::Resume),
+            UiOp::Failover => Some(TopicCall::Stop),
+            UiOp::Restart => Some(TopicCall::Start),
+            UiOp::Recover => Some(TopicCall::Recover),
+            UiOp::Start => None,
         }
+    }
+
+    /// Whether it applies to a topic with these partitions: what the engine accepts and that
+    /// changes something (`domain::topic_call`, the engine's own rule).
+    fn offered(self, partitions: &[PartitionFacts]) -> bool {
+        self.call().is_some_and(|c| crate::domain::topic_call::offered(c, partitions))
     }
 }
 
@@ -93,10 +99,11 @@ fn confirm_href(mirror: &str, op: UiOp, topics: &[&str]) -> String {
     url(&format!("/mirrors/{}/confirm", encode_component(mirror)), &pairs)
 }
 
-pub(super) fn actions_for(mirror: &str, topic: &str, c: &StateCounts) -> Vec<ActionLink> {
+pub(super) fn actions_for(mirror: &str, topic: &str, partitions: &[PartitionSnapshot]) -> Vec<ActionLink> {
+    let facts = crate::engine::call_facts(partitions);
     [UiOp::Pause, UiOp::Resume, UiOp::Restart, UiOp::Recover, UiOp::Failover]
         .into_iter()
-        .filter(|op| op.offered(c))
+        .filter(|op| op.offered(&facts))
         .map(|op| ActionLink {
             op: op.value(),
             label: op.label(),
@@ -111,15 +118,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn offered_actions_follow_states() {
-        let c: StateCounts = [PartitionState::Mirroring, PartitionState::Paused].into_iter().collect();
-        let ops: Vec<&str> = actions_for("m", "t", &c).iter().map(|a| a.op).collect();
-        assert_eq!(ops, ["pause", "resume", "failover"]);
-        let c: StateCounts = [PartitionState::Stopped].into_iter().collect();
-        let ops: Vec<&str> = actions_for("m", "t", &c).iter().map(|a| a.op).collect();
-        assert_eq!(ops, ["restart"]);
-        let c: StateCounts = [PartitionState::Mirroring, PartitionState::Failed].into_iter().collect();
-        let ops: Vec<&str> = actions_for("m", "t", &c).iter().map(|a| a.op).collect();
-        assert_eq!(ops, ["pause", "recover", "failover"]);
+    fn offered_actions_are_what_the_engine_accepts() {
+        let part =
+            |p: i32, state: PartitionState| PartitionSnapshot { partition: p, state, ..PartitionSnapshot::default() };
+        let ops =
+            |parts: &[PartitionSnapshot]| -> Vec<&str> { actions_for("m", "t", parts).iter().map(|a| a.op).collect() };
+        assert_eq!(
+            ops(&[part(0, PartitionState::Mirroring), part(1, PartitionState::Paused)]),
+            ["pause", "resume", "failover"]
+        );
+        assert_eq!(ops(&[part(0, PartitionState::Stopped)]), ["restart"]);
+        // A FAILED partition that failed while mirroring: the others pause, it pauses when retried.
+        let failed =
+            PartitionSnapshot { failed_in: Some(PartitionState::Mirroring), ..part(1, PartitionState::Failed) };
+        assert_eq!(ops(&[part(0, PartitionState::Mirroring), failed.clone()]), ["pause", "recover", "failover"]);
+        // One that failed while starting cannot be paused for: no Pause (the engine refuses it).
+        let starting = PartitionSnapshot { failed_in: Some(PartitionState::Preparing), ..failed };
+        assert_eq!(ops(&[part(0, PartitionState::Mirroring), starting]), ["recover", "failover"]);
+        // PREPARING cannot pause yet.
+        assert_eq!(ops(&[part(0, PartitionState::Mirroring), part(1, PartitionState::Preparing)]), ["failover"]);
     }
 }

@@ -240,7 +240,7 @@ pub fn partitions_href(m: &str) -> String {
     format!("/mirrors/{}/partitions", encode_component(m))
 }
 
-pub(super) fn operation_href(id: &str) -> String {
+pub fn operation_href(id: &str) -> String {
     format!("/operations/{}", encode_component(id))
 }
 

@@ -1,6 +1,7 @@
 //! The confirmation page and dialog (`templates/pages/confirm.html`), with the impact per
 //! partition.
 
+use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, StateCounts};
 use crate::engine::{GroupReadiness, MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
 use crate::history::History;
@@ -49,6 +50,11 @@ pub struct ConfirmTopic {
     pub local_writes_n: i64,
     /// When the topic will have caught up (failover: how long to wait to lose nothing).
     pub eta: EtaView,
+    /// What the call will do beyond the obvious (`domain::topic_call`'s note), said before it
+    /// is sent.
+    pub note: Option<String>,
+    /// Why the engine will refuse the call for this topic, if it will.
+    pub refused: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +97,13 @@ pub struct ConfirmView {
     /// How many of `groups` are not ready, and ready.
     pub groups_not_ready: usize,
     pub groups_ready: usize,
+    /// The mirror's approval policy covers this call: what the dialog says about it (the call
+    /// becomes a request that waits for a second person); else empty.
+    pub approval_note: String,
+    /// A reason must be given (the call always needs approval; a restart only with resync).
+    pub reason_required: bool,
+    /// The viewer may run it at once instead (break-glass, admins).
+    pub can_break_glass: bool,
 }
 
 /// A consumer group in the failover dialog.
@@ -146,14 +159,16 @@ fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
     // The engine's lineage counts them (records already deleted are not in anyone's way); the
     // page only shows the count, so the dialog and the refusal never disagree.
     let local = p.local_writes;
+    // What a failover leaves unmirrored: the computation `validate_only` of a stop answers with.
+    let impact = p.stop_impact();
     ImpactRow {
         partition: p.partition,
         state: state_view(p.state),
         hwm: format::opt_int(p.source_high_watermark),
         lso: format::opt_int(p.source_last_stable_offset),
         mirrored: format::opt_int(p.mirrored_source_offset),
-        lag_records: format::int(p.lag_records),
-        lag_seconds: format::secs(p.lag_seconds),
+        lag_records: format::int(impact.records),
+        lag_seconds: format::secs(impact.seconds),
         dest_hwm: format::opt_int(p.destination_high_watermark),
         stop_offset: format::opt_int(p.destination_stop_offset),
         local_writes: format::int(local),
@@ -161,7 +176,7 @@ fn impact_row(p: &PartitionSnapshot, op: UiOp) -> ImpactRow {
         error_message: p.error.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
         retries: format::int(i64::from(p.retry_count)),
         warn: match op {
-            UiOp::Failover => p.lag_records > 0 && p.state != PartitionState::Stopped,
+            UiOp::Failover => impact.records > 0,
             UiOp::Restart => local > 0,
             // The engine refuses the recover of such a topic.
             UiOp::Recover => p.error.as_ref().is_some_and(|e| !e.recoverable),
@@ -193,18 +208,24 @@ pub fn confirm(
         .iter()
         .map(|t| {
             let c: StateCounts = t.partitions.iter().map(|p| p.state).collect();
+            // The engine's own rule for this call and topic: what it will do, or why not.
+            let plan = match op.call() {
+                Some(call) => crate::domain::topic_call::plan(call, &crate::engine::call_facts(&t.partitions))
+                    .map_err(|r| r.message(call, &t.name)),
+                None => Ok(Default::default()),
+            };
             let mut parts: Vec<&PartitionSnapshot> = t.partitions.iter().collect();
             // Worst first: what the operator most needs to see is at the top.
-            parts.sort_by(|a, b| b.lag_records.cmp(&a.lag_records).then(a.partition.cmp(&b.partition)));
+            parts.sort_by_key(|p| (std::cmp::Reverse(p.stop_impact().records), p.partition));
             // A recover lists what it retries: the FAILED partitions.
             let rows: Vec<ImpactRow> = parts
                 .iter()
                 .filter(|p| op != UiOp::Recover || p.state == PartitionState::Failed)
                 .map(|p| impact_row(p, op))
                 .collect();
-            let lag: i64 =
-                t.partitions.iter().filter(|p| p.state != PartitionState::Stopped).map(|p| p.lag_records).sum();
-            let secs = t.partitions.iter().map(|p| p.lag_seconds).fold(0.0, f64::max);
+            // The failover impact: the same numbers `validate_only` of a stop answers with.
+            let impact = t.stop_impact();
+            let (lag, secs) = (impact.records, impact.seconds);
             let local: i64 = t.partitions.iter().map(|p| p.local_writes).sum();
             warned += rows.iter().filter(|r| r.warn && matches!(op, UiOp::Restart | UiOp::Recover)).count();
             total_lag += lag;
@@ -228,6 +249,8 @@ pub fn confirm(
                 local_writes: format::int(local),
                 local_writes_n: local,
                 eta: eta_of(history, m, Some(&t.name)),
+                note: plan.as_ref().ok().and_then(|p| op.call().and_then(|c| p.note(c))),
+                refused: plan.err(),
             }
         })
         .collect();
@@ -300,7 +323,33 @@ pub fn confirm(
     let count = confirm_topics.len();
     let title =
         if count == 1 { format!("{title}: {}", confirm_topics[0].name) } else { format!("{title}: {count} topics") };
-    let button = if count == 1 { button.to_string() } else { format!("{button} {count} topics") };
+    let mut button = if count == 1 { button.to_string() } else { format!("{button} {count} topics") };
+    let policy = &m.approval;
+    let approval_wait = |p: &crate::engine::ApprovalPolicy| format::duration_ms(p.expires_after_seconds as i64 * 1000);
+    let (approval_note, reason_required) = match op {
+        UiOp::Failover if policy.requires(ApprovalAction::Stop) => {
+            button = format!("Request {}", button.to_lowercase());
+            (
+                format!(
+                    "Mirror {} needs a second person's approval for failovers: this sends a request that another \
+                     operator approves or rejects within {}. Nothing stops until then.",
+                    m.name,
+                    approval_wait(policy)
+                ),
+                true,
+            )
+        }
+        UiOp::Restart if policy.requires(ApprovalAction::Resync) => (
+            format!(
+                "Mirror {} needs a second person's approval for a resync: with resync, this sends a request that \
+                 another operator approves or rejects within {} (give a reason).",
+                m.name,
+                approval_wait(policy)
+            ),
+            false,
+        ),
+        _ => (String::new(), false),
+    };
     let confirm_word = (op == UiOp::Failover && count > 0)
         .then(|| if count == 1 { confirm_topics[0].name.clone() } else { m.name.clone() });
     ConfirmView {
@@ -328,6 +377,9 @@ pub fn confirm(
         not_catching_up,
         failback_cost,
         groups_ready: groups.len() - groups_not_ready,
+        can_break_glass: !approval_note.is_empty() && viewer.role.allows(crate::auth::Role::Admin),
+        approval_note,
+        reason_required,
         groups,
         groups_not_ready,
     }
@@ -494,6 +546,8 @@ mod tests {
             quarantined: Default::default(),
             failback: fb,
             saved_pattern: None,
+            notes: Default::default(),
+            behind: Default::default(),
         }
     }
 
@@ -521,6 +575,96 @@ mod tests {
         let html = crate::ui::pages::failback_preview(two, &viewer, true).unwrap();
         assert!(html.contains(r#"name="failback_confirmed" value="1""#) && html.contains(r#"pattern="m2""#), "{html}");
         assert!(html.contains("305 records") && html.contains("incremental failback from mirror"), "{html}");
+    }
+
+    fn partition(p: i32, state: PartitionState, lag: i64, secs: f64) -> PartitionSnapshot {
+        PartitionSnapshot {
+            failed_in: None,
+            resync_pending: false,
+            topic: "orders".into(),
+            partition: p,
+            state,
+            state_since: crate::domain::Timestamp::EPOCH,
+            state_epoch: 1,
+            source_log_start_offset: Some(0),
+            source_last_stable_offset: Some(100 + lag),
+            source_high_watermark: Some(100 + lag),
+            mirrored_source_offset: Some(100),
+            destination_high_watermark: Some(100),
+            lag_records: lag,
+            lag_seconds: secs,
+            last_mirrored_epoch: None,
+            error: None,
+            retry_count: 0,
+            next_retry_at: None,
+            records_mirrored: 0,
+            bytes_mirrored: 0,
+            destination_stop_offset: None,
+            local_writes: 0,
+            source_writes_after_stop: None,
+            slot: 0,
+            owner: None,
+        }
+    }
+
+    /// The failover dialog shows the stop impact `validate_only` of a stop answers with: the same
+    /// computation (`TopicSnapshot::stop_impact`), per partition and in total.
+    #[test]
+    fn the_failover_dialog_shows_the_stop_impact() {
+        let topic = TopicSnapshot {
+            name: "orders".into(),
+            state: PartitionState::Mirroring,
+            source_topic_id: String::new(),
+            destination_topic_id: String::new(),
+            lag_records: 8,
+            lag_seconds: 10.0,
+            partitions: vec![
+                // A STOPPED partition has nothing a stop would leave behind, whatever its offsets say.
+                partition(2, PartitionState::Stopped, 4, 1.0),
+                partition(0, PartitionState::Mirroring, 5, 2.5),
+                partition(1, PartitionState::Paused, 3, 10.0),
+            ],
+            failback_mirror: None,
+        };
+        let impact = topic.stop_impact();
+        assert_eq!((impact.records, impact.seconds), (8, 10.0));
+        let per: Vec<(i32, i64, f64)> = impact.partitions.iter().map(|p| (p.partition, p.records, p.seconds)).collect();
+        assert_eq!(per, [(0, 5, 2.5), (1, 3, 10.0), (2, 0, 0.0)]);
+        let m = MirrorSnapshot {
+            topic_include: Vec::new(),
+            topic_exclude: Vec::new(),
+            discovery: Default::default(),
+            approval: Default::default(),
+            name: "m".into(),
+            source_bootstrap_servers: "x:1".into(),
+            source_properties: Default::default(),
+            expected_source_cluster_id: None,
+            sync_spec: Default::default(),
+            observed_source_cluster_id: None,
+            cluster_id_status: crate::engine::ClusterIdStatus::Ok,
+            cluster_id_checked_at: None,
+            cluster_id_error: None,
+            data_path: crate::engine::DataPathStatus::Running,
+            replication_throttle_bytes_per_sec: None,
+            throttled_seconds: 0.0,
+            created_at: crate::domain::Timestamp::EPOCH,
+            sync: Vec::new(),
+            groups: Vec::new(),
+            topics: vec![topic],
+        };
+        let viewer = Viewer::new(
+            &crate::auth::Identity { name: "alice".into(), role: crate::auth::Role::Operator },
+            "csrf",
+            false,
+        );
+        let v = confirm(&m, None, UiOp::Failover, &["orders".to_string()], &viewer);
+        let t = &v.topics[0];
+        assert_eq!((t.lag_records.as_str(), t.lag_seconds.as_str()), ("8", format::secs(10.0).as_str()));
+        assert_eq!((v.total_lag_n, v.total_lag_seconds.as_str()), (8, format::secs(10.0).as_str()));
+        let rows: Vec<(i32, &str, &str, bool)> =
+            t.rows.iter().map(|r| (r.partition, r.lag_records.as_str(), r.lag_seconds.as_str(), r.warn)).collect();
+        let (s25, s10, s0) = (format::secs(2.5), format::secs(10.0), format::secs(0.0));
+        assert_eq!(rows, [(0, "5", s25.as_str(), true), (1, "3", s10.as_str(), true), (2, "0", s0.as_str(), false)]);
     }
 
     #[test]

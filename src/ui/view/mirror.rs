@@ -355,7 +355,7 @@ fn topic_list(m: &MirrorSnapshot, history: Option<&History>, p: &Params, href: &
                 eta: eta_of(history, m, Some(&t.name)),
                 failed: c.count(PartitionState::Failed),
                 error: first_error,
-                actions: actions_for(&m.name, &t.name, c),
+                actions: actions_for(&m.name, &t.name, &t.partitions),
                 select_id: format!("sel-{}", t.name),
                 selected: selected.iter().any(|s| s == &t.name),
             }

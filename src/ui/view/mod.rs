@@ -24,6 +24,7 @@ mod overview;
 mod partitions;
 mod policy;
 mod results;
+mod safety;
 
 pub use actions::*;
 pub use chart::*;
@@ -38,3 +39,4 @@ pub use overview::*;
 pub use partitions::*;
 pub use policy::*;
 pub use results::*;
+pub use safety::*;

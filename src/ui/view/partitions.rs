@@ -307,7 +307,7 @@ pub fn partitions(
             counts: state_counts(&c, &|s| url(&th, &[("state", s.as_str().into())])),
             trends: trends(history, (&m.name, Some(&t.name)), (taken_at, t.lag_records), "topic", now),
             eta: eta_of(history, m, Some(&t.name)),
-            actions: actions_for(&m.name, &t.name, &c),
+            actions: actions_for(&m.name, &t.name, &t.partitions),
         }
     });
     let live_base = format!("/ui{base_href}");

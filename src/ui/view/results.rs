@@ -60,6 +60,20 @@ pub fn results(mirror: &str, op_label: &str, operation_id: &str, outcomes: &[Top
     }
 }
 
+impl ResultsView {
+    /// Adds what the engine said about accepted topics beyond "accepted" (e.g. FAILED partitions
+    /// a pause leaves FAILED until they are retried).
+    #[must_use]
+    pub fn with_notes(mut self, notes: &std::collections::BTreeMap<String, String>) -> ResultsView {
+        for i in &mut self.items {
+            if let Some(n) = notes.get(&i.topic).filter(|_| i.ok) {
+                i.detail = n.clone();
+            }
+        }
+        self
+    }
+}
+
 /// Results rebuilt from a recorded operation (after a redirect, without JavaScript).
 pub fn results_of(o: &OperationView) -> ResultsView {
     results(&o.mirror, o.kind.label(), &o.id, &o.results)

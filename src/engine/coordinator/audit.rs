@@ -1,0 +1,185 @@
+//! Records written for two-person approval and drills (`engine::approvals`, `engine::drills`):
+//! audit entries with their approval records, drill records, what a drill needs of its mirror,
+//! and removing a drill's canary from its mirror.
+
+use super::*;
+use crate::engine::drills::{DrillTarget, INTERRUPTED, MAX_DRILLS_PER_MIRROR, RUNNING};
+use crate::engine::{ApprovalRecord, ApprovalStatus};
+use crate::store::DrillValue;
+
+impl Coordinator {
+    /// Installs the approval records and drills a load found.
+    pub(super) fn install_audit(&mut self, loaded: &mut persist::Loaded) {
+        *self.approvals.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.approvals);
+        self.drills =
+            std::mem::take(&mut loaded.drills).into_iter().map(|d| ((d.mirror.clone(), d.id.clone()), d)).collect();
+    }
+
+    /// Writes an audit entry and the approval record it carries, and keeps both for the views.
+    pub(super) async fn record_entry(
+        &mut self,
+        op: OperationView,
+        approval: Option<ApprovalRecord>,
+    ) -> Result<(), EngineError> {
+        self.check_writable()?;
+        self.pending_writes.push(persist::operation_with(&op, approval.as_ref(), self.state_partitions));
+        self.flush().await?;
+        if let Some(a) = approval {
+            let mut approvals = self.approvals.write().unwrap_or_else(|e| e.into_inner());
+            let first = approvals.insert(op.id.clone(), a.clone()).is_none();
+            if first && a.status == ApprovalStatus::BreakGlass {
+                *self.break_glass.entry((a.mirror.clone(), a.action.as_str().to_string())).or_default() += 1;
+            }
+        }
+        let mut ops = self.operations.write().unwrap_or_else(|e| e.into_inner());
+        match ops.iter_mut().find(|o| o.id == op.id) {
+            Some(stored) => *stored = op,
+            None => {
+                ops.push_back(op);
+                while ops.len() > persist::MAX_OPERATIONS {
+                    ops.pop_front();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a drill's record; a mirror keeps its newest [`MAX_DRILLS_PER_MIRROR`] drills (the
+    /// records of older ones are deleted).
+    pub(super) async fn record_drill(&mut self, value: DrillValue) -> Result<(), EngineError> {
+        self.check_writable()?;
+        self.pending_writes.push(persist::drill(&value, self.state_partitions));
+        let key = (value.mirror.clone(), value.id.clone());
+        let is_new = !self.drills.contains_key(&key);
+        let mut dropped = Vec::new();
+        if is_new {
+            let mut of_mirror: Vec<(i64, String)> = self
+                .drills
+                .values()
+                .filter(|d| d.mirror == value.mirror)
+                .map(|d| (d.requested_at, d.id.clone()))
+                .collect();
+            if of_mirror.len() >= MAX_DRILLS_PER_MIRROR {
+                of_mirror.sort();
+                for (_, id) in of_mirror.iter().take(of_mirror.len() + 1 - MAX_DRILLS_PER_MIRROR) {
+                    self.pending_writes.push(persist::drill_tombstone(&value.mirror, id, self.state_partitions));
+                    dropped.push((value.mirror.clone(), id.clone()));
+                }
+            }
+        }
+        self.flush().await?;
+        for k in dropped {
+            self.drills.remove(&k);
+        }
+        self.drills.insert(key, value);
+        self.publish();
+        Ok(())
+    }
+
+    /// Drills this instance ran that were still running when it stopped: they never finish, and
+    /// say so. Their canary is left behind, as the record's steps tell.
+    pub(super) async fn mark_interrupted_drills(&mut self) {
+        let now = now().as_millis();
+        let mine: Vec<DrillValue> = self
+            .drills
+            .values()
+            .filter(|d| d.status == RUNNING && d.instance == self.config.instance_id)
+            .cloned()
+            .collect();
+        for mut d in mine {
+            d.status = INTERRUPTED.into();
+            d.finished_at = Some(now);
+            for s in d.steps.iter_mut().filter(|s| s.status == "running" || s.status == "pending") {
+                s.status = "skipped".into();
+            }
+            tracing::warn!(mirror = %d.mirror, drill = %d.id, canary = %d.canary_topic, "a drill was interrupted by a restart: its canary topic may be left behind");
+            if let Err(e) = self.record_drill(d).await {
+                tracing::warn!("cannot record an interrupted drill: {e}");
+            }
+        }
+    }
+
+    /// What a drill of `mirror` needs: its source connection with secrets opened, and the
+    /// clusters.
+    pub(super) fn drill_target(&self, mirror: &str) -> Result<DrillTarget, EngineError> {
+        let m = self.mirrors.get(mirror).ok_or_else(|| not_found(mirror))?;
+        if let Some(e) = &m.secret_error {
+            return Err(EngineError::rejected(ProblemKind::InvalidProperty, e.clone()));
+        }
+        Ok(DrillTarget {
+            source: m.stored.spec.source.clone(),
+            source_cluster_id: m
+                .observed_cluster_id
+                .clone()
+                .or_else(|| m.stored.spec.expected_source_cluster_id.clone()),
+            destination_bootstrap: self.config.destination_bootstrap.clone(),
+            destination_properties: self.config.destination_properties.clone(),
+            destination_cluster_id: self.destination_cluster_id.clone(),
+            instance_id: self.config.instance_id.clone(),
+            cluster_name: self.config.cluster_name.clone(),
+            state_topic: self.config.state_topic.clone(),
+            request_timeout: self.config.request_timeout,
+            signing_key: self.config.drill_signing_key.clone(),
+            sync: m.stored.spec.sync.clone(),
+            topics: m.topics.keys().cloned().collect(),
+        })
+    }
+
+    /// Removes a topic whose partitions are all STOPPED from a mirror: its MirrorTopic,
+    /// partition and offset-map records are deleted and its LastMirrorEpochs entry dropped. The
+    /// topic itself stays on both clusters.
+    pub(super) async fn forget_topic(&mut self, mirror: &str, topic: &str) -> Result<(), EngineError> {
+        self.check_writable()?;
+        let m = self.mirrors.get(mirror).ok_or_else(|| not_found(mirror))?;
+        let Some(t) = m.topics.get(topic) else {
+            let p = not_in_mirror(mirror, topic);
+            return Err(EngineError::rejected(p.kind, p.detail));
+        };
+        if let Some((p, rt)) = t.partitions.iter().find(|(_, rt)| rt.record.state != PartitionState::Stopped) {
+            return Err(EngineError::rejected(
+                ProblemKind::IllegalTransition,
+                format!("partition {p} of {topic:?} is {}, not STOPPED", rt.record.state.as_str()),
+            ));
+        }
+        let n = self.state_partitions;
+        let mut writes = vec![persist::topic_tombstone(mirror, topic, n)];
+        {
+            let maps = self.offset_maps.read().unwrap_or_else(|e| e.into_inner());
+            for p in t.partitions.keys() {
+                writes.push(persist::partition_tombstone(mirror, &t.source_topic_id, *p, n));
+                if let Some(map) = maps.get(&(mirror.to_string(), topic.to_string(), *p)) {
+                    for first in map.stretch_starts() {
+                        writes.push(persist::offset_runs_tombstone(mirror, &t.source_topic_id, *p, first, n));
+                    }
+                }
+            }
+        }
+        let mut lme = m.last_mirror_epochs.clone();
+        let lme_changed = lme.remove_topic(topic);
+        if lme_changed {
+            writes.push(persist::last_mirror_epochs(mirror, &lme, n));
+        }
+        let partitions: Vec<i32> = t.partitions.keys().copied().collect();
+        self.pending_writes.extend(writes);
+        self.flush().await?;
+        if let Some(m) = self.mirrors.get_mut(mirror) {
+            m.topics.remove(topic);
+            m.topic_ids.write().unwrap_or_else(|e| e.into_inner()).remove(topic);
+            if lme_changed {
+                m.last_mirror_epochs = lme;
+            }
+            m.failbacks.remove(topic);
+        }
+        {
+            let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+            for p in partitions {
+                maps.remove(&(mirror.to_string(), topic.to_string(), p));
+            }
+        }
+        self.lineage_reads.forget(mirror);
+        self.config_reads.forget(mirror);
+        self.publish();
+        tracing::info!(%mirror, %topic, "topic removed from the mirror");
+        Ok(())
+    }
+}
