@@ -779,6 +779,19 @@ def latest_full():
     return best or (None, None)
 
 
+def latest_other():
+    """(folder name, results) of the newest run that is not publishable (a smoke or partial run), or
+    (None, None): the docs link it while no full run exists, and quote none of its figures."""
+    best = None
+    for p in glob.glob(os.path.join(RESULTS, "*", "results.json")):
+        d = load(p)
+        if not d.get("meta", {}).get("publishable"):
+            name = os.path.basename(os.path.dirname(p))
+            if best is None or name > best[0]:
+                best = (name, d)
+    return best or (None, None)
+
+
 def link(name, what="report.md"):
     return f"[`{name}/{what}`](../bench/results/{name}/{what})"
 
@@ -796,8 +809,21 @@ def summary_lines(root=""):
     name, d = latest_full()
     if d is None:
         where = "this page" if root else "[docs/performance.md](docs/performance.md)"
-        return ["- No complete `scripts/bench --full` run of this version is recorded yet: run it on a quiet "
-                f"machine (about 75 minutes); its report then fills these lines and {where}."]
+        lines = ["- No complete `scripts/bench --full` run is recorded yet: run it on a quiet machine (about 75 "
+                 f"minutes); its report then fills these lines and {where}."]
+        other, o = latest_other()
+        if o is not None:
+            m = o["meta"]
+            kind = "smoke run" if m.get("mode") == "smoke" else f"{m.get('mode', 'partial')} run"
+            state = "every measurement ran" if o.get("complete") else "it did not complete"
+            state += ("; every copy checked equal to its source" if not (o.get("content") or {}).get("mismatches")
+                      else "; **content mismatches**, see its report")
+            lines.append(f"- The newest run recorded is a {kind}, not a full benchmark: "
+                         f"[`{other}`]({root}bench/results/{other}/report.md) (commit {m['commit']['short']}; "
+                         f"{state}). " + ("Its small data and single round show that the pipeline works end to end; "
+                                            "its figures" if m.get("mode") == "smoke" else "Its figures")
+                         + " are not representative and are not quoted here.")
+        return lines
     tp, lat, idl, fo, tk = d["throughput"], d["latency"], d["idle"], d["failover"], d["takeover"]
     med = lambda r, key: (r["ratios"].get(key) or {}).get("median")
     met = sum(1 for t in d["targets"] if t["verdict"] == "met")
