@@ -880,7 +880,13 @@ struct Drained {
 /// position passed the end (the tail is control records: transaction markers), or when it holds
 /// `limit` records (records past the limit are not counted). Gives up on partitions that stay
 /// silent for 20 s once records came.
-fn drain(consumer: &BaseConsumer, topics: &[String], timeout: Duration, limit: Option<&[u64]>, dedupe: bool) -> Drained {
+fn drain(
+    consumer: &BaseConsumer,
+    topics: &[String],
+    timeout: Duration,
+    limit: Option<&[u64]>,
+    dedupe: bool,
+) -> Drained {
     let mut keys: Vec<(String, i32)> = Vec::new();
     let mut marks: Vec<(i64, i64)> = Vec::new();
     for t in topics {
@@ -991,9 +997,12 @@ fn consume(a: ConsumeArgs) -> Value {
     })
 }
 
+/// Per source partition (topic, partition) its digest.
+type PartitionDigests = Vec<((String, i32), Digest)>;
+
 /// The source side of a check, kept in a file so that the runs of one scenario read the source
 /// once: per partition its end offset, record count and ordered hash.
-fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (Vec<((String, i32), Digest)>, bool) {
+fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, bool) {
     let cache = a.source_summary.as_deref().filter(|_| limit.is_none());
     let probe = plain_consumer(&a.src, "read_committed", &[]);
     let mut ends = Vec::new();
@@ -1028,7 +1037,9 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (Vec<((String, i32),
     if let Some(path) = cache {
         let parts: Vec<Value> = digests
             .iter()
-            .map(|((t, p), g)| json!({"topic": t, "partition": p, "count": g.count, "hash": format!("{:016x}", g.hash)}))
+            .map(
+                |((t, p), g)| json!({"topic": t, "partition": p, "count": g.count, "hash": format!("{:016x}", g.hash)}),
+            )
             .collect();
         let v = json!({"topics": a.topics, "ends": d.ends, "partitions": parts});
         if let Err(e) = std::fs::write(path, v.to_string()) {
