@@ -167,9 +167,16 @@ struct WatchArgs {
     /// `hwm`: done when every destination partition's high watermark reaches the source end offset
     /// (identity offsets: MM2 on empty destination topics). `kmirror`: done when kmirror's API reports
     /// `mirrored_source_offset` >= the source end offset for every partition (kmirror writes
-    /// transaction markers, so destination offsets run ahead of source offsets).
+    /// transaction markers, so destination offsets run ahead of source offsets). `connect-offsets`:
+    /// done when the source offsets a Connect worker committed for the topic (`--offsets-topic` on
+    /// the destination, read_committed) reach the source end offsets: MirrorMaker 2 with
+    /// exactly-once delivery commits them in the transactions that carry the records, and its
+    /// markers also move the destination's offsets ahead of the source's.
     #[arg(long, default_value = "hwm")]
     mode: String,
+    /// With `--mode connect-offsets`: the worker's offsets topic on the destination.
+    #[arg(long, default_value = "mm2-offsets.src.internal")]
+    offsets_topic: String,
     /// kmirror API base URL, e.g. http://127.0.0.1:18080.
     #[arg(long)]
     api: Option<String>,
@@ -203,8 +210,18 @@ struct VerifyArgs {
     src: String,
     #[arg(long)]
     dst: String,
+    /// Comma-separated topics (the same names on both sides).
+    #[arg(long = "topic", value_delimiter = ',', required = true)]
+    topics: Vec<String>,
+    /// exact (an exactly-once copy), dedupe (at least once: repeats counted, left out) or prefix
+    /// (the destination holds the first records of each source partition: a copy stopped while the
+    /// source still takes writes).
+    #[arg(long, default_value = "exact")]
+    mode: String,
+    /// A file keeping the source side (end offsets, counts, hashes): read when the source has not
+    /// changed since, written otherwise (not with --mode prefix).
     #[arg(long)]
-    topic: String,
+    source_summary: Option<String>,
     #[arg(long, default_value_t = 900)]
     timeout_s: u64,
 }
@@ -307,8 +324,33 @@ fn partition_count<C: ClientContext>(client: &rdkafka::client::Client<C>, topic:
     Some(t.partitions().len() as i32)
 }
 
-/// (low, high) watermarks per partition.
+/// (low, high) watermarks per partition. Many partitions (a failover's 10,000) are asked in two
+/// ListOffsets requests (earliest, latest) instead of two per partition; with read_committed the
+/// latest is the last stable offset, the end a read_committed reader reaches.
 fn watermarks(consumer: &BaseConsumer, topic: &str, partitions: i32) -> Vec<(i64, i64)> {
+    if partitions > 64 {
+        let ask = |at: Offset| -> Vec<i64> {
+            let mut tpl = TopicPartitionList::new();
+            for p in 0..partitions {
+                tpl.add_partition_offset(topic, p, at).unwrap();
+            }
+            let got = consumer
+                .offsets_for_times(tpl, Duration::from_secs(60))
+                .unwrap_or_else(|e| die(format!("list offsets of {topic}: {e}")));
+            let mut out = vec![-1; partitions as usize];
+            for el in got.elements() {
+                if let Offset::Offset(o) = el.offset() {
+                    out[el.partition() as usize] = o;
+                }
+            }
+            if let Some(p) = out.iter().position(|&o| o < 0) {
+                die(format!("list offsets of {topic}-{p}: no offset"));
+            }
+            out
+        };
+        let (lo, hi) = (ask(Offset::Beginning), ask(Offset::End));
+        return lo.into_iter().zip(hi).collect();
+    }
     (0..partitions)
         .map(|p| {
             consumer
@@ -760,7 +802,7 @@ fn produce(a: ProduceArgs) -> Value {
 // ---------------------------------------------------------------------------------------------
 // consume
 
-/// Order-sensitive FNV-1a-style hash over key and value; touches every byte.
+/// FNV-1a-style hash over bytes; touches every byte.
 fn fold_bytes(mut h: u64, b: &[u8]) -> u64 {
     let mut chunks = b.chunks_exact(8);
     for c in &mut chunks {
@@ -772,47 +814,127 @@ fn fold_bytes(mut h: u64, b: &[u8]) -> u64 {
     h
 }
 
+const HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// One record's identity: a hash of its key and value.
+fn record_hash(k: &[u8], v: &[u8]) -> u64 {
+    // The key's length keeps (k, v) and (k', v') with k + v == k' + v' apart.
+    fold_bytes(fold_bytes(HASH_SEED ^ k.len() as u64, k), v)
+}
+
+/// A partition's ordered digest: record count and an order-sensitive hash of the record hashes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Digest {
+    count: u64,
+    hash: u64,
+}
+
+impl Digest {
+    const EMPTY: Digest = Digest { count: 0, hash: HASH_SEED };
+    fn add(&mut self, record: u64) {
+        self.count += 1;
+        self.hash = (self.hash.rotate_left(5) ^ record).wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// What a drain saw in one partition: every record in order (`all`); with `dedupe`, also the
+/// records whose key and value had not been seen before in that partition (`unique`) and how many
+/// repeated an earlier one (an at-least-once copy's duplicates).
+#[derive(Clone)]
+struct PartitionRead {
+    all: Digest,
+    unique: Digest,
+    duplicates: u64,
+    seen: Option<std::collections::HashSet<u64>>,
+}
+
+impl PartitionRead {
+    fn new(dedupe: bool) -> Self {
+        PartitionRead { all: Digest::EMPTY, unique: Digest::EMPTY, duplicates: 0, seen: dedupe.then(Default::default) }
+    }
+    fn add(&mut self, record: u64) {
+        self.all.add(record);
+        let repeated = self.seen.as_mut().is_some_and(|seen| !seen.insert(record));
+        if repeated {
+            self.duplicates += 1;
+        } else {
+            self.unique.add(record);
+        }
+    }
+}
+
 struct Drained {
     records: u64,
     bytes: u64,
     first_ms: f64,
     last_ms: f64,
     start_ms: f64,
-    per_partition: Vec<(u64, u64)>, // (count, hash)
+    /// Per (topic, partition), in topic then partition order.
+    parts: Vec<((String, i32), PartitionRead)>,
+    /// The end offsets read at the start, per (topic, partition).
+    ends: Vec<i64>,
 }
 
-/// Reads every partition of `topic` from the beginning to the end offsets at call time. A
+/// Reads every partition of `topics` from the beginning to the end offsets at call time. A
 /// partition is done when a record at or past its last offset arrived, when the consumer's
 /// position passed the end (the tail is control records: transaction markers), or when it holds
-/// `expected` records. Gives up on partitions that stay silent for `idle` once others are done.
-fn drain(consumer: &BaseConsumer, topic: &str, timeout: Duration, expected: Option<&[u64]>) -> Drained {
-    let partitions = partition_count(consumer.client(), topic).unwrap_or_else(|| die(format!("no topic {topic}")));
-    let marks = watermarks(consumer, topic, partitions);
-    let n = partitions as usize;
-    let mut done: Vec<bool> = (0..n).map(|p| marks[p].1 <= marks[p].0).collect();
+/// `limit` records (records past the limit are not counted). Gives up on partitions that stay
+/// silent for 20 s once records came.
+fn drain(
+    consumer: &BaseConsumer,
+    topics: &[String],
+    timeout: Duration,
+    limit: Option<&[u64]>,
+    dedupe: bool,
+) -> Drained {
+    let mut keys: Vec<(String, i32)> = Vec::new();
+    let mut marks: Vec<(i64, i64)> = Vec::new();
+    for t in topics {
+        let n = partition_count(consumer.client(), t).unwrap_or_else(|| die(format!("no topic {t}")));
+        for (p, m) in watermarks(consumer, t, n).into_iter().enumerate() {
+            keys.push((t.clone(), p as i32));
+            marks.push(m);
+        }
+    }
+    let index: HashMap<(String, i32), usize> = keys.iter().cloned().enumerate().map(|(i, k)| (k, i)).collect();
+    let n = keys.len();
+    let cap = |i: usize| limit.map_or(u64::MAX, |l| l[i]);
+    let mut done: Vec<bool> = (0..n).map(|i| marks[i].1 <= marks[i].0 || cap(i) == 0).collect();
     let mut remaining = done.iter().filter(|d| !**d).count();
     let mut tpl = TopicPartitionList::new();
-    for (p, _) in done.iter().enumerate().filter(|(_, d)| !**d) {
-        tpl.add_partition_offset(topic, p as i32, Offset::Beginning).unwrap();
+    for (i, (t, p)) in keys.iter().enumerate() {
+        if !done[i] {
+            tpl.add_partition_offset(t, *p, Offset::Beginning).unwrap();
+        }
     }
     let start_ms = now_ms_f();
-    let mut per = vec![(0u64, 0xcbf2_9ce4_8422_2325u64); n];
+    let mut per: Vec<PartitionRead> = vec![PartitionRead::new(dedupe); n];
     let (mut records, mut bytes) = (0u64, 0u64);
     let (mut first_ms, mut last_ms) = (start_ms, start_ms);
+    let finish = |per: Vec<PartitionRead>, records, bytes, first_ms, last_ms| Drained {
+        records,
+        bytes,
+        first_ms,
+        last_ms,
+        start_ms,
+        parts: keys.iter().cloned().zip(per).collect(),
+        ends: marks.iter().map(|m| m.1).collect(),
+    };
     if remaining == 0 {
-        return Drained { records, bytes, first_ms, last_ms, start_ms, per_partition: per };
+        return finish(per, records, bytes, first_ms, last_ms);
     }
     consumer.assign(&tpl).unwrap_or_else(|e| die(format!("assign: {e}")));
     let deadline = Instant::now() + timeout;
     let idle = Duration::from_secs(20);
     let mut last_msg = Instant::now();
     let mut last_position_check = Instant::now();
+    let what = topics.join(",");
     while remaining > 0 {
         if Instant::now() > deadline {
-            die(format!("drain of {topic} timed out with {remaining} partitions unfinished"));
+            die(format!("drain of {what} timed out with {remaining} partitions unfinished"));
         }
         if records > 0 && last_msg.elapsed() > idle {
-            eprintln!("kbench: {remaining} partition(s) of {topic} silent for {idle:?}; stopping");
+            eprintln!("kbench: {remaining} partition(s) of {what} silent for {idle:?}; stopping");
             break;
         }
         match consumer.poll(Duration::from_millis(100)) {
@@ -825,17 +947,22 @@ fn drain(consumer: &BaseConsumer, topic: &str, timeout: Duration, expected: Opti
                 }
                 last_ms = now;
                 last_msg = Instant::now();
-                let p = m.partition() as usize;
+                let i = if topics.len() == 1 {
+                    m.partition() as usize
+                } else {
+                    index[&(m.topic().to_string(), m.partition())]
+                };
+                let e = &mut per[i];
+                if e.all.count >= cap(i) {
+                    continue;
+                }
                 let k = m.key().unwrap_or(&[]);
                 let v = m.payload().unwrap_or(&[]);
-                let e = &mut per[p];
-                e.0 += 1;
-                e.1 = fold_bytes(fold_bytes(e.1, k), v);
+                e.add(record_hash(k, v));
                 records += 1;
                 bytes += (k.len() + v.len()) as u64;
-                let enough = expected.is_some_and(|x| e.0 >= x[p]);
-                if !done[p] && (m.offset() + 1 >= marks[p].1 || enough) {
-                    done[p] = true;
+                if !done[i] && (m.offset() + 1 >= marks[i].1 || e.all.count >= cap(i)) {
+                    done[i] = true;
                     remaining -= 1;
                 }
             }
@@ -844,25 +971,24 @@ fn drain(consumer: &BaseConsumer, topic: &str, timeout: Duration, expected: Opti
             last_position_check = Instant::now();
             if let Ok(pos) = consumer.position() {
                 for el in pos.elements() {
-                    let p = el.partition() as usize;
+                    let Some(&i) = index.get(&(el.topic().to_string(), el.partition())) else { continue };
                     if let Offset::Offset(o) = el.offset()
-                        && p < n
-                        && !done[p]
-                        && o >= marks[p].1
+                        && !done[i]
+                        && o >= marks[i].1
                     {
-                        done[p] = true;
+                        done[i] = true;
                         remaining -= 1;
                     }
                 }
             }
         }
     }
-    Drained { records, bytes, first_ms, last_ms, start_ms, per_partition: per }
+    finish(per, records, bytes, first_ms, last_ms)
 }
 
 fn consume(a: ConsumeArgs) -> Value {
     let c = plain_consumer(&a.bootstrap, &a.isolation, &a.props);
-    let d = drain(&c, &a.topic, Duration::from_secs(a.timeout_s), None);
+    let d = drain(&c, std::slice::from_ref(&a.topic), Duration::from_secs(a.timeout_s), None, false);
     let elapsed = ((d.last_ms - d.first_ms) / 1000.0).max(1e-9);
     json!({
         "records": d.records, "bytes": d.bytes, "start_ms": d.start_ms, "first_ms": d.first_ms,
@@ -871,24 +997,108 @@ fn consume(a: ConsumeArgs) -> Value {
     })
 }
 
-fn verify(a: VerifyArgs) -> Value {
-    let s = plain_consumer(&a.src, "read_committed", &[]);
-    let src = drain(&s, &a.topic, Duration::from_secs(a.timeout_s), None);
-    drop(s);
-    let d = plain_consumer(&a.dst, "read_committed", &[]);
-    let counts: Vec<u64> = src.per_partition.iter().map(|x| x.0).collect();
-    let dst = drain(&d, &a.topic, Duration::from_secs(a.timeout_s), Some(&counts));
-    let mut mismatched = Vec::new();
-    for (p, (x, y)) in src.per_partition.iter().zip(dst.per_partition.iter()).enumerate() {
-        if x != y {
-            mismatched.push(json!({"partition": p, "source_records": x.0, "destination_records": y.0,
-                                    "hash_equal": x.1 == y.1}));
+/// Per source partition (topic, partition) its digest.
+type PartitionDigests = Vec<((String, i32), Digest)>;
+
+/// The source side of a check, kept in a file so that the runs of one scenario read the source
+/// once: per partition its end offset, record count and ordered hash.
+fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, bool) {
+    let cache = a.source_summary.as_deref().filter(|_| limit.is_none());
+    let probe = plain_consumer(&a.src, "read_committed", &[]);
+    let mut ends = Vec::new();
+    for t in &a.topics {
+        let n = partition_count(probe.client(), t).unwrap_or_else(|| die(format!("no source topic {t}")));
+        ends.extend(watermarks(&probe, t, n).into_iter().map(|m| m.1));
+    }
+    drop(probe);
+    if let Some(path) = cache
+        && let Ok(text) = std::fs::read_to_string(path)
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+        && v["topics"] == json!(a.topics)
+        && v["ends"] == json!(ends)
+        && let Some(parts) = v["partitions"].as_array()
+    {
+        let parsed: Option<Vec<_>> = parts
+            .iter()
+            .map(|x| {
+                Some((
+                    (x["topic"].as_str()?.to_string(), x["partition"].as_i64()? as i32),
+                    Digest { count: x["count"].as_u64()?, hash: u64::from_str_radix(x["hash"].as_str()?, 16).ok()? },
+                ))
+            })
+            .collect();
+        if let Some(parsed) = parsed {
+            return (parsed, true);
         }
     }
+    let s = plain_consumer(&a.src, "read_committed", &[]);
+    let d = drain(&s, &a.topics, Duration::from_secs(a.timeout_s), limit, false);
+    let digests: Vec<_> = d.parts.into_iter().map(|(k, r)| (k, r.all)).collect();
+    if let Some(path) = cache {
+        let parts: Vec<Value> = digests
+            .iter()
+            .map(
+                |((t, p), g)| json!({"topic": t, "partition": p, "count": g.count, "hash": format!("{:016x}", g.hash)}),
+            )
+            .collect();
+        let v = json!({"topics": a.topics, "ends": d.ends, "partitions": parts});
+        if let Err(e) = std::fs::write(path, v.to_string()) {
+            eprintln!("kbench: cannot write {path}: {e}");
+        }
+    }
+    (digests, false)
+}
+
+/// Compares the destination with the source partition by partition: record count and ordered
+/// hash of key + value. `exact`: equal. `dedupe` (an at-least-once copy): equal once every record
+/// that repeats an earlier one of its partition is left out; the repeats are counted. `prefix`
+/// (a copy stopped while the source still takes writes): the destination equals the first records
+/// of each source partition.
+fn verify(a: VerifyArgs) -> Value {
+    let dedupe = a.mode == "dedupe";
+    if !matches!(a.mode.as_str(), "exact" | "dedupe" | "prefix") {
+        die(format!("unknown --mode {} (exact, dedupe, prefix)", a.mode));
+    }
+    let t0 = Instant::now();
+    let (dst, src, cached) = if a.mode == "prefix" {
+        let d = plain_consumer(&a.dst, "read_committed", &[]);
+        let dst = drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, false);
+        drop(d);
+        let counts: Vec<u64> = dst.parts.iter().map(|(_, r)| r.all.count).collect();
+        let (src, cached) = source_digests(&a, Some(&counts));
+        (dst, src, cached)
+    } else {
+        let (src, cached) = source_digests(&a, None);
+        let d = plain_consumer(&a.dst, "read_committed", &[]);
+        (drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, dedupe), src, cached)
+    };
+    let mut mismatched = Vec::new();
+    let mut n_mismatched = 0u64;
+    let (mut src_records, mut dst_records, mut dups) = (0u64, 0u64, 0u64);
+    let dst_by_key: HashMap<&(String, i32), &PartitionRead> = dst.parts.iter().map(|(k, r)| (k, r)).collect();
+    for (key, s) in &src {
+        src_records += s.count;
+        let empty = PartitionRead::new(false);
+        let d = dst_by_key.get(key).copied().unwrap_or(&empty);
+        dst_records += d.all.count;
+        dups += d.duplicates;
+        let got = if dedupe { d.unique } else { d.all };
+        if got != *s || !dst_by_key.contains_key(key) {
+            n_mismatched += 1;
+            if mismatched.len() < 20 {
+                mismatched.push(json!({"topic": key.0, "partition": key.1, "source_records": s.count,
+                    "destination_records": d.all.count, "destination_unique_records": d.unique.count,
+                    "duplicates": d.duplicates, "hash_equal": got.hash == s.hash,
+                    "present": dst_by_key.contains_key(key)}));
+            }
+        }
+    }
+    let extra = dst.parts.len().saturating_sub(src.len());
     json!({
-        "ok": mismatched.is_empty() && src.per_partition.len() == dst.per_partition.len(),
-        "source_records": src.records, "destination_records": dst.records,
-        "partitions": src.per_partition.len(), "mismatched": mismatched,
+        "ok": n_mismatched == 0 && extra == 0, "mode": a.mode, "topics": a.topics,
+        "source_records": src_records, "destination_records": dst_records, "duplicates": dups,
+        "partitions": src.len(), "mismatched_partitions": n_mismatched, "mismatched": mismatched,
+        "source_from_cache": cached, "elapsed_s": t0.elapsed().as_secs_f64(),
     })
 }
 
@@ -903,11 +1113,18 @@ fn watch(a: WatchArgs) -> Value {
     let total: i64 = src_marks.iter().map(|(l, h)| h - l).sum();
     let ends: Vec<i64> = src_marks.iter().map(|m| m.1).collect();
     let dst = plain_consumer(&a.dst, "read_uncommitted", &[]);
-    let kmirror = match a.mode.as_str() {
-        "hwm" => false,
-        "kmirror" => true,
+    let (kmirror, connect) = match a.mode.as_str() {
+        "hwm" => (false, false),
+        "kmirror" => (true, false),
+        "connect-offsets" => (false, true),
         m => die(format!("unknown --mode {m}")),
     };
+    // The committed source offsets (the last mirrored offset per partition), once the worker
+    // created its offsets topic.
+    let offsets_reader =
+        connect.then(|| plain_consumer(&a.dst, "read_committed", &["fetch.wait.max.ms=100".to_string()]));
+    let mut offsets_assigned = false;
+    let mut committed: Vec<i64> = vec![-1; partitions as usize];
     let api = a.api.clone().unwrap_or_default();
     if kmirror && api.is_empty() {
         die("--mode kmirror needs --api");
@@ -995,6 +1212,27 @@ fn watch(a: WatchArgs) -> Value {
                         }
                     }
                 }
+            } else if let Some(offsets_reader) = &offsets_reader {
+                if !offsets_assigned && let Some(n) = partition_count(offsets_reader.client(), &a.offsets_topic) {
+                    let mut tpl = TopicPartitionList::new();
+                    for p in 0..n {
+                        tpl.add_partition_offset(&a.offsets_topic, p, Offset::Beginning).unwrap();
+                    }
+                    offsets_reader.assign(&tpl).unwrap_or_else(|e| die(format!("assign: {e}")));
+                    offsets_assigned = true;
+                }
+                if offsets_assigned {
+                    connect_offsets(offsets_reader, &a.topic, &mut committed);
+                }
+                progress = 0;
+                for p in 0..partitions as usize {
+                    if committed[p] >= src_marks[p].0 {
+                        progress += (committed[p] + 1).min(ends[p]) - src_marks[p].0;
+                    }
+                    if committed[p] + 1 >= ends[p] {
+                        complete[p] = true;
+                    }
+                }
             } else {
                 progress = 0;
                 for p in 0..partitions as usize {
@@ -1053,6 +1291,27 @@ fn watch(a: WatchArgs) -> Value {
         "cpu_s_total_per_process": per_pid_done.iter().zip(&per_pid_start).map(|(d, f)| d - f).collect::<Vec<_>>(),
         "start_call": start_response, "interval_ms": a.interval_ms,
     })
+}
+
+/// Reads what is available of a Connect worker's offsets topic and keeps, per partition of
+/// `topic`, the last committed source offset. Keys are `["<connector>", {"cluster": .., "topic":
+/// .., "partition": ..}]`, values `{"offset": <last mirrored offset>}` (MirrorSourceTask).
+fn connect_offsets(reader: &BaseConsumer, topic: &str, committed: &mut [i64]) {
+    let until = Instant::now() + Duration::from_millis(100);
+    while Instant::now() < until {
+        let Some(Ok(m)) = reader.poll(Duration::from_millis(20)) else { continue };
+        let (Some(k), Some(v)) = (m.key(), m.payload()) else { continue };
+        let (Ok(k), Ok(v)) = (serde_json::from_slice::<Value>(k), serde_json::from_slice::<Value>(v)) else { continue };
+        let part = &k[1];
+        if part["topic"].as_str() != Some(topic) {
+            continue;
+        }
+        if let (Some(p), Some(o)) = (part["partition"].as_u64(), v["offset"].as_i64())
+            && let Some(c) = committed.get_mut(p as usize)
+        {
+            *c = (*c).max(o);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
