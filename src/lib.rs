@@ -13,6 +13,7 @@ pub mod config;
 pub mod demo;
 pub mod domain;
 pub mod engine;
+pub mod format;
 pub mod history;
 pub mod kafka;
 pub mod store;

@@ -18,8 +18,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app_state::AppState;
 use crate::domain::{PartitionState, Timestamp};
 use crate::engine::{MirrorSnapshot, OperationView, PartitionSnapshot, Snapshot};
+use crate::format;
 use crate::history::History;
-use crate::ui::format;
 
 use super::auth::ViewerAuth;
 use super::dto::{

@@ -103,7 +103,7 @@ pub fn about(seconds: u64) -> String {
 
 /// `1,234` or `0.5`.
 pub fn rate_text(x: f64) -> String {
-    if x >= 10.0 { crate::ui::format::int(x.round() as i64) } else { format!("{:.1}", x) }
+    if x >= 10.0 { crate::format::int(x.round() as i64) } else { format!("{:.1}", x) }
 }
 
 #[cfg(test)]

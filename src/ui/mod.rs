@@ -35,7 +35,7 @@
 
 mod assets;
 pub mod error;
-pub mod format;
+pub use crate::format;
 mod handlers;
 pub mod pages;
 pub mod session;

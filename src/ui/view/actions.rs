@@ -4,7 +4,7 @@
 use crate::domain::PartitionState;
 use crate::domain::topic_call::{PartitionFacts, TopicCall};
 use crate::engine::PartitionSnapshot;
-use crate::ui::format::{encode_component, url};
+use crate::format::{encode_component, url};
 
 /// A lifecycle action the UI offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

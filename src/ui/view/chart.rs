@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::domain::Timestamp;
 use crate::engine::MirrorSnapshot;
+use crate::format;
 use crate::history::{Eta, History, Sample, known};
-use crate::ui::format;
 
 /// The chart's drawing box (the SVG stretches it to its container; strokes do not scale).
 pub const WIDTH: f64 = 600.0;

@@ -3,7 +3,7 @@
 
 use crate::auth::{Identity, Role};
 use crate::domain::{PartitionState, StateCounts, Timestamp};
-use crate::ui::format::{self, encode_component};
+use crate::format::{self, encode_component};
 
 /// A snapshot older than this is shown as stale.
 pub const STALE_AFTER_MS: i64 = 5_000;

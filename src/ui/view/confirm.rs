@@ -4,8 +4,8 @@
 use crate::domain::approval::ApprovalAction;
 use crate::domain::{PartitionState, StateCounts};
 use crate::engine::{GroupReadiness, MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
+use crate::format;
 use crate::history::History;
-use crate::ui::format;
 
 use super::actions::UiOp;
 use super::chart::{EtaView, eta_of};

@@ -2,7 +2,7 @@
 
 use crate::domain::Timestamp;
 use crate::engine::{ClusterIdStatus, DataPathStatus, Health, MirrorSnapshot, SyncKind, SyncStatus};
-use crate::ui::format::{self, NONE};
+use crate::format::{self, NONE};
 
 use super::common::When;
 

@@ -4,7 +4,7 @@
 
 use crate::domain::Timestamp;
 use crate::engine::{ClusterSnapshot, InstanceSnapshot, Snapshot};
-use crate::ui::format::{self, NONE};
+use crate::format::{self, NONE};
 
 use super::common::{Freshness, When};
 

@@ -4,8 +4,8 @@ use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{GroupReadiness, GroupSyncView, MirrorSnapshot, TopicSnapshot};
+use crate::format::{self, url};
 use crate::history::History;
-use crate::ui::format::{self, url};
 
 use super::actions::{ActionLink, actions_for};
 use super::chart::{EtaView, Trends, eta_of, trends};

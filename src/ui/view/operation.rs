@@ -56,7 +56,7 @@ pub fn operation_detail(snap: &Snapshot, o: &OperationView, now: Timestamp) -> O
                 decided_by: a.decided_by.clone().unwrap_or_default(),
                 decision_reason: a.decision_reason.clone().unwrap_or_default(),
                 expires: if status == ApprovalStatus::Pending {
-                    format!("in {}", crate::ui::format::duration_ms(now.millis_until(a.expires_at).max(0)))
+                    format!("in {}", crate::format::duration_ms(now.millis_until(a.expires_at).max(0)))
                 } else {
                     String::new()
                 },

@@ -3,7 +3,7 @@
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{OperationKind, OperationView, Snapshot};
-use crate::ui::format::{self, NONE, url};
+use crate::format::{self, NONE, url};
 
 use super::common::{
     Freshness, Opt, Pager, Params, StateView, When, mirror_href, mixed_text, operation_href, parse_page, state_view,

@@ -2,8 +2,8 @@
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{MirrorSnapshot, OperationView, Snapshot};
+use crate::format::{self, url};
 use crate::history::History;
-use crate::ui::format::{self, url};
 
 use super::chart::{EtaView, Trends, eta_of, trends};
 use super::common::{Freshness, StateCountView, Viewer, lag_css, mirror_href, partitions_href, state_counts};

@@ -5,8 +5,8 @@ use std::cmp::Ordering;
 
 use crate::domain::{PartitionState, StateCounts, Timestamp};
 use crate::engine::{MirrorSnapshot, PartitionSnapshot, TopicSnapshot};
+use crate::format::{self, NONE, url};
 use crate::history::History;
-use crate::ui::format::{self, NONE, url};
 
 use super::actions::{ActionLink, actions_for};
 use super::chart::{EtaView, Trends, eta_of, trends};

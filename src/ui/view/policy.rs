@@ -6,7 +6,7 @@ use crate::domain::topic_policy::Plan;
 use crate::engine::MirrorSnapshot;
 
 use super::common::When;
-use crate::ui::format;
+use crate::format;
 
 /// At most this many names per list on the card (the API lists them all).
 const SHOWN: usize = 20;

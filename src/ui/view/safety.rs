@@ -5,7 +5,7 @@
 use crate::domain::Timestamp;
 use crate::domain::approval::{ApprovalAction, ApprovalStatus};
 use crate::engine::{ApprovalPolicy, ApprovalRecord, DrillView, Snapshot, Truncation, default_canary};
-use crate::ui::format;
+use crate::format;
 
 use super::common::{Viewer, When, mirror_href, operation_href};
 

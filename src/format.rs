@@ -1,4 +1,5 @@
-//! Display formatting for the dashboard: numbers, durations, instants and query strings.
+//! Display formatting shared by the dashboard, the API's incident report and the catch-up estimates:
+//! numbers, durations, instants and query strings.
 //!
 //! Pure functions, no clock: every relative time takes `now` as an argument, so the same
 //! snapshot always renders the same text (render tests depend on it).
