@@ -530,7 +530,7 @@ impl DrillRun {
                     ),
                 ));
             }
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => {}
             Err(e) => {
                 return Err(rejected(
                     ProblemKind::DestinationUnavailable,
@@ -544,7 +544,7 @@ impl DrillRun {
                 self.created_source = true;
                 Ok(())
             }
-            Err(e) if e.is("TOPIC_ALREADY_EXISTS") => Err(rejected(
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => Err(rejected(
                 ProblemKind::DrillCanaryExists,
                 format!(
                     "topic {canary:?} already exists on the source; kmirror only ever deletes canary topics it \
@@ -552,9 +552,13 @@ impl DrillRun {
                 ),
             )),
             Err(e)
-                if ["TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "POLICY_VIOLATION"]
-                    .iter()
-                    .any(|c| e.is(c)) =>
+                if e.kind().is_some_and(|k| {
+                    matches!(
+                        k,
+                        crate::kafka::KafkaErrorKind::AuthorizationFailed
+                            | crate::kafka::KafkaErrorKind::PolicyViolation
+                    )
+                }) =>
             {
                 Err(rejected(
                     ProblemKind::DrillCanaryRefused,
@@ -1128,7 +1132,7 @@ impl DrillRun {
 async fn delete_topic(admin: &KafkaAdmin, topic: &str) -> Result<(), String> {
     match admin.delete_topic(topic).await {
         Ok(()) => Ok(()),
-        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Ok(()),
+        Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => Ok(()),
         Err(e) => Err(e.to_string()),
     }
 }

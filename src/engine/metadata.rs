@@ -158,11 +158,9 @@ pub(super) struct RefreshReport {
 /// denying a permission is shown the same way): an explicit "unsupported" answer, or a timeout
 /// from a cluster known to serve only the core APIs.
 fn unsupported(admin: &dyn super::ports::ClusterAdmin, e: &crate::kafka::KafkaError) -> bool {
-    e.is("_UNSUPPORTED_FEATURE")
-        || e.is("UNSUPPORTED_VERSION")
-        || e.is("SECURITY_DISABLED")
-        || (admin.is_limited() && matches!(e, crate::kafka::KafkaError::Timeout { .. }))
-        || (admin.is_limited() && e.to_string().contains("Timed out"))
+    use crate::kafka::KafkaErrorKind as K;
+    e.kind().is_some_and(|k| k.is_unsupported() || k == K::SecurityDisabled)
+        || (admin.is_limited() && (matches!(e, crate::kafka::KafkaError::Timeout { .. }) || e.is(K::TimedOut)))
 }
 
 /// Runs one refresh of a mirror.
@@ -182,8 +180,10 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     match input.source.describe_cluster().await {
         Ok(c) => report.cluster_id = Ok(c.cluster_id),
         Err(e) => {
-            report.check_failed =
-                crate::engine::ClusterIdStatus::of_failed_check(e.is("_AUTHENTICATION"), e.is("_SSL"));
+            report.check_failed = crate::engine::ClusterIdStatus::of_failed_check(
+                e.is(crate::kafka::KafkaErrorKind::Authentication),
+                e.is(crate::kafka::KafkaErrorKind::Ssl),
+            );
             report.cluster_id = Err(e.to_string());
             return report;
         }
@@ -208,7 +208,7 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
                         Ok(d) => {
                             report.topics.insert(t.clone(), Some((d.topic_id.to_string(), d.partitions.len())));
                         }
-                        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {
+                        Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => {
                             report.topics.insert(t.clone(), None);
                         }
                         Err(e) => {

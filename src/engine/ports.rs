@@ -520,7 +520,7 @@ impl Ports for KafkaPorts {
         Box::pin(async move {
             let admin = KafkaAdmin::connect(bootstrap, properties, timeout)?;
             let r = match state_log::read_to_end(&admin, bootstrap, properties, topic, timeout * 4).await {
-                Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Ok(Vec::new()),
+                Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => Ok(Vec::new()),
                 r => r,
             };
             // Destroying a client can block: not on a runtime worker.

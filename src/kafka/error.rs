@@ -4,6 +4,78 @@
 
 use std::time::Duration;
 
+/// The Kafka error codes kmirror decides on, mapped once from librdkafka's names
+/// ([`KafkaErrorKind::of`]); callers match on these, never on a name or a message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KafkaErrorKind {
+    /// `UNKNOWN_TOPIC_OR_PART`: the topic (or partition) does not exist.
+    UnknownTopicOrPartition,
+    /// `UNKNOWN_TOPIC_ID`: no topic with that ID.
+    UnknownTopicId,
+    /// `_UNKNOWN_TOPIC`, `_UNKNOWN_PARTITION`: librdkafka's own "not in the metadata".
+    UnknownTopicLocal,
+    /// `TOPIC_AUTHORIZATION_FAILED`, `CLUSTER_AUTHORIZATION_FAILED`: an ACL denies the call.
+    AuthorizationFailed,
+    /// `POLICY_VIOLATION`: a broker-side policy refused the request.
+    PolicyViolation,
+    /// `TOPIC_ALREADY_EXISTS`.
+    TopicAlreadyExists,
+    /// `INVALID_PARTITIONS`: e.g. the topic already has at least that many partitions.
+    InvalidPartitions,
+    /// `INVALID_REQUEST`: the broker does not take the request in this form.
+    InvalidRequest,
+    /// `SECURITY_DISABLED`: no authorizer (ACL calls are not served).
+    SecurityDisabled,
+    /// `UNSUPPORTED_VERSION`: the broker does not serve this API version.
+    UnsupportedVersion,
+    /// `_UNSUPPORTED_FEATURE`: librdkafka knows the broker lacks the API.
+    UnsupportedFeature,
+    /// `_AUTHENTICATION`: SASL authentication failed.
+    Authentication,
+    /// `_SSL`: the TLS handshake failed.
+    Ssl,
+    /// `_TIMED_OUT`, `_TIMED_OUT_QUEUE`, `REQUEST_TIMED_OUT`: no answer in time.
+    TimedOut,
+    /// Any other code.
+    Other,
+}
+
+impl KafkaErrorKind {
+    /// The kind of a librdkafka error name.
+    #[must_use]
+    pub fn of(name: &str) -> Self {
+        match name {
+            "UNKNOWN_TOPIC_OR_PART" => Self::UnknownTopicOrPartition,
+            "UNKNOWN_TOPIC_ID" => Self::UnknownTopicId,
+            "_UNKNOWN_TOPIC" | "_UNKNOWN_PARTITION" => Self::UnknownTopicLocal,
+            "TOPIC_AUTHORIZATION_FAILED" | "CLUSTER_AUTHORIZATION_FAILED" => Self::AuthorizationFailed,
+            "POLICY_VIOLATION" => Self::PolicyViolation,
+            "TOPIC_ALREADY_EXISTS" => Self::TopicAlreadyExists,
+            "INVALID_PARTITIONS" => Self::InvalidPartitions,
+            "INVALID_REQUEST" => Self::InvalidRequest,
+            "SECURITY_DISABLED" => Self::SecurityDisabled,
+            "UNSUPPORTED_VERSION" => Self::UnsupportedVersion,
+            "_UNSUPPORTED_FEATURE" => Self::UnsupportedFeature,
+            "_AUTHENTICATION" => Self::Authentication,
+            "_SSL" => Self::Ssl,
+            "_TIMED_OUT" | "_TIMED_OUT_QUEUE" | "REQUEST_TIMED_OUT" => Self::TimedOut,
+            _ => Self::Other,
+        }
+    }
+
+    /// The topic does not exist, however the cluster or librdkafka said so.
+    #[must_use]
+    pub fn is_topic_gone(self) -> bool {
+        matches!(self, Self::UnknownTopicOrPartition | Self::UnknownTopicId | Self::UnknownTopicLocal)
+    }
+
+    /// The broker does not offer the call at all (an old or limited cluster).
+    #[must_use]
+    pub fn is_unsupported(self) -> bool {
+        matches!(self, Self::UnsupportedFeature | Self::UnsupportedVersion)
+    }
+}
+
 /// A Kafka error code: the numeric value librdkafka reports (negative values are librdkafka's own
 /// local errors such as `_TIMED_OUT`) and its symbolic name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +91,12 @@ impl std::fmt::Display for KafkaCode {
 }
 
 impl KafkaCode {
+    /// What kmirror makes of this code.
+    #[must_use]
+    pub fn kind(&self) -> KafkaErrorKind {
+        KafkaErrorKind::of(&self.name)
+    }
+
     /// Errors a caller may retry as they are: the cluster or a broker was briefly unreachable,
     /// a leader moved, or a request timed out. Everything else needs a change before a retry helps.
     pub fn is_retryable(&self) -> bool {
@@ -139,9 +217,16 @@ impl KafkaError {
         }
     }
 
-    /// True for the code name given (e.g. `"TOPIC_ALREADY_EXISTS"`).
-    pub fn is(&self, name: &str) -> bool {
-        self.code().is_some_and(|c| c.name == name)
+    /// What kmirror makes of the Kafka error code, when the failure came from Kafka.
+    #[must_use]
+    pub fn kind(&self) -> Option<KafkaErrorKind> {
+        self.code().map(KafkaCode::kind)
+    }
+
+    /// True when Kafka answered with an error of this kind.
+    #[must_use]
+    pub fn is(&self, kind: KafkaErrorKind) -> bool {
+        self.kind() == Some(kind)
     }
 }
 
@@ -150,6 +235,42 @@ pub type KafkaResult<T> = Result<T, KafkaError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code kmirror decides on maps to its kind, and nothing else does: a caller that
+    /// matched on a name before matches on the kind now.
+    #[test]
+    fn codes_map_once_to_kinds() {
+        use KafkaErrorKind as K;
+        let table = [
+            ("UNKNOWN_TOPIC_OR_PART", K::UnknownTopicOrPartition),
+            ("UNKNOWN_TOPIC_ID", K::UnknownTopicId),
+            ("_UNKNOWN_TOPIC", K::UnknownTopicLocal),
+            ("_UNKNOWN_PARTITION", K::UnknownTopicLocal),
+            ("TOPIC_AUTHORIZATION_FAILED", K::AuthorizationFailed),
+            ("CLUSTER_AUTHORIZATION_FAILED", K::AuthorizationFailed),
+            ("POLICY_VIOLATION", K::PolicyViolation),
+            ("TOPIC_ALREADY_EXISTS", K::TopicAlreadyExists),
+            ("INVALID_PARTITIONS", K::InvalidPartitions),
+            ("INVALID_REQUEST", K::InvalidRequest),
+            ("SECURITY_DISABLED", K::SecurityDisabled),
+            ("UNSUPPORTED_VERSION", K::UnsupportedVersion),
+            ("_UNSUPPORTED_FEATURE", K::UnsupportedFeature),
+            ("_AUTHENTICATION", K::Authentication),
+            ("_SSL", K::Ssl),
+            ("_TIMED_OUT", K::TimedOut),
+            ("REQUEST_TIMED_OUT", K::TimedOut),
+            ("GROUP_AUTHORIZATION_FAILED", K::Other),
+            ("NOT_LEADER_OR_FOLLOWER", K::Other),
+        ];
+        for (name, kind) in table {
+            assert_eq!(KafkaErrorKind::of(name), kind, "{name}");
+            assert!(kafka(name).is(kind), "{name}");
+        }
+        let gone: Vec<&str> = table.iter().filter(|(_, k)| k.is_topic_gone()).map(|(n, _)| *n).collect();
+        assert_eq!(gone, ["UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"]);
+        let timeout = KafkaError::Timeout { operation: "x", resource: "y".into(), after: Duration::from_secs(1) };
+        assert_eq!(timeout.kind(), None, "not an answer from Kafka");
+    }
 
     fn kafka(name: &str) -> KafkaError {
         KafkaError::Kafka {

@@ -20,7 +20,7 @@ pub mod state_log;
 pub mod types;
 
 pub use admin::KafkaAdmin;
-pub use error::{KafkaCode, KafkaError, KafkaResult};
+pub use error::{KafkaCode, KafkaError, KafkaErrorKind, KafkaResult};
 pub use types::*;
 
 /// `transaction.timeout.ms` of kmirror's transactional producers (data paths, quarantine

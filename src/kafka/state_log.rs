@@ -32,7 +32,7 @@ pub struct LogRecord {
 pub async fn ensure_state_topic(admin: &KafkaAdmin, topic: &str, partitions: i32) -> KafkaResult<i32> {
     match admin.describe_topic(topic).await {
         Ok(d) => return Ok(d.partitions.len() as i32),
-        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
+        Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => {}
         Err(e) => return Err(e),
     }
     let configs = vec![
@@ -42,7 +42,7 @@ pub async fn ensure_state_topic(admin: &KafkaAdmin, topic: &str, partitions: i32
     ];
     match admin.create_topic(topic, partitions, -1, &configs).await {
         Ok(()) => {}
-        Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+        Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
         Err(e) => return Err(e),
     }
     // Wait until the new topic is visible with leaders, so the first read does not race it.

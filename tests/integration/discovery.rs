@@ -64,7 +64,7 @@ async fn wait_runs(eng: &TestEngine, mirror: &str, n: u64) {
 async fn on_destination(topic: &str) -> bool {
     match Cluster::Destination.admin().describe_topic(topic).await {
         Ok(_) => true,
-        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => false,
+        Err(e) if e.is(kmirror::kafka::KafkaErrorKind::UnknownTopicOrPartition) => false,
         Err(e) => panic!("describe {topic}: {e}"),
     }
 }

@@ -21,7 +21,7 @@ const SIGNING_KEY: &str = "drill-test-signing-key-0123456789abcdef0123456789";
 async fn topic_exists(cluster: Cluster, topic: &str) -> bool {
     match cluster.admin().describe_topic(topic).await {
         Ok(_) => true,
-        Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => false,
+        Err(e) if e.is(kmirror::kafka::KafkaErrorKind::UnknownTopicOrPartition) => false,
         Err(e) => panic!("describe {topic} on the {}: {e}", cluster.name()),
     }
 }

@@ -242,7 +242,7 @@ impl Coordinator {
                         self.off_loop_plan(mirror, topic, move |p| async move { p.validate_adoption(n).await }).await
                     }
                     Ok(_) => Ok(None),
-                    Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => Err(Problem {
+                    Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => Err(Problem {
                         kind: ProblemKind::TopicNotFound,
                         detail: format!("topic {topic:?} does not exist on the source cluster"),
                     }),
@@ -314,7 +314,7 @@ impl Coordinator {
             return Err(Problem { kind: ProblemKind::SourceClusterIdMismatch, detail });
         }
         let src = self.source_topic(&*source, topic).await.map_err(|e| {
-            if e.is("UNKNOWN_TOPIC_OR_PART") {
+            if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) {
                 Problem {
                     kind: ProblemKind::TopicNotFound,
                     detail: format!("topic {topic:?} does not exist on the source cluster"),
@@ -397,7 +397,7 @@ impl Coordinator {
                 }
                 d
             }
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => {
                 let overrides: Vec<(String, String)> = match source.describe_topic_configs(topic).await {
                     Ok(entries) => entries
                         .into_iter()
@@ -412,7 +412,7 @@ impl Coordinator {
                 let configs = crate::domain::config_sync::creation_configs(&overrides);
                 match dest.create_topic(topic, partitions, -1, &configs).await {
                     Ok(()) => {}
-                    Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+                    Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
                     Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
                 }
                 let mut found = None;

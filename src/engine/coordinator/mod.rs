@@ -580,8 +580,7 @@ async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<stat
 /// creation check and the read, e.g. by an operator cleaning up during start-up) is not an
 /// unavailable destination: the cluster answered, and retrying does not bring the state back.
 fn state_read_error(state_topic: &str, e: &KafkaError) -> EngineError {
-    let gone = ["UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"];
-    if gone.iter().any(|code| e.is(code)) {
+    if e.kind().is_some_and(crate::kafka::KafkaErrorKind::is_topic_gone) {
         return EngineError::rejected(
             ProblemKind::DestinationUnavailable,
             format!(

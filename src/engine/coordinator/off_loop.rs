@@ -143,7 +143,7 @@ async fn create_probe(ports: &dyn Ports, source: SourceSpec) -> Result<ClusterDe
 /// unreachable cluster.
 pub(super) fn source_error(source: &SourceSpec, e: &crate::kafka::KafkaError) -> EngineError {
     let prop = |names: &[&str]| names.iter().find_map(|n| source.properties.get(*n)).cloned();
-    if e.is("_AUTHENTICATION") {
+    if e.is(crate::kafka::KafkaErrorKind::Authentication) {
         let mechanism = prop(&["sasl.mechanism", "sasl.mechanisms"]).unwrap_or_else(|| "GSSAPI".into());
         let user = prop(&["sasl.username"]).map_or_else(|| "no user".to_string(), |u| format!("user {u:?}"));
         return EngineError::rejected(
@@ -153,7 +153,7 @@ pub(super) fn source_error(source: &SourceSpec, e: &crate::kafka::KafkaError) ->
             ),
         );
     }
-    if e.is("_SSL") {
+    if e.is(crate::kafka::KafkaErrorKind::Ssl) {
         return EngineError::rejected(
             ProblemKind::SourceTlsFailed,
             format!(
@@ -238,7 +238,7 @@ async fn create_mirror_topics(source: &dyn ClusterAdmin, destination: &dyn Clust
     let mut created = Vec::new();
     for ((topic, partitions), d) in topics.into_iter().zip(described) {
         match d {
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => {}
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => {}
             _ => continue, // exists (start_topic checks it), or an answer start_topic will report
         }
         let overrides: Vec<(String, String)> = match source.describe_topic_configs(&topic).await {
@@ -252,7 +252,7 @@ async fn create_mirror_topics(source: &dyn ClusterAdmin, destination: &dyn Clust
         let configs = crate::domain::config_sync::creation_configs(&overrides);
         match destination.create_topic(&topic, partitions, -1, &configs).await {
             Ok(()) => created.push((topic, partitions)),
-            Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
             Err(_) => {}
         }
     }

@@ -320,7 +320,7 @@ impl Planner {
         let dest = &*self.destination;
         let d = match dest.describe_topic(topic).await {
             Ok(d) => d,
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(None),
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => return Ok(None),
             Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
         };
         let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
@@ -349,7 +349,7 @@ impl Planner {
         let d = match dest.describe_topic(topic).await {
             Ok(d) => d,
             // Deleted since the failover: the start recreates it, nothing is in the way.
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(None),
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => return Ok(None),
             Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
         };
         let partitions = d.partitions.len() as i32;
@@ -435,7 +435,7 @@ impl Planner {
         let dest = &*self.destination;
         let d = match dest.describe_topic(topic).await {
             Ok(d) => d,
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => return Ok(Vec::new()),
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => return Ok(Vec::new()),
             Err(e) => return Err(unavailable(e)),
         };
         let topic_id = d.topic_id.to_string();
@@ -460,14 +460,14 @@ impl Planner {
         }
         let mut existing = match dest.describe_topic(&target).await {
             Ok(t) => Some(t),
-            Err(e) if e.is("UNKNOWN_TOPIC_OR_PART") => None,
+            Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => None,
             Err(e) => return Err(unavailable(e)),
         };
         if existing.is_none() && !dry_run {
             // Same partition count: each record keeps its partition number.
             match dest.create_topic(&target, n, -1, &[]).await {
                 Ok(()) => {}
-                Err(e) if e.is("TOPIC_ALREADY_EXISTS") => {}
+                Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
                 Err(e) => return Err(unavailable(e)),
             }
             let deadline = tokio::time::Instant::now() + self.config.request_timeout;

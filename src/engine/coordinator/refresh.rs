@@ -436,7 +436,7 @@ impl Coordinator {
         if d.partitions.len() < partitions {
             match dest.create_partitions(topic, partitions).await {
                 Ok(()) => {}
-                Err(e) if e.is("INVALID_PARTITIONS") => {}
+                Err(e) if e.is(crate::kafka::KafkaErrorKind::InvalidPartitions) => {}
                 Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
             }
             let mut visible = false;

@@ -319,9 +319,9 @@ impl KafkaAdmin {
             // controller): describe the cluster from Metadata, and from now on only that way if
             // Metadata works.
             Err(e)
-                if e.is("_UNSUPPORTED_FEATURE")
-                    || e.is("UNSUPPORTED_VERSION")
-                    || e.is("INVALID_REQUEST")
+                if e.is(crate::kafka::KafkaErrorKind::UnsupportedFeature)
+                    || e.is(crate::kafka::KafkaErrorKind::UnsupportedVersion)
+                    || e.is(crate::kafka::KafkaErrorKind::InvalidRequest)
                     || matches!(e, KafkaError::Timeout { .. }) =>
             {
                 let described = self.describe_cluster_from_metadata().await;

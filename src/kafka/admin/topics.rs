@@ -28,8 +28,8 @@ impl KafkaAdmin {
         }
         match self.describe_topics_api(names).await {
             Err(e)
-                if e.is("_UNSUPPORTED_FEATURE")
-                    || e.is("UNSUPPORTED_VERSION")
+                if e.is(crate::kafka::KafkaErrorKind::UnsupportedFeature)
+                    || e.is(crate::kafka::KafkaErrorKind::UnsupportedVersion)
                     || matches!(e, KafkaError::Timeout { .. }) =>
             {
                 let described = self.describe_topics_from_metadata(names).await;
