@@ -112,6 +112,14 @@ async fn post(s: &Serve, path: &str, body: Value) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+/// PATCHes `body` onto mirror `mirror` with the admin token: status and JSON.
+async fn patch(s: &Serve, mirror: &str, body: Value) -> (u16, Value) {
+    let url = format!("{}/api/v1/mirrors/{mirror}", s.url);
+    let r = s.http().patch(url).bearer_auth(ADMIN).json(&body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 async fn get(s: &Serve, path: &str) -> (u16, Value) {
     let r = s.http().get(format!("{}{path}", s.url)).bearer_auth(ADMIN).send().await.unwrap();
     let status = r.status().as_u16();
@@ -206,7 +214,10 @@ async fn promote_stops_only_once_caught_up_and_loses_nothing() {
     s.cli(&["topics", "resume", "--mirror", &mirror, "--topics", &t, "--wait", "--timeout", "60s"]).await.ok();
 
     // A producer still writes: the promote waits, times out, lists the partitions behind and
-    // stops nothing.
+    // stops nothing. The mirror is throttled far below the producer's rate, so it cannot catch
+    // up even for a moment (on a loaded machine the producer alone may pause long enough).
+    let (status, body) = patch(&s, &mirror, json!({ "replication_throttle_bytes_per_sec": 1024 })).await;
+    assert_eq!(status, 200, "{body}");
     let stop = Arc::new(AtomicBool::new(false));
     let written = Arc::new(AtomicU64::new(0));
     let writer = {
@@ -248,10 +259,12 @@ async fn promote_stops_only_once_caught_up_and_loses_nothing() {
     let v = s.cli(&["operations", "show", &op, "--output", "json"]).await.json();
     assert_eq!((v["kind"].as_str(), v["outcome"].as_str()), (Some("stop"), Some("failed")), "{v}");
 
-    // The runbook: stop the producers, promote, move them.
+    // The runbook: stop the producers, promote, move them (the throttle lifted again).
     stop.store(true, Ordering::SeqCst);
     tokio::task::spawn_blocking(move || writer.join().unwrap()).await.unwrap();
     assert!(written.load(Ordering::SeqCst) > 0);
+    let (status, body) = patch(&s, &mirror, json!({ "replication_throttle_bytes_per_sec": 0 })).await;
+    assert_eq!(status, 200, "{body}");
     let out = s.cli(&["topics", "stop", "--mirror", &mirror, "--topics", &t, "--promote"]).await;
     assert!(out.ok().stdout.contains(&format!("Stopped 1 topic(s) in mirror {mirror}: [{t}]")), "{out:#?}");
     assert!(!out.stdout.contains("after the promote's final check"), "nothing arrived after the check: {out:#?}");
