@@ -793,7 +793,22 @@ impl EngineHandle {
         validate_only: bool,
         actor: Actor,
     ) -> Result<OpResult, EngineError> {
-        // Refused before it queues anywhere: nothing here needs Kafka.
+        self.send_lifecycle(mirror, selector, op, validate_only, None, false, actor).await
+    }
+
+    /// Queues one operator's lifecycle call: a named list over the cap is refused before it
+    /// queues anywhere (nothing here needs Kafka); stops and pauses take the priority lane.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_lifecycle(
+        &self,
+        mirror: &str,
+        selector: TopicSelector,
+        op: LifecycleOp,
+        validate_only: bool,
+        promote: Option<Duration>,
+        exclude: bool,
+        actor: Actor,
+    ) -> Result<OpResult, EngineError> {
         if let TopicSelector::Names(names) = &selector {
             check_topic_count(names.len())?;
         }
@@ -812,8 +827,8 @@ impl EngineHandle {
                 validate_only,
                 actor,
                 reply,
-                promote: None,
-                origin: CallOrigin::Single { exclude: false },
+                promote,
+                origin: CallOrigin::Single { exclude },
             })
         })
         .await
@@ -838,25 +853,8 @@ impl EngineHandle {
         timeout: Duration,
         actor: Actor,
     ) -> Result<OpResult, EngineError> {
-        if let TopicSelector::Names(names) = &selector {
-            check_topic_count(names.len())?;
-        }
-        let mirror = mirror.to_string();
         let promote = Some(timeout.min(PROMOTE_MAX_TIMEOUT));
-        let op = LifecycleOp::Stop;
-        self.call_on(&self.priority_tx, |reply| {
-            Request::Lifecycle(LifecycleCall {
-                mirror,
-                selector,
-                op,
-                validate_only: false,
-                promote,
-                actor,
-                reply,
-                origin: CallOrigin::Single { exclude: false },
-            })
-        })
-        .await
+        self.send_lifecycle(mirror, selector, LifecycleOp::Stop, false, promote, false, actor).await
     }
 
     /// A stop as the caller asked it: plain, adding its topics to the topic policy's exclusions,
@@ -886,23 +884,7 @@ impl EngineHandle {
         validate_only: bool,
         actor: Actor,
     ) -> Result<OpResult, EngineError> {
-        if let TopicSelector::Names(names) = &selector {
-            check_topic_count(names.len())?;
-        }
-        let mirror = mirror.to_string();
-        self.call_on(&self.priority_tx, |reply| {
-            Request::Lifecycle(LifecycleCall {
-                mirror,
-                selector,
-                op: LifecycleOp::Stop,
-                validate_only,
-                promote: None,
-                actor,
-                reply,
-                origin: CallOrigin::Single { exclude: true },
-            })
-        })
-        .await
+        self.send_lifecycle(mirror, selector, LifecycleOp::Stop, validate_only, None, true, actor).await
     }
 
     /// What `topic_include` / `topic_exclude` would do now: the source's topics are listed (off

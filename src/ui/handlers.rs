@@ -626,9 +626,8 @@ pub async fn mirror_policy_post(
     let f = Params(form);
     check_csrf(&viewer, &f, &headers)?;
     require(&viewer, Role::Admin, "changing a mirror's topic policy")?;
-    let text = |name: &str| f.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
-    let include = pattern_lines(&text("topic_include"));
-    let exclude = pattern_lines(&text("topic_exclude"));
+    let include = pattern_lines(f.get("topic_include"));
+    let exclude = pattern_lines(f.get("topic_exclude"));
     // htmx sends the Preview button's request; without JavaScript the button's own value says.
     let preview = f.get("intent") == "preview" || (is_htmx(&headers) && f.get("intent") != "save");
     if preview {
