@@ -918,6 +918,8 @@ pub(crate) struct FakeWorld {
     /// Where the state tail's batches go once the engine follows it (`Ports::tail_state`): a
     /// test plays what the tail reads.
     tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
+    /// How many times the engine asked the slot group to rebalance (`GroupMember::nudge`).
+    nudges: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -982,7 +984,13 @@ impl FakeWorld {
             group: Mutex::new(None),
             written_at_join: Mutex::new(None),
             tail: Mutex::new(None),
+            nudges: Arc::default(),
         })
+    }
+
+    /// How many times the engine asked the slot group to rebalance.
+    pub(crate) fn nudges(&self) -> usize {
+        self.nudges.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The state tail's batch sender, once the engine follows the state topic.
@@ -1176,7 +1184,7 @@ impl Ports for FakeWorld {
     ) -> KafkaResult<Box<dyn super::ports::GroupMember>> {
         *lock(&self.written_at_join) = Some(self.state.records());
         *lock(&self.group) = Some(events);
-        Ok(Box::new(FakeMember))
+        Ok(Box::new(FakeMember { nudges: Arc::clone(&self.nudges) }))
     }
 
     fn fence_writer<'a>(
@@ -1283,7 +1291,9 @@ impl super::ports::Background for FakeTail {
 }
 
 /// The fake slot-group membership: the test sends its events (`FakeWorld::group_events`).
-struct FakeMember;
+struct FakeMember {
+    nudges: Arc<std::sync::atomic::AtomicUsize>,
+}
 
 impl super::ports::GroupMember for FakeMember {
     fn rebalances(&self) -> u64 {
@@ -1291,6 +1301,10 @@ impl super::ports::GroupMember for FakeMember {
     }
     fn failure(&self) -> Option<String> {
         None
+    }
+    fn nudge(&self) -> bool {
+        self.nudges.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        true
     }
     fn close(self: Box<Self>) {}
 }

@@ -109,6 +109,9 @@ pub(crate) trait GroupMember: Send + Sync {
     fn rebalances(&self) -> u64;
     /// Why the membership ended for good (fenced as a static member, a fatal client error).
     fn failure(&self) -> Option<String>;
+    /// Makes the group rebalance (in the background), so slots nobody owns are assigned; `false`
+    /// when an earlier one is still running.
+    fn nudge(&self) -> bool;
     /// Leaves (a static member: the slots stay assigned until its session times out, so an
     /// instance that comes back in time keeps them). Blocking.
     fn close(self: Box<Self>);
@@ -625,6 +628,9 @@ impl GroupMember for Membership {
     }
     fn failure(&self) -> Option<String> {
         Membership::failure(self).map(|e| e.to_string())
+    }
+    fn nudge(&self) -> bool {
+        Membership::nudge(self)
     }
     fn close(self: Box<Self>) {
         Membership::close(*self);

@@ -43,6 +43,18 @@
 //!   instance id: the newer one fences the older, whose consumer then fails fatally (see
 //!   [`Membership::failure`]).
 //!
+//!   Static membership and cooperative rebalancing together leave one gap: a member that goes
+//!   away between the two rounds of a rebalance (after its revoke, before the rejoin that starts
+//!   the second round) and comes back within its session timeout gets its cached assignment
+//!   back without a rebalance, so the slots revoked in the first round stay assigned to nobody
+//!   until something else rebalances the group. Seen on the rig under CPU load: instance one was
+//!   stopped while instance two joined, restarted in 3 s, and 2 of 4 slots had no owner for as
+//!   long as anyone watched. librdkafka has no call that makes a member rejoin, so
+//!   [`Membership::nudge`] makes the group rebalance the only way a client can: a short-lived
+//!   dynamic member joins (every member rejoins, and the leader assigns the slots nobody owns)
+//!   and leaves again (its share goes back to the instances). The engine calls it when slots
+//!   have had no owner for longer than a session timeout should allow.
+//!
 //! - `heartbeat.interval.ms` = session/4 (at most 3 s), `enable.auto.commit=false`,
 //!   `auto.offset.reset=latest`, and a `max.poll.interval.ms` of at least 5 minutes (and above
 //!   the revoke bound): the thread polls every 100 ms, except while a revoke waits for its owner
@@ -429,6 +441,10 @@ pub struct Membership {
     thread: Option<JoinHandle<()>>,
     group: String,
     instance: String,
+    /// What a nudge joins with (see [`Membership::nudge`]).
+    config: MembershipConfig,
+    /// Whether a nudge is running: at most one at a time.
+    nudging: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Membership {
@@ -480,7 +496,45 @@ impl Membership {
             topic = %cfg.topic,
             "joining the slot group"
         );
-        Ok(Membership { shared, stop, thread: Some(thread), group: cfg.group_id, instance: cfg.instance_id })
+        Ok(Membership {
+            shared,
+            stop,
+            thread: Some(thread),
+            group: cfg.group_id.clone(),
+            instance: cfg.instance_id.clone(),
+            config: cfg,
+            nudging: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Makes the group rebalance, in the background: a short-lived dynamic member joins the
+    /// group and leaves once it has been assigned (see the module docs for why). Returns at once;
+    /// `false` when a nudge is still running.
+    pub fn nudge(&self) -> bool {
+        if self.nudging.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let (cfg, nudging) = (self.config.clone(), Arc::clone(&self.nudging));
+        let spawned = std::thread::Builder::new().name(format!("kmirror-membership-nudge-{}", cfg.instance_id)).spawn(
+            move || {
+                match nudge_group(&cfg, NUDGE_TIMEOUT) {
+                    Ok(true) => tracing::info!(group = %cfg.group_id, "the slot group rebalanced"),
+                    Ok(false) => tracing::warn!(
+                        group = %cfg.group_id,
+                        after = ?NUDGE_TIMEOUT,
+                        "the slot group did not rebalance in time; asking again later"
+                    ),
+                    Err(e) => tracing::warn!(group = %cfg.group_id, error = %e, "cannot make the slot group rebalance"),
+                }
+                nudging.store(false, Ordering::SeqCst);
+            },
+        );
+        if let Err(e) = spawned {
+            tracing::warn!(group = %self.group, error = %e, "cannot start the nudge thread");
+            self.nudging.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 
     /// The slots this instance owns now, sorted.
@@ -555,6 +609,54 @@ fn run(consumer: BaseConsumer<MembershipContext>, stop: &AtomicBool, shared: &Sh
 }
 
 /// Records a fatal client error once, and reports every slot still owned as lost.
+/// How long a nudge's member waits for its assignment before it gives up.
+const NUDGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Whether the nudge's member has been assigned (an empty assignment counts: the rebalance ran).
+#[derive(Default)]
+struct NudgeContext {
+    assigned: AtomicBool,
+}
+
+impl ClientContext for NudgeContext {}
+
+impl ConsumerContext for NudgeContext {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &rdkafka::consumer::Rebalance<'_>) {
+        if matches!(rebalance, rdkafka::consumer::Rebalance::Assign(_)) {
+            self.assigned.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Joins `cfg`'s group as a dynamic member (no `group.instance.id`: its close sends
+/// LeaveGroup), waits until the rebalance its join started has assigned it, and leaves. Both the
+/// join and the leave rebalance the group; slots it was assigned go back to the instances with
+/// the leave. Blocking; `Ok(false)` when no assignment came within `timeout`.
+pub fn nudge_group(cfg: &MembershipConfig, timeout: Duration) -> KafkaResult<bool> {
+    let mut client = cfg.client_config()?;
+    client.remove("group.instance.id");
+    let client_id = client
+        .get("client.id")
+        .unwrap_or("kmirror-membership")
+        .replace(&format!("-membership-{}", cfg.instance_id), &format!("-membership-nudge-{}", cfg.instance_id));
+    client.set("client.id", client_id).set("max.poll.interval.ms", millis(timeout.max(MIN_MAX_POLL)).to_string());
+    let consumer: BaseConsumer<NudgeContext> =
+        create_with_context(&client, NudgeContext::default(), "slot group nudge")?;
+    consumer.subscribe(&[cfg.topic.as_str()]).map_err(|e| KafkaError::InvalidArgument {
+        operation: "subscribe",
+        message: format!("topic {:?}: {e}", cfg.topic),
+    })?;
+    let deadline = Instant::now() + timeout;
+    while !consumer.context().assigned.load(Ordering::SeqCst) && Instant::now() < deadline {
+        // Records of the slots it may hold for a moment are not read: nothing is committed.
+        let _ = consumer.poll(POLL_INTERVAL);
+    }
+    let assigned = consumer.context().assigned.load(Ordering::SeqCst);
+    // Dropping the consumer closes it: its slots are revoked and LeaveGroup is sent.
+    drop(consumer);
+    Ok(assigned)
+}
+
 fn on_fatal(shared: &Shared, ctx: &MembershipContext, code: RDKafkaErrorCode, reason: String) {
     let mut failure = shared.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if failure.is_some() {

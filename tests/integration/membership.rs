@@ -38,6 +38,17 @@ struct Member {
 
 impl Member {
     fn start(group: &str, topic: &str, id: &str) -> Member {
+        Member::start_with(group, topic, id, None)
+    }
+
+    /// A member whose revokes are not answered: each revoke's `done` goes to `held` (the
+    /// rebalance callback blocks until it is sent or dropped).
+    fn start_with(
+        group: &str,
+        topic: &str,
+        id: &str,
+        held: Option<Arc<Mutex<Vec<tokio::sync::oneshot::Sender<()>>>>>,
+    ) -> Member {
         let mut cfg = MembershipConfig::new(Cluster::Destination.bootstrap(), Default::default(), group, id, topic);
         cfg.session_timeout = SESSION;
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -50,7 +61,12 @@ impl Member {
                     let ev = match ev {
                         MembershipEvent::Assigned(s) => Ev::Assigned(s),
                         MembershipEvent::Revoked { slots, done } => {
-                            let _ = done.send(());
+                            match &held {
+                                Some(held) => held.lock().unwrap().push(done),
+                                None => {
+                                    let _ = done.send(());
+                                }
+                            }
                             Ev::Revoked(slots)
                         }
                         MembershipEvent::Lost(s) => Ev::Lost(s),
@@ -228,6 +244,54 @@ async fn a_static_restart_moves_nothing() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(&b.events()[b_seen..], &[] as &[Ev], "b saw no event");
+}
+
+/// The gap between static membership and cooperative rebalancing, and its repair: `a` owns every
+/// slot, `b` joins, and in the first round of the rebalance `a` is asked to revoke the slots that
+/// move to `b` (`b` gets nothing yet). Before `a` rejoins for the second round, `a` is replaced by
+/// a restarted `a` (same instance id, within the session timeout): the coordinator hands it the
+/// first round's assignment without a rebalance, and the revoked slots belong to nobody, for
+/// good. [`Membership::nudge`] makes the group rebalance, and `a` and `b` split every slot again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_between_rebalance_rounds_leaves_slots_unowned_until_a_nudge() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Destination, "mstate", SLOTS, &[]).await;
+    let group = TestGroup::new();
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let mut a = Member::start_with(&group.name, &topic.name, "a", Some(held.clone()));
+    eventually("a to own every slot", Duration::from_secs(60), || async {
+        (a.settled()? == (0..SLOTS).collect()).then_some(())
+    })
+    .await;
+    let b = Member::start(&group.name, &topic.name, "b");
+    let revoked = eventually("a asked to revoke the slots that move to b", Duration::from_secs(60), || async {
+        a.events().iter().find_map(|e| match e {
+            Ev::Revoked(s) => Some(s.iter().copied().collect::<BTreeSet<i32>>()),
+            _ => None,
+        })
+    })
+    .await;
+    let kept: BTreeSet<i32> = (0..SLOTS).filter(|s| !revoked.contains(s)).collect();
+
+    // a is restarted while its revoke is still open (a process stopped between the rounds).
+    let a2 = Member::start(&group.name, &topic.name, "a");
+    eventually("the restarted a to get the first round's slots", SESSION, || async {
+        (a2.settled()? == kept).then_some(())
+    })
+    .await;
+    held.lock().unwrap().clear();
+    a.close().await;
+    // Past the old member's session timeout: the revoked slots still have no owner.
+    let watch_until = Instant::now() + SESSION + Duration::from_secs(2);
+    while Instant::now() < watch_until {
+        let union: BTreeSet<i32> = a2.owned().union(&b.owned()).copied().collect();
+        assert!(revoked.iter().all(|s| !union.contains(s)), "a revoked slot got an owner without a nudge: {union:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    assert!(a2.membership.as_ref().unwrap().nudge(), "the nudge starts");
+    let sets = until_split("a and b to split every slot after the nudge", &[&a2, &b]).await;
+    println!("revoked {revoked:?} were unowned; after the nudge a {:?}, b {:?}", sets[0], sets[1]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,6 +47,10 @@ pub(super) struct Group {
     pub(super) member_tx: Option<mpsc::UnboundedSender<MembershipEvent>>,
     /// The last rejoin, for its pacing.
     rejoined_at: Option<tokio::time::Instant>,
+    /// Since when some slot has had no owner (see [`Coordinator::repair_unowned_slots`]).
+    unowned_since: Option<tokio::time::Instant>,
+    /// The last time this instance asked the group to rebalance, for its pacing.
+    nudged_at: Option<tokio::time::Instant>,
     pub(super) tail: Option<Box<dyn Background>>,
 }
 
@@ -65,6 +69,8 @@ impl Group {
             member: None,
             member_tx: None,
             rejoined_at: None,
+            unowned_since: None,
+            nudged_at: None,
             tail: None,
         }
     }
@@ -91,6 +97,27 @@ impl Group {
             })
             .collect()
     }
+}
+
+/// Slots no live instance holds: neither this one (`owned`, or being taken over: `pending`) nor
+/// another by its latest heartbeat (`others`).
+fn unowned_slots(
+    slots: i32,
+    owned: &BTreeSet<i32>,
+    pending: impl Iterator<Item = i32>,
+    others: &[InstanceSnapshot],
+) -> BTreeSet<i32> {
+    let mut held: BTreeSet<i32> = owned.iter().copied().chain(pending).collect();
+    held.extend(others.iter().flat_map(|i| i.slots.iter().copied()));
+    (0..slots).filter(|s| !held.contains(s)).collect()
+}
+
+/// How long slots may have no owner before the group is asked to rebalance. A vanished
+/// instance's slots move one session timeout after its last group heartbeat, and their new owner
+/// says so in its next heartbeat record; twice the session timeout plus a heartbeat is longer
+/// than any ordinary handover, and a nudge that comes early only costs one more rebalance.
+fn unowned_grace(session_timeout: Duration) -> Duration {
+    session_timeout.saturating_mul(2).saturating_add(HEARTBEAT_EVERY)
 }
 
 /// At most one rejoin of the slot group this often.
@@ -400,6 +427,40 @@ impl Coordinator {
                 }
             }
             Err(e) => tracing::error!("cannot join the slot group again: {e}"),
+        }
+    }
+
+    /// The retry tick's part: slots that have had no owner for longer than a handover takes are
+    /// stuck, and the group is asked to rebalance (see `kafka::membership`, "Static membership":
+    /// a member restarted between the two rounds of a cooperative rebalance gets its old
+    /// assignment back, and the slots revoked in the first round are assigned to nobody until
+    /// the group rebalances again). One instance asks, the live one with the smallest id; again
+    /// after another grace period if the slots are still unowned.
+    pub(super) fn repair_unowned_slots(&mut self) {
+        let Ownership::Group { session_timeout, .. } = &self.config.ownership else { return };
+        let grace = unowned_grace(*session_timeout);
+        let Some(g) = self.group.as_ref() else { return };
+        let this = &self.config.instance_id;
+        let others = g.others(this, &self.owned, now());
+        let unowned = unowned_slots(self.state_partitions, &self.owned, g.pending.keys().copied(), &others);
+        let asks = others.iter().all(|o| o.id > *this);
+        let Some(g) = self.group.as_mut() else { return };
+        let member = g.member.as_ref().filter(|m| m.failure().is_none());
+        let (Some(member), false) = (member, unowned.is_empty()) else {
+            g.unowned_since = None;
+            return;
+        };
+        let since = *g.unowned_since.get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() < grace || !asks || g.nudged_at.is_some_and(|t| t.elapsed() < grace) {
+            return;
+        }
+        tracing::warn!(
+            slots = ?unowned,
+            unowned_for = ?since.elapsed(),
+            "slots have had no owner for longer than a handover takes; asking the slot group to rebalance"
+        );
+        if member.nudge() {
+            g.nudged_at = Some(tokio::time::Instant::now());
         }
     }
 
@@ -858,6 +919,28 @@ mod tests {
         // Gone instances (stale heartbeat) and this instance's own earlier heartbeat do not count.
         assert_eq!(check_compatible(&config(), 4, &state_with("w0", "west", v, NOW - 60_000), t), Ok(()));
         assert_eq!(check_compatible(&config(), 4, &state_with("i0", "west", "99.0.0", NOW), t), Ok(()));
+    }
+
+    #[test]
+    fn unowned_slots_are_those_no_live_instance_holds() {
+        let other = |id: &str, slots: &[i32]| InstanceSnapshot {
+            id: id.into(),
+            advertised_url: None,
+            version: String::new(),
+            slots: slots.to_vec(),
+            partitions: 0,
+            last_heartbeat: Timestamp::from_millis(0),
+            started_at: Timestamp::from_millis(0),
+            this: false,
+        };
+        let owned: BTreeSet<i32> = [0, 1].into();
+        let all_held = [other("b", &[3]), other("c", &[4, 5])];
+        assert_eq!(unowned_slots(6, &owned, [2].into_iter(), &all_held), BTreeSet::new());
+        assert_eq!(unowned_slots(6, &owned, std::iter::empty(), &all_held), [2].into(), "a takeover holds its slot");
+        assert_eq!(unowned_slots(6, &owned, [2].into_iter(), &[other("b", &[3])]), [4, 5].into());
+        assert_eq!(unowned_slots(4, &BTreeSet::new(), std::iter::empty(), &[]), [0, 1, 2, 3].into());
+        assert_eq!(unowned_grace(Duration::from_secs(10)), Duration::from_secs(23));
+        assert_eq!(unowned_grace(Duration::MAX), Duration::MAX, "no overflow");
     }
 
     #[test]

@@ -276,6 +276,7 @@ impl Coordinator {
             return;
         }
         self.rejoin_if_failed().await;
+        self.repair_unowned_slots();
         self.retry_takeovers().await;
         self.store_again().await;
         self.watch_clusters();
