@@ -202,8 +202,8 @@ impl Coordinator {
                         }
                         if !abort {
                             for (t, p) in &parts {
-                                if self.mirrors[mirror].topics[t].partitions[p].record.state == PartitionState::Pausing
-                                {
+                                let pausing = self.mirrors.partition(mirror, t, *p).map(|rt| rt.record.state);
+                                if pausing == Ok(PartitionState::Pausing) {
                                     let _ = self.apply(mirror, t, *p, Event::Paused);
                                 }
                             }
@@ -303,7 +303,7 @@ impl Coordinator {
         let specs = keys
             .iter()
             .filter_map(|(t, p)| {
-                let from = self.mirrors[mirror].topics[t].partitions[p].record.position?;
+                let from = self.mirrors.partition(mirror, t, *p).ok()?.record.position?;
                 Some(assign_spec(t, *p, from, ends.get(&(t.clone(), *p)).copied().unwrap_or(0)))
             })
             .collect();

@@ -181,8 +181,11 @@ impl Coordinator {
         if !self.owns_mirror(mirror) || self.fenced.is_some() || halted {
             return;
         }
-        if policy.discovers() && listed_ok {
-            self.mirrors.get_mut(mirror).expect("known").discovery.runs_total += 1;
+        if policy.discovers()
+            && listed_ok
+            && let Some(m) = self.mirrors.get_mut(mirror)
+        {
+            m.discovery.runs_total += 1;
         }
         if !plan.stop.is_empty() {
             self.stop_excluded(mirror, &plan.stop).await;

@@ -332,10 +332,9 @@ impl Coordinator {
     /// previous owner), then note the offset the tail must reach before the partitions restore.
     async fn begin_takeover(&mut self, slots: BTreeSet<i32>) {
         let mut ready = Vec::new();
-        let names: Vec<String> = self.mirrors.keys().cloned().collect();
-        for name in &names {
+        for name in &self.mirrors.names() {
             for slot in self.slots_of_mirror(name).intersection(&slots) {
-                if !self.mirrors[name].pipes.contains_key(slot)
+                if self.mirrors.get(name).is_some_and(|m| !m.pipes.contains_key(slot))
                     && let Some(rx) = self.spawn_pipe(name, *slot)
                 {
                     ready.push(rx);

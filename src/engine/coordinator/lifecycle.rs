@@ -25,12 +25,10 @@ impl Coordinator {
         if !validate_only {
             self.check_writable()?;
         }
-        if !self.mirrors.contains_key(mirror) {
-            return Err(not_found(mirror));
-        }
+        self.mirrors.mirror(mirror)?;
         let topics = self.resolve(mirror, &selector, op).await?;
         let policy = {
-            let spec = &self.mirrors[mirror].stored.spec;
+            let spec = &self.mirrors.mirror(mirror)?.stored.spec;
             crate::domain::topic_policy::TopicPolicy::lenient(&spec.topic_include, &spec.topic_exclude)
         };
         let operation_id = self.next_operation_id();
@@ -182,7 +180,7 @@ impl Coordinator {
         selector: &TopicSelector,
         op: LifecycleOp,
     ) -> Result<Vec<String>, EngineError> {
-        let m = &self.mirrors[mirror];
+        let m = self.mirrors.mirror(mirror)?;
         match selector {
             TopicSelector::Names(names) => {
                 if names.is_empty() {
@@ -231,7 +229,7 @@ impl Coordinator {
         topic: &str,
         op: LifecycleOp,
     ) -> Result<Option<FailbackPreview>, Problem> {
-        let m = &self.mirrors[mirror];
+        let m = self.mirrors.mirror(mirror)?;
         match m.topics.get(topic) {
             None if matches!(op, LifecycleOp::Start { .. }) => {
                 match self.source_topic(&*m.source_admin.clone(), topic).await {
@@ -275,7 +273,7 @@ impl Coordinator {
     ) -> Result<Vec<QuarantinedPartition>, Problem> {
         let now_ts = now();
         self.check_not_halted(mirror)?;
-        let m = &self.mirrors[mirror];
+        let m = self.mirrors.mirror(mirror)?;
         // Already (being) mirrored: harmless repeat; a topic in a state a start does not apply
         // to is refused with what to do instead (`domain::topic_call`, as the dashboard offers).
         if m.topics.contains_key(topic) {
@@ -284,7 +282,7 @@ impl Coordinator {
                 return Ok(Vec::new());
             }
         }
-        let m = &self.mirrors[mirror];
+        let m = self.mirrors.mirror(mirror)?;
         // One destination topic has one mirror: a resync would delete another mirror's records, a
         // plain start would interleave two mirrors' records.
         if let Some((other, t)) = self
@@ -464,7 +462,7 @@ impl Coordinator {
         // Transition every partition to PREPARING and persist before acting.
         let n = self.state_partitions;
         {
-            let m = self.mirrors.get_mut(mirror).expect("known");
+            let m = self.mirrors.mirror_mut(mirror)?;
             let t = m.topics.entry(topic.to_string()).or_insert_with(|| TopicRt {
                 source_topic_id: source_topic_id.clone(),
                 destination_topic_id: dest_topic.topic_id.to_string(),
@@ -488,7 +486,7 @@ impl Coordinator {
             match self.apply(mirror, topic, p, Event::Start { truncation }) {
                 Ok(_) => preparing.push(p),
                 Err(e) if e.is_harmless() => {}
-                Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+                Err(e) => return Err(e.into()),
             }
         }
         if let Err(e) = self.flush().await {
@@ -522,7 +520,8 @@ impl Coordinator {
         if partitions.is_empty() {
             return Ok(());
         }
-        let reads = match self.start_reads(mirror, topic, partitions, dest_ends).await {
+        let source = self.mirrors.mirror(mirror)?.source_admin.clone();
+        let reads = match self.start_reads(source, topic, partitions, dest_ends).await {
             Ok(reads) => reads,
             Err((kind, e)) => return Err(self.fail_all(mirror, topic, partitions, kind, &e)),
         };
@@ -559,7 +558,11 @@ impl Coordinator {
             })
             .filter(|(_, ps)| !ps.is_empty())
             .collect();
-        let joint = if topics.len() > 1 { self.start_reads_of(mirror, &topics).await } else { Err(None) };
+        let source = match self.mirrors.mirror(mirror) {
+            Ok(m) => m.source_admin.clone(),
+            Err(missing) => return topics.into_keys().map(|t| (t, Problem::from(missing.clone()))).collect(),
+        };
+        let joint = if topics.len() > 1 { self.start_reads_of(mirror, source, &topics).await } else { Err(None) };
         let mut reads = match joint {
             Ok(reads) => reads,
             // A cluster that did not answer at all would not answer for each topic either: one
@@ -613,12 +616,11 @@ impl Coordinator {
     /// begins). Which cluster did not answer, if one did not.
     async fn start_reads(
         &self,
-        mirror: &str,
+        source: Admin,
         topic: &str,
         partitions: &[i32],
         dest_ends: Option<&BTreeMap<i32, i64>>,
     ) -> Result<StartReads, (ProblemKind, KafkaError)> {
-        let source = self.mirrors[mirror].source_admin.clone();
         let dest = self.destination_admin.clone();
         let parts = partitions.iter().copied();
         let uncommitted = IsolationLevel::ReadUncommitted;
@@ -643,9 +645,9 @@ impl Coordinator {
     async fn start_reads_of(
         &self,
         mirror: &str,
+        source: Admin,
         topics: &BTreeMap<String, Vec<i32>>,
     ) -> Result<BTreeMap<String, StartReads>, Option<(ProblemKind, KafkaError)>> {
-        let source = self.mirrors[mirror].source_admin.clone();
         let dest = Arc::clone(&self.destination_admin);
         let request = |spec: OffsetSpec| -> Vec<(String, i32, OffsetSpec)> {
             topics.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p, spec))).collect()
@@ -703,7 +705,13 @@ impl Coordinator {
         let mut resync: Vec<(i32, MirrorPosition)> = Vec::new();
         let mut diverged = Vec::new();
         for &p in partitions {
-            let record = &self.mirrors[mirror].topics[topic].partitions[&p].record;
+            let record = match self.mirrors.partition(mirror, topic, p) {
+                Ok(rt) => &rt.record,
+                Err(missing) => {
+                    problem = Some(Problem::from(missing));
+                    continue;
+                }
+            };
             let hwm = ends.remove(&p).unwrap_or(0);
             let input = StartInput {
                 position: record.position,
@@ -743,12 +751,11 @@ impl Coordinator {
                     self.fail(mirror, topic, *p, ErrorCode::DestinationUnavailable, detail.clone());
                 }
                 problem = Some(Problem { kind: ProblemKind::DestinationUnavailable, detail });
-            } else {
+            } else if let Ok(m) = self.mirrors.mirror(mirror) {
                 // DeleteRecords keeps the high watermark; the end offsets above stay valid. The old
                 // runs point at deleted records: the next batch starts a new lineage. Their state
                 // records go too, or a restart before that batch commits would load the old lineage
                 // and reject the new one (it starts over at the source's log start).
-                let m = &self.mirrors[mirror];
                 let topic_id = m.topic_ids.read().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
                 let mut lineage = m.new_lineage.write().unwrap_or_else(|e| e.into_inner());
                 let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
@@ -832,7 +839,10 @@ impl Coordinator {
     /// Applies a final position reported by the pipe, when it is ahead of the record's.
     pub(super) fn apply_final(&mut self, mirror: &str, topic: &str, f: &pipe::FinalPosition) {
         let Some(next) = f.next_source_offset else { return };
-        let rt = &self.mirrors[mirror].topics[topic].partitions[&f.partition];
+        let Ok(rt) = self.mirrors.partition(mirror, topic, f.partition) else {
+            // Removed while its data path ended (a delete or a refresh): nothing to record.
+            return;
+        };
         let epoch = f.source_leader_epoch.unwrap_or(-1).max(rt.record.position.map_or(-1, |p| p.source_leader_epoch));
         let pos = MirrorPosition {
             next_source_offset: next,
@@ -856,7 +866,7 @@ impl Coordinator {
 
     /// What lifecycle calls need to know of `topic`'s partitions (`domain::topic_call`).
     fn topic_facts(&self, mirror: &str, topic: &str) -> Result<Vec<PartitionFacts>, Problem> {
-        let t = self.mirrors[mirror].topics.get(topic).ok_or_else(|| not_in_mirror(mirror, topic))?;
+        let t = self.mirrors.topic(mirror, topic)?;
         Ok(t.partitions
             .iter()
             .map(|(p, rt)| PartitionFacts {
@@ -899,13 +909,12 @@ impl Coordinator {
                         Ok(actions) => planned.push(t, p, actions),
                         // A stop that did not finish left the partition STOPPING: run its
                         // sequence again (a stop is always worth finishing).
-                        Err(TransitionError::AlreadyInState { state: PartitionState::Stopping, .. })
-                            if call == TopicCall::Stop =>
-                        {
-                            planned.push(t, p, crate::domain::stopping_actions())
-                        }
+                        Err(table::ApplyError::Transition(TransitionError::AlreadyInState {
+                            state: PartitionState::Stopping,
+                            ..
+                        })) if call == TopicCall::Stop => planned.push(t, p, crate::domain::stopping_actions()),
                         Err(e) if e.is_harmless() => {}
-                        Err(e) => return Err(Problem { kind: ProblemKind::IllegalTransition, detail: e.to_string() }),
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 Ok(plan.note(call))
@@ -988,7 +997,7 @@ impl Coordinator {
     /// partitions would only fail again, until the source or the mirror's expected ID is fixed)
     /// or its data paths are fenced by another instance.
     fn check_not_halted(&self, mirror: &str) -> Result<(), Problem> {
-        let m = &self.mirrors[mirror];
+        let m = self.mirrors.mirror(mirror)?;
         if m.fenced {
             return Err(Problem { kind: ProblemKind::Fenced, detail: m.data_path.to_string() });
         }
@@ -1034,8 +1043,8 @@ impl Coordinator {
     pub(super) fn stopped(&mut self, mirror: &str, topic: &str, parts: &[i32], ends: &HashMap<(String, i32), i64>) {
         let mut lmes = Vec::new();
         for &p in parts {
-            let rec = &self.mirrors[mirror].topics[topic].partitions[&p].record;
-            let pos = rec.position;
+            let Ok(rt) = self.mirrors.partition(mirror, topic, p) else { continue };
+            let pos = rt.record.position;
             let stop = StopPoint {
                 last_mirror_epoch: pos.map_or(-1, |p| p.source_leader_epoch),
                 last_mirrored_source_offset: pos
@@ -1053,8 +1062,9 @@ impl Coordinator {
                 tracing::warn!(%mirror, %topic, partition = p, "stop rejected: {e}");
             }
         }
-        let m = self.mirrors.get_mut(mirror).expect("known");
-        m.last_mirror_epochs.set_epochs(topic, lmes);
+        if let Some(m) = self.mirrors.get_mut(mirror) {
+            m.last_mirror_epochs.set_epochs(topic, lmes);
+        }
     }
 
     /// Queues the mirror's LastMirrorEpochs record as it is now (written whole).

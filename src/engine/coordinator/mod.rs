@@ -63,6 +63,8 @@ mod discovery;
 mod promote;
 // Approval and drill records; a drill's canary leaving its mirror.
 mod audit;
+// The mirrors by name, with lookups that return what is missing instead of panicking.
+mod table;
 
 use crate::clock::now;
 
@@ -345,7 +347,7 @@ pub(super) struct Coordinator {
     group: Option<group::Group>,
     /// When this instance started (the instances view).
     started_at: Timestamp,
-    mirrors: BTreeMap<String, MirrorRt>,
+    mirrors: table::MirrorTable,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
     pending_writes: Vec<pipe::StateWrite>,
@@ -443,7 +445,7 @@ pub(super) async fn start_with_ports(
         owned: if in_group { BTreeSet::new() } else { (0..state_partitions).collect() },
         group: None,
         started_at: now(),
-        mirrors: BTreeMap::new(),
+        mirrors: table::MirrorTable::default(),
         snapshot_tx,
         internal_tx,
         pending_writes: Vec::new(),
@@ -724,9 +726,8 @@ impl Coordinator {
                 let _ = tokio::task::spawn_blocking(move || t.close()).await;
             }
         }
-        let names: Vec<String> = self.mirrors.keys().cloned().collect();
-        for name in names {
-            if self.mirrors[&name].pipes.is_empty() {
+        for name in self.mirrors.names() {
+            if self.mirrors.get(&name).is_none_or(|m| m.pipes.is_empty()) {
                 continue;
             }
             self.shut_down_pipes(&name, None, true).await;
@@ -958,14 +959,9 @@ impl Coordinator {
         topic: &str,
         partition: i32,
         event: Event,
-    ) -> Result<Vec<crate::domain::Action>, TransitionError> {
+    ) -> Result<Vec<crate::domain::Action>, table::ApplyError> {
         let t = now();
-        let p = self
-            .mirrors
-            .get_mut(mirror)
-            .and_then(|m| m.topics.get_mut(topic))
-            .and_then(|t| t.partitions.get_mut(&partition))
-            .expect("apply on a known partition");
+        let p = self.mirrors.partition_mut(mirror, topic, partition)?;
         let kind = event.kind();
         let step = transition_with(&p.record, event, t, &self.config.retry_policy)?;
         p.record = step.next;
@@ -1252,7 +1248,7 @@ impl Coordinator {
         stored.updated_at = now();
         self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         self.flush().await?;
-        let m = self.mirrors.get_mut(name).expect("checked above");
+        let m = self.mirrors.mirror_mut(name)?;
         m.stored = stored;
         m.throttle.set_rate(m.stored.spec.replication_throttle_bytes_per_sec, std::time::Instant::now());
         if policy_changed {

@@ -168,7 +168,7 @@ impl Coordinator {
         read: &StableOffsets,
     ) -> BTreeMap<String, Vec<PartitionBehind>> {
         let mut out: BTreeMap<String, Vec<PartitionBehind>> = BTreeMap::new();
-        let m = &self.mirrors[mirror];
+        let Ok(m) = self.mirrors.mirror(mirror) else { return out };
         for topic in topics {
             let Some(t) = m.topics.get(topic) else { continue };
             for (p, rt) in &t.partitions {

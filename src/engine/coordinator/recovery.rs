@@ -31,17 +31,17 @@ impl Coordinator {
             }
         }
         // Take every partition over (`Loaded`): in-progress states re-run their actions.
-        let mirrors: Vec<String> = self.mirrors.keys().cloned().collect();
-        for mirror in mirrors {
+        for mirror in self.mirrors.names() {
             let mut planned = Planned::default();
-            let topics: Vec<String> = self.mirrors[&mirror].topics.keys().cloned().collect();
-            for topic in topics {
-                let parts: Vec<i32> = self.mirrors[&mirror].topics[&topic].partitions.keys().copied().collect();
-                for p in parts {
-                    // UNKNOWN, PAUSED and STOPPED have nothing to redo (AlreadyInState).
-                    if let Ok(actions) = self.apply(&mirror, &topic, p, Event::Loaded) {
-                        planned.push(&topic, p, actions);
-                    }
+            let parts: Vec<(String, i32)> = self
+                .mirrors
+                .mirror(&mirror)
+                .map(|m| m.topics.iter().flat_map(|(t, rt)| rt.partitions.keys().map(|p| (t.clone(), *p))).collect())
+                .unwrap_or_default();
+            for (topic, p) in parts {
+                // UNKNOWN, PAUSED and STOPPED have nothing to redo (AlreadyInState).
+                if let Ok(actions) = self.apply(&mirror, &topic, p, Event::Loaded) {
+                    planned.push(&topic, p, actions);
                 }
             }
             for (topic, p) in self.run_actions(&mirror, planned).await {
@@ -225,23 +225,22 @@ impl Coordinator {
         if !self.owns(slot) {
             return; // the slot moved to another instance meanwhile: nothing of it is ours to restart
         }
-        let probe = {
-            let m = &self.mirrors[mirror];
-            persist::mirror(&m.stored, self.state_partitions, &self.config.sealer)
-        };
+        let Ok(m) = self.mirrors.mirror(mirror) else { return };
+        let probe = persist::mirror(&m.stored, self.state_partitions, &self.config.sealer);
         self.pending_writes.push(probe);
         let probed = self.flush().await;
         if self.fenced.is_some() {
             let why = format!("another kmirror instance now mirrors this destination ({message})");
             tracing::error!(%mirror, "fenced: {why}");
-            let m = self.mirrors.get_mut(mirror).expect("known");
-            m.fenced = true;
-            m.data_path = DataPathStatus::Fenced { message: why };
+            if let Some(m) = self.mirrors.get_mut(mirror) {
+                m.fenced = true;
+                m.data_path = DataPathStatus::Fenced { message: why };
+            }
             return;
         }
         if let Err(e) = probed {
             // The destination itself is unavailable: try again later (with backoff).
-            let m = self.mirrors.get_mut(mirror).expect("known");
+            let Some(m) = self.mirrors.get_mut(mirror) else { return };
             m.pipe_restarts += 1;
             let delay = crate::domain::backoff::Backoff::PIPE_RESTART.ceiling(m.pipe_restarts);
             m.restart_pipe_at.insert(slot, (tokio::time::Instant::now() + delay, message.clone()));
@@ -254,14 +253,15 @@ impl Coordinator {
             };
             return;
         }
-        self.mirrors.get_mut(mirror).expect("known").pipe_restarts = 0;
         tracing::warn!(%mirror, slot, "data path producer failed ({message}); restarting it from the committed state");
-        self.mirrors.get_mut(mirror).expect("known").data_path =
-            DataPathStatus::Restarting { reason: format!("after: {message}") };
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        m.pipe_restarts = 0;
+        m.data_path = DataPathStatus::Restarting { reason: format!("after: {message}") };
         if let Some(rx) = self.spawn_pipe(mirror, slot) {
             self.wait_ready(vec![rx]).await;
         }
-        let mirroring: Vec<(String, i32)> = self.mirrors[mirror]
+        let Ok(m) = self.mirrors.mirror(mirror) else { return };
+        let mirroring: Vec<(String, i32)> = m
             .partitions_in(PartitionState::Mirroring)
             .into_iter()
             .filter(|(t, p)| self.slot_of(mirror, t, *p) == Some(slot))

@@ -359,7 +359,7 @@ impl Coordinator {
             self.pending_writes.push(w);
         }
         // Source topic deleted (two refreshes in a row), recreated (new topic ID), or resized.
-        let m = self.mirrors.get_mut(mirror).expect("known");
+        let Some(m) = self.mirrors.get_mut(mirror) else { return };
         let mut failures = Vec::new();
         let mut grown = Vec::new();
         for (tn, seen) in report.topics {
@@ -395,7 +395,8 @@ impl Coordinator {
             }
         }
         for (tn, code, message) in failures {
-            let parts: Vec<i32> = self.mirrors[mirror].topics[&tn]
+            let Ok(t) = self.mirrors.topic(mirror, &tn) else { continue };
+            let parts: Vec<i32> = t
                 .partitions
                 .iter()
                 .filter(|(_, p)| !matches!(p.record.state, PartitionState::Stopped | PartitionState::Failed))
@@ -460,7 +461,7 @@ impl Coordinator {
         let t = now();
         let new: Vec<i32> = {
             let n = self.state_partitions;
-            let rt = self.mirrors.get_mut(mirror).expect("known").topics.get_mut(topic).expect("known");
+            let rt = self.mirrors.topic_mut(mirror, topic)?;
             let first = rt.partitions.len() as i32;
             let new: Vec<i32> = (first..partitions as i32).collect();
             for p in &new {
