@@ -8,7 +8,7 @@
 //!
 //! | Action | Carried out by |
 //! |---|---|
-//! | `CheckSourceClusterId`, `CheckTopicIds`, `EnsureDestinationTopic`, `DeleteDestinationRecords`, `ComputeStartPosition` | [`Coordinator::prepare_topics`], the offsets of all topics read together; it reports `Prepared` (whose `Assign` it runs) or `Error` |
+//! | `CheckSourceClusterId`, `CheckTopicIds`, `EnsureDestinationTopic`, `DeleteDestinationRecords`, `ComputeStartPosition` | [`Coordinator::prepare_topics`], the offsets of all topics read together (or [`Coordinator::prepare`] with the destination ends a start has just read, [`Planned::with_destination_ends`]); it reports `Prepared` (whose `Assign` it runs) or `Error`. A start, a partition added by a refresh, a restore and a retry all come here |
 //! | `Unassign` + `CommitOpenTransaction` | one `Unassign { finish: Commit }`; PAUSING partitions then report `Paused` |
 //! | `Unassign` + `AbortOpenTransaction` (+ `FenceProducer`) | one `Unassign { finish: Abort, fence }` |
 //! | `PersistLastMirrorEpochs` | destination end offsets in one request → stop points and the LME record → `Stopped` |
@@ -25,6 +25,9 @@ use super::*;
 #[derive(Debug, Default)]
 pub(super) struct Planned {
     steps: Vec<(String, i32, Vec<Action>)>,
+    /// Destination end offsets the caller has just read, by topic: a start's preparation uses
+    /// them instead of reading them again (on a busy destination each read took 1-3 s).
+    destination_ends: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
 impl Planned {
@@ -36,6 +39,11 @@ impl Planned {
 
     pub(super) fn is_empty(&self) -> bool {
         self.steps.is_empty()
+    }
+
+    /// `topic`'s destination end offsets, read by the caller just before (see `destination_ends`).
+    pub(super) fn with_destination_ends(&mut self, topic: &str, ends: BTreeMap<i32, i64>) {
+        self.destination_ends.insert(topic.to_string(), ends);
     }
 
     /// A promote's stop: the data path commits its open transaction instead of aborting it, so
@@ -270,7 +278,17 @@ impl Coordinator {
             }
         }
 
-        for (topic, p) in self.prepare_topics(mirror, prepares).await {
+        // A topic whose destination ends the caller read is prepared with them; the others
+        // together, their offsets read in one request per kind.
+        let (known, unknown): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            prepares.into_iter().partition(|(t, _)| planned.destination_ends.contains_key(t));
+        for (topic, parts) in known {
+            let ends = planned.destination_ends.remove(&topic);
+            if let Err(p) = self.prepare(mirror, &topic, &parts, ends.as_ref()).await {
+                failed.entry(topic).or_insert(p);
+            }
+        }
+        for (topic, p) in self.prepare_topics(mirror, unknown).await {
             failed.entry(topic).or_insert(p);
         }
 

@@ -481,19 +481,19 @@ impl Coordinator {
             self.adopt_failback(mirror, topic, plan);
         }
         self.queue_topic(mirror, topic);
-        let mut preparing = Vec::new();
+        let mut planned = Planned::default();
         for p in 0..partitions {
             match self.apply(mirror, topic, p, Event::Start { truncation }) {
-                Ok(_) => preparing.push(p),
+                Ok(actions) => planned.push(topic, p, actions),
                 Err(e) if e.is_harmless() => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        if let Err(e) = self.flush().await {
-            let parts: Vec<(String, i32)> = preparing.iter().map(|p| (topic.to_string(), *p)).collect();
-            return Err(self.unrecorded(mirror, &parts, &e).await);
+        planned.with_destination_ends(topic, dest_ends);
+        match self.run_actions(mirror, planned).await.remove(topic) {
+            Some(problem) => Err(problem),
+            None => Ok(quarantined),
         }
-        self.prepare(mirror, topic, &preparing, Some(&dest_ends)).await.map(|()| quarantined)
     }
 
     /// Finishes PREPARING for `partitions`: decides start positions, moves them to MIRRORING and

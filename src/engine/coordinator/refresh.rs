@@ -472,14 +472,14 @@ impl Coordinator {
         };
         tracing::info!(%mirror, %topic, "source partitions increased to {partitions}: mirroring the new ones");
         self.queue_topic(mirror, topic);
+        let mut planned = Planned::default();
         for &p in &new {
-            let _ = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None });
+            if let Ok(actions) = self.apply(mirror, topic, p, Event::Start { truncation: Truncation::None }) {
+                planned.push(topic, p, actions);
+            }
         }
-        if let Err(e) = self.flush().await {
-            // Known now (the next refresh does not add them again): FAILED and retried.
-            let parts: Vec<(String, i32)> = new.iter().map(|p| (topic.to_string(), *p)).collect();
-            return Err(self.unrecorded(mirror, &parts, &e).await);
-        }
-        self.prepare(mirror, topic, &new, None).await
+        // Known once recorded (the next refresh does not add them again); a record that cannot
+        // be written leaves them FAILED and retried.
+        self.run_actions(mirror, planned).await.remove(topic).map_or(Ok(()), Err)
     }
 }
