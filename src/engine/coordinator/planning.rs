@@ -12,7 +12,7 @@
 use std::future::Future;
 
 use super::failback::{FailbackPlan, read_source_state};
-use super::lifecycle::offsets_of;
+use super::starting::offsets_of;
 use super::*;
 use crate::domain::lineage::{
     FailbackCopy, FailbackPreview, LogBounds, PartitionLineage, RecordScan, Refusal, StartDecision, decide_failback,

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::refresh::lag_refresh_every;
 use super::*;
 use crate::domain::PartitionState as S;
 use crate::engine::fake::{FakeCluster, FakeWorld, Received, WriteMode};
