@@ -219,6 +219,26 @@ fn old_source_writes(m: &MirrorSnapshot) -> Option<OldSourceWrites> {
     })
 }
 
+/// The id of a topic's selection checkbox: `sel-` and the topic name with `_` written `__` and
+/// `.` written `_d` (one-to-one, and only letters, digits, `-` and `_`). htmx finds a field it
+/// keeps across refreshes (`hx-preserve`) with the CSS selector `#<id>`, and a `.` in it (a topic
+/// named `orders.v2`) made that a class selector: every refresh of the topics table failed with
+/// a script error and the table stopped updating.
+pub(crate) fn selection_id(topic: &str) -> String {
+    let mut id = String::with_capacity(topic.len() + 8);
+    id.push_str("sel-");
+    for c in topic.chars() {
+        match c {
+            '_' => id.push_str("__"),
+            '.' => id.push_str("_d"),
+            c if c.is_ascii_alphanumeric() || c == '-' => id.push(c),
+            // Not in a Kafka topic name; kept one-to-one all the same.
+            c => id.push_str(&format!("_u{:x}_", c as u32)),
+        }
+    }
+    id
+}
+
 fn topic_sort_key(sort: &str) -> &'static str {
     match sort {
         "state" => "state",
@@ -356,7 +376,7 @@ fn topic_list(m: &MirrorSnapshot, history: Option<&History>, p: &Params, href: &
                 failed: c.count(PartitionState::Failed),
                 error: first_error,
                 actions: actions_for(&m.name, &t.name, &t.partitions),
-                select_id: format!("sel-{}", t.name),
+                select_id: selection_id(&t.name),
                 selected: selected.iter().any(|s| s == &t.name),
             }
         })
@@ -381,5 +401,22 @@ fn topic_list(m: &MirrorSnapshot, history: Option<&History>, p: &Params, href: &
         dir: dir_s.to_string(),
         per: per.to_string(),
         q,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selection_id;
+
+    #[test]
+    fn selection_ids_are_css_safe_and_one_to_one() {
+        let names = ["orders", "orders.v2", "orders_v2", "orders__v2", "orders_dv2", "a.b_c-d", "_d", ".", "__"];
+        let ids: Vec<String> = names.iter().map(|n| selection_id(n)).collect();
+        assert_eq!(ids[1], "sel-orders_dv2");
+        for id in &ids {
+            assert!(id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'), "{id}");
+        }
+        let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), names.len(), "two topics got the same id: {ids:?}");
     }
 }
