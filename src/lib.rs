@@ -16,5 +16,6 @@ pub mod engine;
 pub mod format;
 pub mod history;
 pub mod kafka;
+pub mod presentation;
 pub mod store;
 pub mod ui;

@@ -14,7 +14,7 @@
 //! [`Actor`]: crate::engine::Actor
 
 pub mod auth;
-pub mod dto;
+pub use crate::presentation::dto;
 pub mod metrics;
 pub mod pagination;
 pub mod problem;
