@@ -24,7 +24,7 @@ use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
     FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
     PartitionBehindResult, PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, StopRequest, Topic,
-    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, ts,
+    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, state_rank, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -659,19 +659,6 @@ pub struct PartitionsQuery {
     page_size: Option<u32>,
     /// The `next_page_token` of the previous page (same filters and sort).
     page_token: Option<String>,
-}
-
-pub(super) fn state_rank(s: PartitionState) -> u8 {
-    match s {
-        PartitionState::Failed => 0,
-        PartitionState::Unknown => 1,
-        PartitionState::Preparing => 2,
-        PartitionState::Mirroring => 3,
-        PartitionState::Pausing => 4,
-        PartitionState::Paused => 5,
-        PartitionState::Stopping => 6,
-        PartitionState::Stopped => 7,
-    }
 }
 
 fn compare(sort: PartitionSort, a: &PartitionSnapshot, b: &PartitionSnapshot) -> Ordering {

@@ -4,3 +4,4 @@
 //! and `ui` can both use it without importing each other.
 
 pub mod dto;
+pub mod report;

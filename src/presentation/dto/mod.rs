@@ -54,6 +54,11 @@ pub fn ts(t: Timestamp) -> String {
     t.to_string()
 }
 
+/// Milliseconds from `taken_at` until now (0 if the clock went backwards).
+pub fn age_ms(taken_at: Timestamp, now: Timestamp) -> u64 {
+    u64::try_from(taken_at.millis_until(now)).unwrap_or(0)
+}
+
 fn ts_millis(ms: i64) -> String {
     Timestamp::from_millis(ms).to_string()
 }

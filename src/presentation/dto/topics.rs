@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::domain::PartitionState;
 use crate::engine::{PartitionSnapshot, TopicSnapshot};
 
 use super::shared::PartitionStateDto;
@@ -160,4 +161,19 @@ pub struct PartitionsPage {
     pub next_page_token: Option<String>,
     pub taken_at: String,
     pub snapshot_age_ms: u64,
+}
+
+/// The order partitions are listed in by state (`sort=state`, the incident report): FAILED
+/// first, then along the lifecycle.
+pub fn state_rank(s: PartitionState) -> u8 {
+    match s {
+        PartitionState::Failed => 0,
+        PartitionState::Unknown => 1,
+        PartitionState::Preparing => 2,
+        PartitionState::Mirroring => 3,
+        PartitionState::Pausing => 4,
+        PartitionState::Paused => 5,
+        PartitionState::Stopping => 6,
+        PartitionState::Stopped => 7,
+    }
 }
