@@ -845,26 +845,12 @@ mod tests {
             })
             .collect();
         MirrorSnapshot {
-            topic_include: Vec::new(),
-            topic_exclude: Vec::new(),
-            discovery: Default::default(),
             name: "big".into(),
             source_bootstrap_servers: "x:1".into(),
-            source_properties: Default::default(),
-            expected_source_cluster_id: None,
-            sync_spec: Default::default(),
-            observed_source_cluster_id: None,
             cluster_id_status: ClusterIdStatus::Ok,
-            cluster_id_checked_at: None,
-            cluster_id_error: None,
             data_path: crate::engine::DataPathStatus::Running,
-            replication_throttle_bytes_per_sec: None,
-            throttled_seconds: 0.0,
-            created_at: Timestamp::EPOCH,
-            sync: Vec::new(),
-            groups: Vec::new(),
             topics,
-            approval: Default::default(),
+            ..MirrorSnapshot::default()
         }
     }
 
