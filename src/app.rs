@@ -339,6 +339,8 @@ pub async fn serve_tls(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{EngineError, ProblemKind};
+    use crate::ui::error::{UiError, render};
 
     #[test]
     fn loopback_hosts() {
@@ -379,6 +381,21 @@ mod tests {
         }
         for bad in ["null", "http://evil.example", "http://localhost.evil.example", "file://", "ftp://localhost"] {
             assert!(!is_loopback_origin(bad), "{bad}");
+        }
+    }
+
+    // Here rather than in `ui` or `api`: the one module that sees both layers checks they agree.
+    #[test]
+    fn pages_and_the_api_answer_every_engine_problem_alike() {
+        for kind in ProblemKind::ALL {
+            let e = EngineError::rejected(*kind, "detail");
+            let page = UiError::engine(&e);
+            let api = ApiError::from(e).into_response();
+            assert_eq!(page.status, api.status(), "{}", kind.slug());
+            assert!(page.status.is_client_error() || page.status.is_server_error(), "{}", kind.slug());
+            assert_eq!(page.title, kind.title());
+            let rendered = render(page.into_response(), false, None);
+            assert_eq!(rendered.status(), api.status(), "{}", kind.slug());
         }
     }
 }

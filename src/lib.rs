@@ -2,8 +2,9 @@
 //!
 //! Layout (DESIGN.md section 2): `domain` is pure logic; `kafka` is the only code that uses
 //! rdkafka; `store` is the `__mirror_state` codec; `engine` applies the state machine to real
-//! clusters; `api` and `ui` talk to the engine only through its handle and snapshot; `app`
-//! composes them.
+//! clusters; `api` and `ui` talk to the engine only through its handle and snapshot, and share
+//! what they both show through `presentation` (wire types, the incident report), never each
+//! other; `app` composes them.
 pub mod api;
 pub mod app;
 pub mod app_state;
@@ -16,5 +17,6 @@ pub mod engine;
 pub mod format;
 pub mod history;
 pub mod kafka;
+pub mod presentation;
 pub mod store;
 pub mod ui;

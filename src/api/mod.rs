@@ -14,7 +14,7 @@
 //! [`Actor`]: crate::engine::Actor
 
 pub mod auth;
-pub mod dto;
+pub use crate::presentation::dto;
 pub mod metrics;
 pub mod pagination;
 pub mod problem;
@@ -48,7 +48,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::app_state::AppState;
-use crate::domain::Timestamp;
 
 pub use metrics::HttpMetrics;
 pub use problem::{ApiError, ProblemDetails, ProblemType};
@@ -274,10 +273,7 @@ async fn framework_problems(req: Request, next: Next) -> Response {
 /// The wall clock (the domain gets time as a parameter).
 pub(crate) use crate::clock::now;
 
-/// Milliseconds from `taken_at` until now (0 if the clock went backwards).
-pub(crate) fn age_ms(taken_at: Timestamp, now: Timestamp) -> u64 {
-    u64::try_from(taken_at.millis_until(now)).unwrap_or(0)
-}
+pub(crate) use crate::presentation::dto::age_ms;
 
 /// A JSON object body whose rejections are problems (`invalid-body`, `unsupported-media-type`,
 /// `payload-too-large`). Only objects are accepted: serde would otherwise also read a struct

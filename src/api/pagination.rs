@@ -8,8 +8,9 @@
 
 use super::problem::{ApiError, ProblemType};
 
-/// Default and maximum page sizes.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
+/// Default and maximum page sizes (the default lives with the wire types, whose audit listing
+/// shows that many per-topic results of an operation).
+pub use crate::presentation::dto::DEFAULT_PAGE_SIZE;
 pub const MAX_PAGE_SIZE: usize = 1000;
 
 const VERSION: &str = "v1";

@@ -24,7 +24,7 @@ use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
     FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
     PartitionBehindResult, PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, StopRequest, Topic,
-    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, ts,
+    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, state_rank, ts,
 };
 use super::mirrors::find_mirror;
 use super::pagination;
@@ -661,19 +661,6 @@ pub struct PartitionsQuery {
     page_token: Option<String>,
 }
 
-pub(super) fn state_rank(s: PartitionState) -> u8 {
-    match s {
-        PartitionState::Failed => 0,
-        PartitionState::Unknown => 1,
-        PartitionState::Preparing => 2,
-        PartitionState::Mirroring => 3,
-        PartitionState::Pausing => 4,
-        PartitionState::Paused => 5,
-        PartitionState::Stopping => 6,
-        PartitionState::Stopped => 7,
-    }
-}
-
 fn compare(sort: PartitionSort, a: &PartitionSnapshot, b: &PartitionSnapshot) -> Ordering {
     let by_name = || a.topic.cmp(&b.topic).then(a.partition.cmp(&b.partition));
     match sort {
@@ -858,26 +845,12 @@ mod tests {
             })
             .collect();
         MirrorSnapshot {
-            topic_include: Vec::new(),
-            topic_exclude: Vec::new(),
-            discovery: Default::default(),
             name: "big".into(),
             source_bootstrap_servers: "x:1".into(),
-            source_properties: Default::default(),
-            expected_source_cluster_id: None,
-            sync_spec: Default::default(),
-            observed_source_cluster_id: None,
             cluster_id_status: ClusterIdStatus::Ok,
-            cluster_id_checked_at: None,
-            cluster_id_error: None,
             data_path: crate::engine::DataPathStatus::Running,
-            replication_throttle_bytes_per_sec: None,
-            throttled_seconds: 0.0,
-            created_at: Timestamp::EPOCH,
-            sync: Vec::new(),
-            groups: Vec::new(),
             topics,
-            approval: Default::default(),
+            ..MirrorSnapshot::default()
         }
     }
 

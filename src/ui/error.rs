@@ -107,23 +107,3 @@ pub fn render(resp: Response, htmx: bool, viewer: Option<&Viewer>) -> Response {
         Err(_) => (err.status, format!("{}: {}", err.title, err.detail)).into_response(),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::ApiError;
-
-    #[test]
-    fn pages_and_the_api_answer_every_engine_problem_alike() {
-        for kind in ProblemKind::ALL {
-            let e = EngineError::rejected(*kind, "detail");
-            let page = UiError::engine(&e);
-            let api = ApiError::from(e).into_response();
-            assert_eq!(page.status, api.status(), "{}", kind.slug());
-            assert!(page.status.is_client_error() || page.status.is_server_error(), "{}", kind.slug());
-            assert_eq!(page.title, kind.title());
-            let rendered = render(page.into_response(), false, None);
-            assert_eq!(rendered.status(), api.status(), "{}", kind.slug());
-        }
-    }
-}

@@ -144,8 +144,8 @@ fn parse_mib_per_sec(text: &str) -> Result<Option<u64>, String> {
 
 /// The mirror's incident report as a file: the API's `GET /api/v1/mirrors/{m}/report`, for a
 /// signed-in viewer.
-fn mirror_report(ui: &UiState, m: &str, format: crate::api::report::ReportFormat) -> Page {
-    use crate::api::report;
+fn mirror_report(ui: &UiState, m: &str, format: crate::presentation::report::ReportFormat) -> Page {
+    use crate::presentation::report;
     let snap = ui.app.engine.snapshot();
     let mirror = snap.mirror(m).ok_or_else(|| pages::no_mirror(m))?;
     let now = now();
@@ -154,11 +154,11 @@ fn mirror_report(ui: &UiState, m: &str, format: crate::api::report::ReportFormat
 }
 
 pub async fn mirror_report_md(State(ui): State<UiState>, Path(m): Path<String>) -> Page {
-    mirror_report(&ui, &m, crate::api::report::ReportFormat::Markdown)
+    mirror_report(&ui, &m, crate::presentation::report::ReportFormat::Markdown)
 }
 
 pub async fn mirror_report_json(State(ui): State<UiState>, Path(m): Path<String>) -> Page {
-    mirror_report(&ui, &m, crate::api::report::ReportFormat::Json)
+    mirror_report(&ui, &m, crate::presentation::report::ReportFormat::Json)
 }
 
 // ----- partitions -------------------------------------------------------------------------------

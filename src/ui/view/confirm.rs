@@ -631,26 +631,12 @@ mod tests {
         let per: Vec<(i32, i64, f64)> = impact.partitions.iter().map(|p| (p.partition, p.records, p.seconds)).collect();
         assert_eq!(per, [(0, 5, 2.5), (1, 3, 10.0), (2, 0, 0.0)]);
         let m = MirrorSnapshot {
-            topic_include: Vec::new(),
-            topic_exclude: Vec::new(),
-            discovery: Default::default(),
-            approval: Default::default(),
             name: "m".into(),
             source_bootstrap_servers: "x:1".into(),
-            source_properties: Default::default(),
-            expected_source_cluster_id: None,
-            sync_spec: Default::default(),
-            observed_source_cluster_id: None,
             cluster_id_status: crate::engine::ClusterIdStatus::Ok,
-            cluster_id_checked_at: None,
-            cluster_id_error: None,
             data_path: crate::engine::DataPathStatus::Running,
-            replication_throttle_bytes_per_sec: None,
-            throttled_seconds: 0.0,
-            created_at: crate::domain::Timestamp::EPOCH,
-            sync: Vec::new(),
-            groups: Vec::new(),
             topics: vec![topic],
+            ..MirrorSnapshot::default()
         };
         let viewer = Viewer::new(
             &crate::auth::Identity { name: "alice".into(), role: crate::auth::Role::Operator },
