@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::KafkaAdmin;
 use super::client::{ClientKind, EofReaderContext, client_config, create, create_with_context, sets_property};
 use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
-use super::error::KafkaResult;
+use super::error::{KafkaErrorKind, KafkaResult};
 use super::ffi::ProducerTopic;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
@@ -2117,10 +2117,7 @@ enum TxnErrorAction {
 
 /// Decides [`TxnErrorAction`] from whether librdkafka called the error fatal and its code.
 fn txn_error_action(fatal: bool, code: Option<RDKafkaErrorCode>) -> TxnErrorAction {
-    let fenced = matches!(
-        code,
-        Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch | RDKafkaErrorCode::Fenced)
-    );
+    let fenced = code.is_some_and(|c| super::ffi::kind_of(c) == KafkaErrorKind::Fenced);
     if fatal || fenced {
         TxnErrorAction::Fenced
     } else if needs_new_producer(code) {
