@@ -89,7 +89,7 @@ impl DiscoveryRt {
 
 /// What the metadata refresh's listing brought for discovery.
 pub(super) struct Listing {
-    pub topics: Result<Vec<String>, String>,
+    pub topics: crate::kafka::KafkaResult<Vec<String>>,
     pub took: Duration,
 }
 

@@ -274,7 +274,7 @@ enum Internal {
     /// back; `Err` when the state could not be read.
     FailbackWatch {
         mirror: String,
-        found: Result<BTreeMap<String, String>, String>,
+        found: Result<BTreeMap<String, String>, KafkaError>,
     },
 }
 

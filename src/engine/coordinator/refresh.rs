@@ -66,7 +66,7 @@ impl Coordinator {
                             })
                             .collect())
                     }
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(e),
                 };
                 let _ = internal.send(Internal::FailbackWatch { mirror, found });
             });
@@ -295,7 +295,7 @@ impl Coordinator {
         let observed = match &report.cluster_id {
             Ok(id) => id.clone(),
             Err(e) => {
-                let status = report.check_failed;
+                let status = e.status();
                 let why = match status {
                     ClusterIdStatus::AuthenticationFailed => {
                         "the source refused the credentials (authentication failed)"
