@@ -340,7 +340,7 @@ impl Coordinator {
                     Ok(topic_policy::plan(&policy, &facts, |n| is_internal_topic(n, &state_topic)))
                 }
                 Err(e) => Err(EngineError::rejected(
-                    ProblemKind::SourceUnreachable,
+                    Cluster::Source.problem_kind(),
                     format!("cannot list the source's topics for the preview: {e}"),
                 )),
             };

@@ -198,7 +198,7 @@ impl Coordinator {
                 let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
                 if matches!(op, LifecycleOp::Start { .. }) {
                     let listed = self.source_listing(&*m.source_admin).await.map_err(|e| {
-                        EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
+                        EngineError::rejected(Cluster::Source.problem_kind(), format!("cannot list source topics: {e}"))
                     })?;
                     let state_topic = &self.config.state_topic;
                     // A pattern never selects what the mirror's topic policy excludes (a name
@@ -246,7 +246,7 @@ impl Coordinator {
                         kind: ProblemKind::TopicNotFound,
                         detail: format!("topic {topic:?} does not exist on the source cluster"),
                     }),
-                    Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
+                    Err(e) => Err(kafka_problem(Cluster::Source, &e)),
                 }
             }
             None => Err(not_in_mirror(mirror, topic)),
@@ -304,8 +304,7 @@ impl Coordinator {
         // PREPARING checks (DESIGN.md section 3): source cluster ID, topic IDs, destination topic.
         let source = m.source_admin.clone();
         // Both read by the start's survey, off the loop, when there is one.
-        let cluster =
-            self.source_cluster(&*source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
+        let cluster = self.source_cluster(&*source).await.map_err(|e| kafka_problem(Cluster::Source, &e))?;
         if let Some(expected) = &m.stored.spec.expected_source_cluster_id
             && *expected != cluster.cluster_id
         {
@@ -320,7 +319,7 @@ impl Coordinator {
                     detail: format!("topic {topic:?} does not exist on the source cluster"),
                 }
             } else {
-                kafka_problem(ProblemKind::SourceUnreachable, &e)
+                kafka_problem(Cluster::Source, &e)
             }
         })?;
         let source_topic_id = src.topic_id.to_string();
@@ -370,7 +369,7 @@ impl Coordinator {
                     let ends = dest
                         .list_offsets(&req, IsolationLevel::ReadUncommitted)
                         .await
-                        .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+                        .map_err(|e| kafka_problem(Cluster::Destination, &e))?;
                     // ...unless its records came from this mirror's source in the first place: a
                     // failback (the source's state has the lineage).
                     if ends.iter().any(|o| o.offset > 0) {
@@ -413,7 +412,7 @@ impl Coordinator {
                 match dest.create_topic(topic, partitions, -1, &configs).await {
                     Ok(()) => {}
                     Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
-                    Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+                    Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
                 }
                 let mut found = None;
                 for _ in 0..100 {
@@ -431,13 +430,13 @@ impl Coordinator {
                     detail: format!("destination topic {topic:?} was created but did not become available"),
                 })?
             }
-            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
         };
         let dest_ends = match ends_read {
             Some(ends) => ends,
             None => offsets_of(&*dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
                 .await
-                .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?,
+                .map_err(|e| kafka_problem(Cluster::Destination, &e))?,
         };
 
         // A restart must not silently mirror over local writes (DESIGN.md section 5): refused
@@ -524,7 +523,7 @@ impl Coordinator {
         }
         let reads = match self.start_reads(mirror, topic, partitions, dest_ends).await {
             Ok(reads) => reads,
-            Err((kind, e)) => return Err(self.fail_all(mirror, topic, partitions, kind, &e)),
+            Err((cluster, e)) => return Err(self.fail_all(mirror, topic, partitions, cluster, &e)),
         };
         let (specs, problem) = self.decide_starts(mirror, topic, partitions, reads).await;
         if specs.is_empty() {
@@ -565,9 +564,9 @@ impl Coordinator {
             // A cluster that did not answer at all would not answer for each topic either: one
             // wait, not one per topic (a takeover while the source is down held the engine for
             // a request timeout per topic).
-            Err(Some((kind, e))) => {
+            Err(Some((cluster, e))) => {
                 for (topic, parts) in &topics {
-                    failed.insert(topic.clone(), self.fail_all(mirror, topic, parts, kind, &e));
+                    failed.insert(topic.clone(), self.fail_all(mirror, topic, parts, cluster, &e));
                 }
                 return failed;
             }
@@ -617,12 +616,12 @@ impl Coordinator {
         topic: &str,
         partitions: &[i32],
         dest_ends: Option<&BTreeMap<i32, i64>>,
-    ) -> Result<StartReads, (ProblemKind, KafkaError)> {
+    ) -> Result<StartReads, (Cluster, KafkaError)> {
         let source = self.mirrors[mirror].source_admin.clone();
         let dest = self.destination_admin.clone();
         let parts = partitions.iter().copied();
         let uncommitted = IsolationLevel::ReadUncommitted;
-        let unavailable = |e| (ProblemKind::DestinationUnavailable, e);
+        let unavailable = |e| (Cluster::Destination, e);
         let dest_ends = match dest_ends {
             Some(e) => e.clone(),
             None => {
@@ -633,7 +632,7 @@ impl Coordinator {
             offsets_of(&*dest, topic, parts.clone(), OffsetSpec::Earliest, uncommitted).await.map_err(unavailable)?;
         let source_starts = offsets_of(&*source, topic, parts, OffsetSpec::Earliest, IsolationLevel::ReadCommitted)
             .await
-            .map_err(|e| (ProblemKind::SourceUnreachable, e))?;
+            .map_err(|e| (Cluster::Source, e))?;
         Ok(StartReads { dest_ends, dest_starts, source_starts })
     }
 
@@ -644,7 +643,7 @@ impl Coordinator {
         &self,
         mirror: &str,
         topics: &BTreeMap<String, Vec<i32>>,
-    ) -> Result<BTreeMap<String, StartReads>, Option<(ProblemKind, KafkaError)>> {
+    ) -> Result<BTreeMap<String, StartReads>, Option<(Cluster, KafkaError)>> {
         let source = self.mirrors[mirror].source_admin.clone();
         let dest = Arc::clone(&self.destination_admin);
         let request = |spec: OffsetSpec| -> Vec<(String, i32, OffsetSpec)> {
@@ -663,10 +662,10 @@ impl Coordinator {
                 let dest = [a.err(), b.err()].into_iter().flatten().next();
                 let source = c.err();
                 if let Some(e) = dest.as_ref().filter(|e| e.is_no_answer()) {
-                    return Err(Some((ProblemKind::DestinationUnavailable, e.clone())));
+                    return Err(Some((Cluster::Destination, e.clone())));
                 }
                 if let Some(e) = source.as_ref().filter(|e| e.is_no_answer()) {
-                    return Err(Some((ProblemKind::SourceUnreachable, e.clone())));
+                    return Err(Some((Cluster::Source, e.clone())));
                 }
                 let e = dest.or(source);
                 tracing::info!(%mirror, topics = topics.len(), "start offsets in one request: {}; reading them topic by topic", e.map(|e| e.to_string()).unwrap_or_default());
@@ -810,23 +809,11 @@ impl Coordinator {
     }
 
     /// Fails `partitions` of `topic` because a cluster did not answer (retryable) and says so.
-    fn fail_all(
-        &mut self,
-        mirror: &str,
-        topic: &str,
-        partitions: &[i32],
-        kind: ProblemKind,
-        e: &KafkaError,
-    ) -> Problem {
-        let code = if kind == ProblemKind::SourceUnreachable {
-            ErrorCode::SourceUnreachable
-        } else {
-            ErrorCode::DestinationUnavailable
-        };
+    fn fail_all(&mut self, mirror: &str, topic: &str, partitions: &[i32], cluster: Cluster, e: &KafkaError) -> Problem {
         for p in partitions {
-            self.fail(mirror, topic, *p, code, e.to_string());
+            self.fail(mirror, topic, *p, cluster.error_code(), e.to_string());
         }
-        kafka_problem(kind, e)
+        kafka_problem(cluster, e)
     }
 
     /// Applies a final position reported by the pipe, when it is ahead of the record's.

@@ -432,12 +432,12 @@ impl Coordinator {
     /// (UNKNOWN → PREPARING → MIRRORING).
     pub(super) async fn grow_topic(&mut self, mirror: &str, topic: &str, partitions: usize) -> Result<(), Problem> {
         let dest = self.destination_admin.clone();
-        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(Cluster::Destination, &e))?;
         if d.partitions.len() < partitions {
             match dest.create_partitions(topic, partitions).await {
                 Ok(()) => {}
                 Err(e) if e.is(crate::kafka::KafkaErrorKind::InvalidPartitions) => {}
-                Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+                Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
             }
             let mut visible = false;
             for _ in 0..100 {
