@@ -121,7 +121,18 @@ impl GroupSyncView {
 }
 
 /// One group's sync: what it found, and whether it could write.
-type GroupOutcome = (GroupCounts, Result<(), String>);
+type GroupOutcome = (GroupCounts, Result<(), GroupSyncError>);
+
+/// Why a group's offsets were not synced.
+#[derive(Debug, thiserror::Error)]
+enum GroupSyncError {
+    /// Reading the source's offsets or writing the destination's failed.
+    #[error("{0}")]
+    Kafka(crate::kafka::KafkaError),
+    /// Consumers of the group run on the destination: their offsets are never moved under them.
+    #[error("group {group} has {members} active member(s) on the destination; offsets not synced")]
+    ActiveMembers { group: String, members: usize },
+}
 
 /// What one group's sync found, whether or not it could write.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -442,7 +453,7 @@ async fn sync_groups(
             }
             Err(e) => {
                 errors.push(format!("{g}: {e}"));
-                view.last_error = Some(e);
+                view.last_error = Some(e.to_string());
             }
         }
         views.push(view);
@@ -466,7 +477,7 @@ async fn sync_group(
     let mut counts = GroupCounts::default();
     let committed = match input.source.list_consumer_group_offsets(g, None, true).await {
         Ok(c) => c,
-        Err(e) => return (counts, Err(e.to_string())),
+        Err(e) => return (counts, Err(GroupSyncError::Kafka(e))),
     };
     let relevant: Vec<&GroupOffset> =
         committed.iter().filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition))).collect();
@@ -482,8 +493,7 @@ async fn sync_group(
         && !desc.members.is_empty()
         && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
     {
-        let e = format!("group {g} has {} active member(s) on the destination; offsets not synced", desc.members.len());
-        return (counts, Err(e));
+        return (counts, Err(GroupSyncError::ActiveMembers { group: g.clone(), members: desc.members.len() }));
     }
     let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
     let current: HashMap<(String, i32), i64> = input
@@ -523,7 +533,7 @@ async fn sync_group(
         return (counts, Ok(()));
     }
     if let Err(e) = input.destination.alter_consumer_group_offsets(g, &changes).await {
-        return (counts, Err(e.to_string()));
+        return (counts, Err(GroupSyncError::Kafka(e)));
     }
     counts.changed = changes.len() as u64;
     counts.in_sync += counts.changed;
@@ -707,6 +717,8 @@ mod tests {
         }
         let e = ClusterIdError::DescribeTopics(kafka("_TRANSPORT"));
         assert!(e.to_string().starts_with("describe topics: DescribeCluster failed"), "{e}");
+        let busy = GroupSyncError::ActiveMembers { group: "billing".into(), members: 2 };
+        assert_eq!(busy.to_string(), "group billing has 2 active member(s) on the destination; offsets not synced");
     }
 
     fn m(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
