@@ -121,7 +121,18 @@ impl GroupSyncView {
 }
 
 /// One group's sync: what it found, and whether it could write.
-type GroupOutcome = (GroupCounts, Result<(), String>);
+type GroupOutcome = (GroupCounts, Result<(), GroupSyncError>);
+
+/// Why a group's offsets were not synced.
+#[derive(Debug, thiserror::Error)]
+enum GroupSyncError {
+    /// Reading the source's offsets or writing the destination's failed.
+    #[error("{0}")]
+    Kafka(crate::kafka::KafkaError),
+    /// Consumers of the group run on the destination: their offsets are never moved under them.
+    #[error("group {group} has {members} active member(s) on the destination; offsets not synced")]
+    ActiveMembers { group: String, members: usize },
+}
 
 /// What one group's sync found, whether or not it could write.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -136,10 +147,7 @@ struct GroupCounts {
 /// What a refresh found and did.
 pub(super) struct RefreshReport {
     /// The source's cluster ID, or why it could not be read.
-    pub cluster_id: Result<String, String>,
-    /// Why the cluster-ID check got no answer, when it did not: unreachable, or the source
-    /// refused the credentials or the TLS handshake.
-    pub check_failed: crate::engine::ClusterIdStatus,
+    pub cluster_id: Result<String, ClusterIdError>,
     /// Topic -> Some((source topic ID, partition count)), None when the topic is missing.
     pub topics: BTreeMap<String, Option<(String, usize)>>,
     pub configs: KindOutcome,
@@ -151,7 +159,35 @@ pub(super) struct RefreshReport {
     pub applied_configs: HashMap<(String, String), String>,
     /// The source's topic names for discovery (one metadata request), when asked, and how long
     /// listing them took.
-    pub listing: Option<(Result<Vec<String>, String>, std::time::Duration)>,
+    pub listing: Option<(crate::kafka::KafkaResult<Vec<String>>, std::time::Duration)>,
+}
+
+/// Why a refresh did not learn the source's cluster ID (and so ran no sync).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ClusterIdError {
+    /// The refresh ended before the check (it never does today; the report's initial value).
+    #[error("not checked")]
+    NotChecked,
+    /// DescribeCluster failed.
+    #[error("{0}")]
+    Describe(crate::kafka::KafkaError),
+    /// The cluster answered, but describing the mirror's topics failed.
+    #[error("describe topics: {0}")]
+    DescribeTopics(crate::kafka::KafkaError),
+}
+
+impl ClusterIdError {
+    /// What the mirror's cluster-ID check shows: a source that refused the credentials or the
+    /// TLS handshake is told apart from one that did not answer.
+    pub(super) fn status(&self) -> crate::engine::ClusterIdStatus {
+        use crate::engine::ClusterIdStatus;
+        use crate::kafka::KafkaErrorKind as K;
+        match self {
+            ClusterIdError::Describe(e) if e.is(K::Authentication) => ClusterIdStatus::AuthenticationFailed,
+            ClusterIdError::Describe(e) if e.is(K::Ssl) => ClusterIdStatus::TlsFailed,
+            _ => ClusterIdStatus::Unreachable,
+        }
+    }
 }
 
 /// Whether a failed sync call means the cluster does not offer the feature at all (a cluster
@@ -166,8 +202,7 @@ fn unsupported(admin: &dyn super::ports::ClusterAdmin, e: &crate::kafka::KafkaEr
 /// Runs one refresh of a mirror.
 pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     let mut report = RefreshReport {
-        cluster_id: Err("not checked".into()),
-        check_failed: crate::engine::ClusterIdStatus::Unreachable,
+        cluster_id: Err(ClusterIdError::NotChecked),
         topics: BTreeMap::new(),
         configs: KindOutcome::default(),
         groups: KindOutcome::default(),
@@ -180,11 +215,7 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     match input.source.describe_cluster().await {
         Ok(c) => report.cluster_id = Ok(c.cluster_id),
         Err(e) => {
-            report.check_failed = crate::engine::ClusterIdStatus::of_failed_check(
-                e.is(crate::kafka::KafkaErrorKind::Authentication),
-                e.is(crate::kafka::KafkaErrorKind::Ssl),
-            );
-            report.cluster_id = Err(e.to_string());
+            report.cluster_id = Err(ClusterIdError::Describe(e));
             return report;
         }
     }
@@ -196,7 +227,7 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
     }
     if input.list_topics {
         let began = std::time::Instant::now();
-        let listed = input.source.list_topics().await.map_err(|e| e.to_string());
+        let listed = input.source.list_topics().await;
         report.listing = Some((listed, began.elapsed()));
     }
     let names: Vec<String> = input.topics.iter().map(|t| t.name.clone()).collect();
@@ -212,14 +243,14 @@ pub(super) async fn refresh(input: RefreshInput) -> RefreshReport {
                             report.topics.insert(t.clone(), None);
                         }
                         Err(e) => {
-                            report.cluster_id = Err(format!("describe topics: {e}"));
+                            report.cluster_id = Err(ClusterIdError::DescribeTopics(e));
                             return report;
                         }
                     }
                 }
             }
             Err(e) => {
-                report.cluster_id = Err(format!("describe topics: {e}"));
+                report.cluster_id = Err(ClusterIdError::DescribeTopics(e));
                 return report;
             }
         }
@@ -422,7 +453,7 @@ async fn sync_groups(
             }
             Err(e) => {
                 errors.push(format!("{g}: {e}"));
-                view.last_error = Some(e);
+                view.last_error = Some(e.to_string());
             }
         }
         views.push(view);
@@ -446,7 +477,7 @@ async fn sync_group(
     let mut counts = GroupCounts::default();
     let committed = match input.source.list_consumer_group_offsets(g, None, true).await {
         Ok(c) => c,
-        Err(e) => return (counts, Err(e.to_string())),
+        Err(e) => return (counts, Err(GroupSyncError::Kafka(e))),
     };
     let relevant: Vec<&GroupOffset> =
         committed.iter().filter(|o| o.offset >= 0 && eligible.contains_key(&(o.topic.clone(), o.partition))).collect();
@@ -462,8 +493,7 @@ async fn sync_group(
         && !desc.members.is_empty()
         && !matches!(desc.state, GroupState::Empty | GroupState::Dead)
     {
-        let e = format!("group {g} has {} active member(s) on the destination; offsets not synced", desc.members.len());
-        return (counts, Err(e));
+        return (counts, Err(GroupSyncError::ActiveMembers { group: g.clone(), members: desc.members.len() }));
     }
     let parts: Vec<(String, i32)> = relevant.iter().map(|o| (o.topic.clone(), o.partition)).collect();
     let current: HashMap<(String, i32), i64> = input
@@ -503,7 +533,7 @@ async fn sync_group(
         return (counts, Ok(()));
     }
     if let Err(e) = input.destination.alter_consumer_group_offsets(g, &changes).await {
-        return (counts, Err(e.to_string()));
+        return (counts, Err(GroupSyncError::Kafka(e)));
     }
     counts.changed = changes.len() as u64;
     counts.in_sync += counts.changed;
@@ -662,6 +692,34 @@ pub(super) fn status_mut(statuses: &mut [SyncStatus], kind: SyncKind) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cluster-ID check's status follows the Kafka error's kind: refused credentials and a
+    /// failed TLS handshake are not an unreachable source, and only DescribeCluster tells.
+    #[test]
+    fn a_failed_cluster_id_check_says_why_from_the_error_kind() {
+        use crate::engine::ClusterIdStatus as S;
+        use crate::kafka::{KafkaCode, KafkaError};
+        let kafka = |name: &str| KafkaError::Kafka {
+            operation: "DescribeCluster",
+            resource: "cluster".into(),
+            code: KafkaCode { code: -1, name: name.into() },
+            message: "refused".into(),
+        };
+        let table = [
+            (ClusterIdError::Describe(kafka("_AUTHENTICATION")), S::AuthenticationFailed),
+            (ClusterIdError::Describe(kafka("_SSL")), S::TlsFailed),
+            (ClusterIdError::Describe(kafka("_TRANSPORT")), S::Unreachable),
+            (ClusterIdError::DescribeTopics(kafka("_AUTHENTICATION")), S::Unreachable),
+            (ClusterIdError::NotChecked, S::Unreachable),
+        ];
+        for (e, status) in table {
+            assert_eq!(e.status(), status, "{e}");
+        }
+        let e = ClusterIdError::DescribeTopics(kafka("_TRANSPORT"));
+        assert!(e.to_string().starts_with("describe topics: DescribeCluster failed"), "{e}");
+        let busy = GroupSyncError::ActiveMembers { group: "billing".into(), members: 2 };
+        assert_eq!(busy.to_string(), "group billing has 2 active member(s) on the destination; offsets not synced");
+    }
 
     fn m(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

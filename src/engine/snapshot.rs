@@ -109,18 +109,6 @@ pub enum ClusterIdStatus {
     TlsFailed,
 }
 
-impl ClusterIdStatus {
-    /// The status of a check that got no answer: why, when the client was told.
-    #[must_use]
-    pub fn of_failed_check(authentication_failed: bool, tls_failed: bool) -> ClusterIdStatus {
-        match (authentication_failed, tls_failed) {
-            (true, _) => ClusterIdStatus::AuthenticationFailed,
-            (_, true) => ClusterIdStatus::TlsFailed,
-            _ => ClusterIdStatus::Unreachable,
-        }
-    }
-}
-
 /// What a mirror's data path is doing. The dashboard colours it by [`DataPathStatus::health`]
 /// and the API reports its words (`Display`); the snapshot's JSON tags it with its `status` slug.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -36,6 +36,10 @@ pub enum KafkaErrorKind {
     Ssl,
     /// `_TIMED_OUT`, `_TIMED_OUT_QUEUE`, `REQUEST_TIMED_OUT`: no answer in time.
     TimedOut,
+    /// `_FENCED`, `PRODUCER_FENCED`, `INVALID_PRODUCER_EPOCH`: a newer producer with the same
+    /// transactional id took over (librdkafka reports the broker's two codes as its own
+    /// `_FENCED` once it has made them fatal).
+    Fenced,
     /// Any other code.
     Other,
 }
@@ -59,6 +63,7 @@ impl KafkaErrorKind {
             "_AUTHENTICATION" => Self::Authentication,
             "_SSL" => Self::Ssl,
             "_TIMED_OUT" | "_TIMED_OUT_QUEUE" | "REQUEST_TIMED_OUT" => Self::TimedOut,
+            "_FENCED" | "PRODUCER_FENCED" | "INVALID_PRODUCER_EPOCH" => Self::Fenced,
             _ => Self::Other,
         }
     }
@@ -259,6 +264,11 @@ mod tests {
             ("_SSL", K::Ssl),
             ("_TIMED_OUT", K::TimedOut),
             ("REQUEST_TIMED_OUT", K::TimedOut),
+            ("_FENCED", K::Fenced),
+            ("PRODUCER_FENCED", K::Fenced),
+            ("INVALID_PRODUCER_EPOCH", K::Fenced),
+            ("FENCED_LEADER_EPOCH", K::Other),
+            ("FENCED_INSTANCE_ID", K::Other),
             ("GROUP_AUTHORIZATION_FAILED", K::Other),
             ("NOT_LEADER_OR_FOLLOWER", K::Other),
         ];

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rdkafka::bindings as rd;
 
-use super::error::{KafkaCode, KafkaError, KafkaResult};
+use super::error::{KafkaCode, KafkaError, KafkaErrorKind, KafkaResult};
 
 /// Owns a librdkafka object and destroys it with the matching `*_destroy` function on drop.
 pub(super) struct Owned<T> {
@@ -129,6 +129,20 @@ pub(super) fn kafka_code(err: rd::rd_kafka_resp_err_t) -> KafkaCode {
     // SAFETY: rd_kafka_err2name accepts any code and returns a static string (or NULL).
     let name = unsafe { string(rd::rd_kafka_err2name(err)) };
     KafkaCode { code: err as i32, name }
+}
+
+/// The [`KafkaCode`] of an rdkafka error code: the one place rdkafka's codes become kmirror's.
+pub(super) fn code_of(c: rdkafka::error::RDKafkaErrorCode) -> KafkaCode {
+    let raw = c as i32;
+    match rd::rd_kafka_resp_err_t::try_from(raw) {
+        Ok(e) => kafka_code(e),
+        Err(_) => KafkaCode { code: raw, name: format!("{c:?}") },
+    }
+}
+
+/// What kmirror makes of an rdkafka error code (see [`KafkaErrorKind::of`]).
+pub(super) fn kind_of(c: rdkafka::error::RDKafkaErrorCode) -> KafkaErrorKind {
+    code_of(c).kind()
 }
 
 /// Turns a borrowed `rd_kafka_error_t` (NULL = success) into a `KafkaError`.

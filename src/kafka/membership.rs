@@ -89,7 +89,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
@@ -97,7 +96,7 @@ use rdkafka::{ClientConfig, ClientContext, TopicPartitionList};
 use tokio::sync::{mpsc, oneshot};
 
 use super::client::{ClientKind, client_config, create_with_context};
-use super::error::{KafkaCode, KafkaError, KafkaResult};
+use super::error::{KafkaError, KafkaResult};
 use super::ffi;
 
 /// The session timeout when none is configured: a crashed instance's slots move after ~10 s.
@@ -666,21 +665,13 @@ fn on_fatal(shared: &Shared, ctx: &MembershipContext, code: RDKafkaErrorCode, re
     *failure = Some(KafkaError::Kafka {
         operation: "consumer group",
         resource: ctx.group.clone(),
-        code: code_of(code),
+        code: ffi::code_of(code),
         message: reason,
     });
     drop(failure);
     let held = std::mem::take(&mut *shared.owned());
     if !held.is_empty() {
         let _ = ctx.events.send(MembershipEvent::Lost(held.into_iter().collect()));
-    }
-}
-
-fn code_of(c: RDKafkaErrorCode) -> KafkaCode {
-    let raw = c as i32;
-    match rd::rd_kafka_resp_err_t::try_from(raw) {
-        Ok(e) => ffi::kafka_code(e),
-        Err(_) => KafkaCode { code: raw, name: format!("{c:?}") },
     }
 }
 

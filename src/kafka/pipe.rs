@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::KafkaAdmin;
 use super::client::{ClientKind, EofReaderContext, client_config, create, create_with_context, sets_property};
 use super::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
-use super::error::KafkaResult;
+use super::error::{KafkaError, KafkaErrorKind, KafkaResult};
 use super::ffi::ProducerTopic;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec, PartitionPosition};
@@ -215,6 +215,53 @@ pub enum PipeError {
     InDoubt(String),
 }
 
+/// Why a data path could not start (reported as [`PipeEvent::Failed`]).
+#[derive(Debug, Clone, thiserror::Error)]
+enum StartError {
+    #[error("cannot create source consumer: {0}")]
+    SourceConsumer(KafkaError),
+    #[error("cannot create destination producer: {0}")]
+    Producer(KafkaError),
+    #[error("cannot initialise transactions on the destination: {0}")]
+    InitTransactions(RdError),
+    /// The admin client of one of the clusters (shared with the mirror's other data paths).
+    #[error("{0}")]
+    Admin(KafkaError),
+}
+
+/// Why a new transactional producer could not replace the current one (a stop's fence, or
+/// the recovery after a timed-out transactional request).
+#[derive(Debug, Clone, thiserror::Error)]
+enum ReplaceError {
+    #[error("cannot re-create producer: {0}")]
+    Create(KafkaError),
+    #[error("re-init transactions: {0}")]
+    Init(RdError),
+}
+
+/// Why the source consumer did not take partitions.
+#[derive(Debug, Clone, thiserror::Error)]
+enum AssignError {
+    /// The positions do not make a partition list (a topic name with a NUL byte).
+    #[error("{0}")]
+    Positions(KafkaError),
+    #[error("{0}")]
+    Consumer(RdError),
+}
+
+/// Why the outcome of a commit in doubt could not be learned (yet).
+#[derive(Debug, Clone, thiserror::Error)]
+enum OutcomeError {
+    #[error("cannot create the outcome reader: {0}")]
+    Reader(KafkaError),
+    #[error("{0}")]
+    Position(RdError),
+    #[error("cannot read the destination: {0}")]
+    Assign(RdError),
+    #[error("cannot learn the outcome of the commit in doubt (reading {topic}-{partition} at {offset})")]
+    NoAnswer { topic: String, partition: i32, offset: i64 },
+}
+
 /// Commands the engine sends to a pipe.
 #[derive(Debug)]
 pub enum PipeCommand {
@@ -272,8 +319,8 @@ struct Pending {
     slot: usize,
 }
 
-/// A record's delivery: its destination offset, or the error text.
-type Delivered = Option<Result<i64, String>>;
+/// A record's delivery: its destination offset, or why it failed.
+type Delivered = Option<Result<i64, RdError>>;
 
 /// Delivery results by slot, filled by the producer's delivery callback.
 #[derive(Default)]
@@ -361,7 +408,7 @@ impl ProducerContext for PipeProducerContext {
                 if needs_new_producer(e.rdkafka_error_code()) {
                     self.log.timed_out.store(true, Ordering::Relaxed);
                 }
-                (Err(e.to_string()), m)
+                (Err(e.clone()), m)
             }
         };
         self.log.reported(record_bytes(message));
@@ -391,8 +438,8 @@ pub fn spawn(
                 pipe.emit(PipeEvent::Ready);
                 pipe.run(rx)
             }
-            Err(message) => {
-                let _ = events2.send(PipeEvent::Failed { message });
+            Err(e) => {
+                let _ = events2.send(PipeEvent::Failed { message: e.to_string() });
                 // Answer pending commands so no caller waits forever.
                 for cmd in rx.iter() {
                     reject(cmd, "the mirror's data path could not start");
@@ -569,27 +616,25 @@ impl Pipe {
         encode: EncodeProgress,
         events: mpsc::UnboundedSender<PipeEvent>,
         runtime: tokio::runtime::Handle,
-    ) -> Result<Pipe, String> {
+    ) -> Result<Pipe, StartError> {
         let consumer: BaseConsumer = consumer_config(&config)
             .and_then(|cfg| create(&cfg, "source consumer"))
-            .map_err(|e| format!("cannot create source consumer: {e}"))?;
+            .map_err(StartError::SourceConsumer)?;
 
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&config)
             .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
-            .map_err(|e| format!("cannot create destination producer: {e}"))?;
+            .map_err(StartError::Producer)?;
         // Fences any earlier writer with the same transactional id (and aborts its open
         // transaction) before this one writes anything.
-        producer
-            .init_transactions(config.transaction_timeout)
-            .map_err(|e| format!("cannot initialise transactions on the destination: {e}"))?;
+        producer.init_transactions(config.transaction_timeout).map_err(StartError::InitTransactions)?;
         // Shared with the mirror's other slot data paths (and other mirrors on the same clusters):
         // they are used for a few offset look-ups, not worth a client per data path.
         let destination_admin =
             KafkaAdmin::shared(&config.destination_bootstrap, &config.destination_properties, Duration::from_secs(15))
-                .map_err(|e| e.to_string())?;
+                .map_err(StartError::Admin)?;
         let source_admin =
             KafkaAdmin::shared(&config.source_bootstrap, &config.source_properties, Duration::from_secs(15))
-                .map_err(|e| e.to_string())?;
+                .map_err(StartError::Admin)?;
         Ok(Pipe {
             producer: Destination::new(producer, &config),
             config,
@@ -676,10 +721,10 @@ impl Pipe {
             if self.broken.is_some() {
                 // The destination may still be unreachable: try again after a backoff, answering
                 // commands in between.
-                if let Err(message) = self.recover() {
-                    if self.fenced {
-                        continue; // reported as Fenced
-                    }
+                if let Err(e) = self.recover() {
+                    let PipeError::InDoubt(message) = e else {
+                        continue; // fenced: reported as Fenced
+                    };
                     self.retry_attempt += 1;
                     self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
                     retry_at = Some(Instant::now() + backoff(self.retry_attempt));
@@ -806,7 +851,7 @@ impl Pipe {
                 self.log_wait("release", sent, started);
                 // Final positions must not predate a commit whose outcome is still unknown.
                 if let Err(e) = self.recover() {
-                    let _ = reply.send(Err(PipeError::InDoubt(e)));
+                    let _ = reply.send(Err(e));
                     return false;
                 }
                 let mut r = self.unassign(&partitions, finish);
@@ -840,7 +885,7 @@ impl Pipe {
                 false
             }
             PipeCommand::Fence { reply } => {
-                let r = self.recover().map_err(PipeError::InDoubt).and_then(|()| self.fence_checked());
+                let r = self.recover().and_then(|()| self.fence_checked());
                 let _ = reply.send(r);
                 false
             }
@@ -924,13 +969,13 @@ impl Pipe {
         }
     }
 
-    fn incremental_assign(&self, positions: &[PartitionPosition]) -> Result<(), String> {
-        let mut tpl = position_list(positions).map_err(|e| e.to_string())?;
+    fn incremental_assign(&self, positions: &[PartitionPosition]) -> Result<(), AssignError> {
+        let mut tpl = position_list(positions).map_err(AssignError::Positions)?;
         // `-2` (log start) is expressed with Offset::Beginning by position_list.
         for p in positions.iter().filter(|p| p.offset < 0) {
-            tpl.set_partition_offset(&p.topic, p.partition, Offset::Beginning).map_err(|e| e.to_string())?;
+            tpl.set_partition_offset(&p.topic, p.partition, Offset::Beginning).map_err(AssignError::Consumer)?;
         }
-        self.consumer.incremental_assign(&tpl).map_err(|e| e.to_string())
+        self.consumer.incremental_assign(&tpl).map_err(AssignError::Consumer)
     }
 
     fn incremental_unassign(&self, keys: &[Key]) {
@@ -1301,9 +1346,9 @@ impl Pipe {
         }
         let progress = match self.predicted_progress() {
             Ok(p) => p,
-            Err(message) => {
+            Err(e) => {
                 self.abort_and_rewind();
-                return TxnOutcome::Retry(message);
+                return TxnOutcome::Retry(format!("offset map run rejected: {e}"));
             }
         };
         // A state record the producer refuses (the transaction took an abortable error: one of
@@ -1429,7 +1474,7 @@ impl Pipe {
 
     /// The progress of every partition with records in the open transaction, with destination
     /// offsets as predicted: consecutive from the partition's expected next offset.
-    fn predicted_progress(&self) -> Result<Vec<PartitionProgress>, String> {
+    fn predicted_progress(&self) -> Result<Vec<PartitionProgress>, crate::domain::offset_map::OffsetMapError> {
         let mut progress = Vec::new();
         for (key, part) in &self.parts {
             let Some(last) = part.pending.last() else { continue };
@@ -1439,7 +1484,7 @@ impl Pipe {
             let mut builder = RunBuilder::new();
             for (i, p) in part.pending.iter().enumerate() {
                 // Source offsets out of order would be a consumer bug; never commit a wrong map.
-                builder.push(p.source_offset, start + i as i64).map_err(|e| format!("offset map run rejected: {e}"))?;
+                builder.push(p.source_offset, start + i as i64)?;
             }
             progress.push(PartitionProgress {
                 topic: key.0.clone(),
@@ -1565,8 +1610,9 @@ impl Pipe {
     /// transactional id, whose init bumps the epoch (every request of the old one still on its
     /// way is refused from then on) and completes the old transaction. Then learns whether a
     /// commit in doubt happened, reports it if so, and rewinds every partition to its committed
-    /// position. An error leaves the pipe broken, to be retried.
-    fn recover(&mut self) -> Result<(), String> {
+    /// position. An error leaves the pipe broken, to be retried ([`PipeError::InDoubt`]), unless
+    /// the old producer was fenced meanwhile ([`PipeError::Fenced`]: the pipe is done).
+    fn recover(&mut self) -> Result<(), PipeError> {
         let Some(broken) = &self.broken else { return Ok(()) };
         if self.fenced {
             // Another writer took over: re-initialising would fence it back.
@@ -1583,10 +1629,10 @@ impl Pipe {
             self.broken = None;
             let message = format!("after a timeout ({why}): {fatal}");
             self.on_fenced(message.clone());
-            return Err(message);
+            return Err(PipeError::Fenced(message));
         }
         if !broken.replaced {
-            self.recreate_producer().map_err(|e| format!("after a timeout ({why}): {e}"))?;
+            self.recreate_producer().map_err(|e| PipeError::InDoubt(format!("after a timeout ({why}): {e}")))?;
             if let Some(b) = &mut self.broken {
                 b.replaced = true;
             }
@@ -1595,7 +1641,7 @@ impl Pipe {
         let committed = if in_doubt.is_empty() {
             false
         } else {
-            self.txn_committed(&in_doubt).map_err(|e| format!("after a timeout ({why}): {e}"))?
+            self.txn_committed(&in_doubt).map_err(|e| PipeError::InDoubt(format!("after a timeout ({why}): {e}")))?
         };
         tracing::warn!(
             mirror = %self.config.mirror,
@@ -1632,15 +1678,15 @@ impl Pipe {
     /// completed it: the first record it wrote to one of its partitions is visible to a
     /// `read_committed` reader, or skipped (aborted). A transaction is atomic, so one partition
     /// tells.
-    fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, String> {
+    fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, OutcomeError> {
         let Some(p) = in_doubt.iter().find(|p| p.records > 0) else { return Ok(false) };
         let first = p.destination_end_offset - p.records as i64;
         let consumer: BaseConsumer<EofReaderContext> = outcome_consumer_config(&self.config)
             .and_then(|cfg| create_with_context(&cfg, EofReaderContext, "destination outcome reader"))
-            .map_err(|e| format!("cannot create the outcome reader: {e}"))?;
+            .map_err(OutcomeError::Reader)?;
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&p.topic, p.partition, Offset::Offset(first)).map_err(|e| e.to_string())?;
-        consumer.assign(&tpl).map_err(|e| format!("cannot read the destination: {e}"))?;
+        tpl.add_partition_offset(&p.topic, p.partition, Offset::Offset(first)).map_err(OutcomeError::Position)?;
+        consumer.assign(&tpl).map_err(OutcomeError::Assign)?;
         let deadline = Instant::now() + self.config.transaction_timeout;
         while Instant::now() < deadline {
             match consumer.poll(Duration::from_millis(200)) {
@@ -1654,20 +1700,18 @@ impl Pipe {
                 Some(Err(e)) => tracing::debug!(mirror = %self.config.mirror, error = %e, "outcome reader"),
             }
         }
-        Err(format!("cannot learn the outcome of the commit in doubt (reading {}-{} at {first})", p.topic, p.partition))
+        Err(OutcomeError::NoAnswer { topic: p.topic.clone(), partition: p.partition, offset: first })
     }
 
     /// A new producer with the same transactional id; its init bumps the producer epoch and aborts
     /// whatever the old one left open. Used for the deliberate fence of a stop and to replace a
     /// producer whose transactional request timed out (`recover`).
-    fn recreate_producer(&mut self) -> Result<(), String> {
+    fn recreate_producer(&mut self) -> Result<(), ReplaceError> {
         let started = Instant::now();
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(&self.config)
             .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
-            .map_err(|e| format!("cannot re-create producer: {e}"))?;
-        producer
-            .init_transactions(self.config.transaction_timeout)
-            .map_err(|e| format!("re-init transactions: {e}"))?;
+            .map_err(ReplaceError::Create)?;
+        producer.init_transactions(self.config.transaction_timeout).map_err(ReplaceError::Init)?;
         let initialised = Instant::now();
         // Dropping the old producer purges it, waits up to 500 ms for its delivery reports and
         // joins its threads (rdkafka's Drop).
@@ -1812,7 +1856,7 @@ impl Pipe {
         }
         // A commit (or abort) that just timed out left the producer broken: a commit in doubt may
         // have committed, so the final positions wait for its outcome (see `recover`).
-        self.recover().map_err(PipeError::InDoubt)?;
+        self.recover()?;
         let mut out = Vec::new();
         let mut removed = Vec::new();
         for key in partitions {
@@ -1838,10 +1882,10 @@ impl Pipe {
         if self.fenced {
             return Err(PipeError::Fenced("this writer was fenced by another kmirror instance".to_string()));
         }
-        self.fence().map_err(PipeError::Fence)
+        self.fence().map_err(|e| PipeError::Fence(e.to_string()))
     }
 
-    fn fence(&mut self) -> Result<(), String> {
+    fn fence(&mut self) -> Result<(), ReplaceError> {
         // Abort first (without rewinding yet): the rewind reads destination ends, which must
         // include the abort markers.
         let aborted = self.in_txn;
@@ -2117,10 +2161,7 @@ enum TxnErrorAction {
 
 /// Decides [`TxnErrorAction`] from whether librdkafka called the error fatal and its code.
 fn txn_error_action(fatal: bool, code: Option<RDKafkaErrorCode>) -> TxnErrorAction {
-    let fenced = matches!(
-        code,
-        Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch | RDKafkaErrorCode::Fenced)
-    );
+    let fenced = code.is_some_and(|c| super::ffi::kind_of(c) == KafkaErrorKind::Fenced);
     if fatal || fenced {
         TxnErrorAction::Fenced
     } else if needs_new_producer(code) {
@@ -2156,6 +2197,30 @@ fn backoff(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed errors of the data path read as the words operators saw before they were
+    /// typed: the data-path status and the partition errors show them.
+    #[test]
+    fn typed_pipe_errors_keep_their_words() {
+        let client = || KafkaError::Client("bad property".into());
+        let rd = || RdError::ClientCreation("no brokers".into());
+        let texts = [
+            (StartError::SourceConsumer(client()).to_string(), "cannot create source consumer: "),
+            (StartError::Producer(client()).to_string(), "cannot create destination producer: "),
+            (StartError::InitTransactions(rd()).to_string(), "cannot initialise transactions on the destination: "),
+            (ReplaceError::Create(client()).to_string(), "cannot re-create producer: "),
+            (ReplaceError::Init(rd()).to_string(), "re-init transactions: "),
+            (OutcomeError::Reader(client()).to_string(), "cannot create the outcome reader: "),
+            (OutcomeError::Assign(rd()).to_string(), "cannot read the destination: "),
+            (AssignError::Consumer(rd()).to_string(), ""),
+        ];
+        for (text, prefix) in texts {
+            let inner = if text.contains("Kafka client") { client().to_string() } else { rd().to_string() };
+            assert_eq!(text, format!("{prefix}{inner}"));
+        }
+        let none = OutcomeError::NoAnswer { topic: "t".into(), partition: 3, offset: 42 };
+        assert_eq!(none.to_string(), "cannot learn the outcome of the commit in doubt (reading t-3 at 42)");
+    }
 
     fn spec(topic: &str, partition: i32, from: i64) -> AssignSpec {
         AssignSpec {

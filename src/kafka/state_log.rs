@@ -14,10 +14,11 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::{ClientKind, client_config, create};
+use super::ffi::kind_of;
 use super::pipe::StateWrite;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
 use super::types::{IsolationLevel, OffsetSpec};
-use super::{KafkaAdmin, KafkaError, KafkaResult};
+use super::{KafkaAdmin, KafkaError, KafkaErrorKind, KafkaResult};
 
 /// One record read from the state topic.
 #[derive(Debug, Clone)]
@@ -286,6 +287,11 @@ impl StateWriter {
         }
     }
 
+    /// [`classify`] with this writer's fatal error, if it has one.
+    fn classify(&self, what: &str, e: &rdkafka::error::KafkaError) -> StateWriteError {
+        classify(what, e, self.producer.client().fatal_error().map(|(code, _)| code))
+    }
+
     // rdkafka's `send` hands a refused record back by value (a large `Err`).
     #[allow(clippy::result_large_err)]
     fn write_once(&self, records: &[StateWrite]) -> Result<(), StateWriteError> {
@@ -299,10 +305,10 @@ impl StateWriter {
             // An abort that timed out earlier is still in progress: calling abort again resumes
             // it (librdkafka's rule for timed-out transactional calls).
             if is_fatal(&e) {
-                return Err(classify("begin transaction", &e));
+                return Err(self.classify("begin transaction", &e));
             }
-            self.producer.abort_transaction(self.timeout).map_err(|e| classify("abort failed transaction", &e))?;
-            self.producer.begin_transaction().map_err(|e| classify("begin transaction", &e))?;
+            self.producer.abort_transaction(self.timeout).map_err(|e| self.classify("abort failed transaction", &e))?;
+            self.producer.begin_transaction().map_err(|e| self.classify("begin transaction", &e))?;
         }
         for w in records {
             let mut rec: BaseRecord<'_, [u8], [u8]> =
@@ -314,7 +320,7 @@ impl StateWriter {
             let producer = &self.producer;
             if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
                 let _ = self.producer.abort_transaction(self.timeout);
-                return Err(classify("cannot write state record", &e));
+                return Err(self.classify("cannot write state record", &e));
             }
         }
         // Waited for here, so the flush inside rdkafka's commit_transaction (100 ms polling
@@ -326,7 +332,7 @@ impl StateWriter {
         }
         if let Err(e) = self.producer.commit_transaction(self.timeout) {
             let _ = self.producer.abort_transaction(self.timeout);
-            return Err(classify("commit state records", &e));
+            return Err(self.classify("commit state records", &e));
         }
         Ok(())
     }
@@ -354,19 +360,26 @@ impl std::fmt::Display for StateWriteError {
 fn is_fatal(e: &rdkafka::error::KafkaError) -> bool {
     match e {
         rdkafka::error::KafkaError::Transaction(te) => te.is_fatal(),
-        other => is_fence(other) || other.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal),
+        other => {
+            other.rdkafka_error_code().is_some_and(|c| kind_of(c) == KafkaErrorKind::Fenced)
+                || other.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal)
+        }
     }
 }
 
-fn is_fence(e: &rdkafka::error::KafkaError) -> bool {
-    matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch))
-        // A fatal transactional error names the fence in its text only.
-        || e.to_string().to_ascii_lowercase().contains("fenc")
+/// Whether `e` means a newer writer with the same transactional id took over. `fatal_cause` is
+/// the code of the producer's fatal error, if it has one: after a fence, librdkafka refuses
+/// every further call with a bare `_FATAL` and keeps the fence's own code there.
+fn is_fence(e: &rdkafka::error::KafkaError, fatal_cause: Option<RDKafkaErrorCode>) -> bool {
+    let fence = |c: Option<RDKafkaErrorCode>| c.is_some_and(|c| kind_of(c) == KafkaErrorKind::Fenced);
+    fence(e.rdkafka_error_code()) || (is_fatal(e) && fence(fatal_cause))
 }
 
-fn classify(what: &str, e: &rdkafka::error::KafkaError) -> StateWriteError {
+/// What a failed write means to the engine, from the rdkafka error and the producer's fatal
+/// error code (see [`is_fence`]); classified by codes only, never by the error's text.
+fn classify(what: &str, e: &rdkafka::error::KafkaError, fatal_cause: Option<RDKafkaErrorCode>) -> StateWriteError {
     let text = format!("{what}: {e}");
-    if is_fence(e) {
+    if is_fence(e, fatal_cause) {
         StateWriteError::Fenced(text)
     } else if is_fatal(e) {
         StateWriteError::Fatal(text)
@@ -382,14 +395,35 @@ mod tests {
 
     #[test]
     fn a_fence_ends_the_writer_and_a_timeout_is_retried() {
-        let fenced = classify("commit", &Rd::MessageProduction(RDKafkaErrorCode::ProducerFenced));
+        let fenced = classify("commit", &Rd::MessageProduction(RDKafkaErrorCode::ProducerFenced), None);
         assert!(matches!(fenced, StateWriteError::Fenced(_)), "{fenced:?}");
-        let epoch = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::InvalidProducerEpoch));
+        let epoch = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::InvalidProducerEpoch), None);
         assert!(matches!(epoch, StateWriteError::Fenced(_)), "{epoch:?}");
-        let timeout = classify("flush", &Rd::Flush(RDKafkaErrorCode::OperationTimedOut));
+        let timeout = classify("flush", &Rd::Flush(RDKafkaErrorCode::OperationTimedOut), None);
         assert!(matches!(timeout, StateWriteError::Unavailable(_)), "{timeout:?}");
         assert!(timeout.to_string().starts_with("flush: "), "{timeout}");
-        let down = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::AllBrokersDown));
+        let down = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::AllBrokersDown), None);
         assert!(matches!(down, StateWriteError::Unavailable(_)), "{down:?}");
+    }
+
+    /// librdkafka's own fence code (what a fatal transactional error carries once the broker
+    /// said PRODUCER_FENCED or INVALID_PRODUCER_EPOCH), and a bare `_FATAL` whose producer was
+    /// fenced, end the writer as fenced; another fatal error leaves it to be replaced.
+    #[test]
+    fn a_fence_is_told_by_its_code_not_its_text() {
+        let local = classify("send", &Rd::MessageProduction(RDKafkaErrorCode::Fenced), None);
+        assert!(matches!(local, StateWriteError::Fenced(_)), "{local:?}");
+        let after_fence = Rd::MessageProduction(RDKafkaErrorCode::Fatal);
+        let r = classify("send", &after_fence, Some(RDKafkaErrorCode::Fenced));
+        assert!(matches!(r, StateWriteError::Fenced(_)), "{r:?}");
+        let r = classify("send", &after_fence, Some(RDKafkaErrorCode::ProducerFenced));
+        assert!(matches!(r, StateWriteError::Fenced(_)), "{r:?}");
+        let r = classify("send", &after_fence, Some(RDKafkaErrorCode::TransactionalIdAuthorizationFailed));
+        assert!(matches!(r, StateWriteError::Fatal(_)), "{r:?}");
+        let r = classify("send", &after_fence, None);
+        assert!(matches!(r, StateWriteError::Fatal(_)), "{r:?}");
+        // A fatal cause alone does not make a retryable error a fence.
+        let r = classify("flush", &Rd::Flush(RDKafkaErrorCode::OperationTimedOut), Some(RDKafkaErrorCode::Fenced));
+        assert!(matches!(r, StateWriteError::Unavailable(_)), "{r:?}");
     }
 }

@@ -248,9 +248,7 @@ impl Coordinator {
                 Err(e) => {
                     for (t, p) in &stop_points {
                         self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, format!("stop point: {e}"));
-                        failed
-                            .entry(t.clone())
-                            .or_insert_with(|| kafka_problem(ProblemKind::DestinationUnavailable, &e));
+                        failed.entry(t.clone()).or_insert_with(|| kafka_problem(Cluster::Destination, &e));
                     }
                 }
             }
@@ -270,9 +268,7 @@ impl Coordinator {
                 Err(e) => {
                     for (t, p, _) in &assigns {
                         self.fail(mirror, t, *p, ErrorCode::DestinationUnavailable, e.to_string());
-                        failed
-                            .entry(t.clone())
-                            .or_insert_with(|| kafka_problem(ProblemKind::DestinationUnavailable, &e));
+                        failed.entry(t.clone()).or_insert_with(|| kafka_problem(Cluster::Destination, &e));
                     }
                 }
             }

@@ -89,7 +89,7 @@ impl DiscoveryRt {
 
 /// What the metadata refresh's listing brought for discovery.
 pub(super) struct Listing {
-    pub topics: Result<Vec<String>, String>,
+    pub topics: crate::kafka::KafkaResult<Vec<String>>,
     pub took: Duration,
 }
 
@@ -343,7 +343,7 @@ impl Coordinator {
                     Ok(topic_policy::plan(&policy, &facts, |n| is_internal_topic(n, &state_topic)))
                 }
                 Err(e) => Err(EngineError::rejected(
-                    ProblemKind::SourceUnreachable,
+                    Cluster::Source.problem_kind(),
                     format!("cannot list the source's topics for the preview: {e}"),
                 )),
             };

@@ -196,7 +196,7 @@ impl Coordinator {
                 let mut names: BTreeSet<String> = m.topics.keys().filter(|t| re.is_match(t)).cloned().collect();
                 if matches!(op, LifecycleOp::Start { .. }) {
                     let listed = self.source_listing(&*m.source_admin).await.map_err(|e| {
-                        EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
+                        EngineError::rejected(Cluster::Source.problem_kind(), format!("cannot list source topics: {e}"))
                     })?;
                     let state_topic = &self.config.state_topic;
                     // A pattern never selects what the mirror's topic policy excludes (a name
@@ -244,7 +244,7 @@ impl Coordinator {
                         kind: ProblemKind::TopicNotFound,
                         detail: format!("topic {topic:?} does not exist on the source cluster"),
                     }),
-                    Err(e) => Err(kafka_problem(ProblemKind::SourceUnreachable, &e)),
+                    Err(e) => Err(kafka_problem(Cluster::Source, &e)),
                 }
             }
             None => Err(not_in_mirror(mirror, topic)),

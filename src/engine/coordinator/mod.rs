@@ -285,7 +285,7 @@ enum Internal {
     /// back; `Err` when the state could not be read.
     FailbackWatch {
         mirror: String,
-        found: Result<BTreeMap<String, String>, String>,
+        found: Result<BTreeMap<String, String>, KafkaError>,
     },
 }
 
@@ -403,8 +403,36 @@ pub(super) struct Coordinator {
     own_writes: audit::OwnWrites,
 }
 
-fn kafka_problem(kind: ProblemKind, e: &KafkaError) -> Problem {
-    Problem { kind, detail: e.to_string() }
+/// The cluster a failed Kafka call went to. A lifecycle call's Kafka failure becomes a problem
+/// and a partition error by this alone ([`kafka_problem`], [`Cluster::error_code`]), so every
+/// call site reports the same failure the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cluster {
+    Source,
+    Destination,
+}
+
+impl Cluster {
+    /// The problem kind of a failed call to this cluster.
+    pub(super) fn problem_kind(self) -> ProblemKind {
+        match self {
+            Cluster::Source => ProblemKind::SourceUnreachable,
+            Cluster::Destination => ProblemKind::DestinationUnavailable,
+        }
+    }
+
+    /// The partition error of a partition failed because this cluster did not answer.
+    pub(super) fn error_code(self) -> ErrorCode {
+        match self {
+            Cluster::Source => ErrorCode::SourceUnreachable,
+            Cluster::Destination => ErrorCode::DestinationUnavailable,
+        }
+    }
+}
+
+/// The one conversion of a Kafka error of a lifecycle call into its problem.
+fn kafka_problem(cluster: Cluster, e: &KafkaError) -> Problem {
+    Problem { kind: cluster.problem_kind(), detail: e.to_string() }
 }
 
 pub(super) async fn start(config: EngineConfig) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), EngineError> {
@@ -912,11 +940,11 @@ impl Coordinator {
                 .await;
                 match (src, dst) {
                     (Err(e), _) => Err(EngineError::rejected(
-                        ProblemKind::SourceUnreachable,
+                        Cluster::Source.problem_kind(),
                         format!("cannot read the configs of {topic:?} on the source: {e}"),
                     )),
                     (_, Err(e)) => Err(EngineError::rejected(
-                        ProblemKind::DestinationUnavailable,
+                        Cluster::Destination.problem_kind(),
                         format!("cannot read the configs of {topic:?} on the destination: {e}"),
                     )),
                     (Ok(s), Ok(d)) => {

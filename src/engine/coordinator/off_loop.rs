@@ -45,7 +45,7 @@ use tokio::sync::oneshot;
 use crate::engine::ports::{Admin, ClusterAdmin, Ports};
 use crate::kafka::{ClusterDescription, KafkaResult, TopicDescription};
 
-use super::{Coordinator, Internal, not_found};
+use super::{Cluster, Coordinator, Internal, not_found};
 use crate::engine::snapshot::ClusterIdStatus;
 use crate::engine::*;
 
@@ -161,7 +161,7 @@ pub(super) fn source_error(source: &SourceSpec, e: &crate::kafka::KafkaError) ->
             ),
         );
     }
-    EngineError::rejected(ProblemKind::SourceUnreachable, format!("the source cluster does not answer: {e}"))
+    EngineError::rejected(Cluster::Source.problem_kind(), format!("the source cluster does not answer: {e}"))
 }
 
 /// Reads what a start needs from the source: for a pattern the topic listing (the names it
@@ -183,7 +183,7 @@ async fn start_survey(
             let re = crate::domain::name_pattern::NamePattern::new(&p)
                 .map_err(|e| EngineError::rejected(ProblemKind::InvalidPattern, e.to_string()))?;
             let listed = source.list_topics().await.map_err(|e| {
-                EngineError::rejected(ProblemKind::SourceUnreachable, format!("cannot list source topics: {e}"))
+                EngineError::rejected(Cluster::Source.problem_kind(), format!("cannot list source topics: {e}"))
             })?;
             let mut names: Vec<String> =
                 mirror_topics.into_iter().chain(listed.iter().cloned()).filter(|t| re.is_match(t)).collect();

@@ -141,7 +141,7 @@ impl Planner {
             };
         let dest = &*self.destination;
         let parts = 0..partitions;
-        let unavailable = |e: KafkaError| kafka_problem(ProblemKind::DestinationUnavailable, &e);
+        let unavailable = |e: KafkaError| kafka_problem(Cluster::Destination, &e);
         let stable = offsets_of(dest, topic, parts.clone(), OffsetSpec::Latest, IsolationLevel::ReadCommitted)
             .await
             .map_err(unavailable)?;
@@ -259,7 +259,7 @@ impl Planner {
         let source = &*self.source;
         offsets_of(source, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))
+            .map_err(|e| kafka_problem(Cluster::Source, &e))
     }
 
     /// What a failback of `topic` copies from the source per partition: from each start
@@ -267,7 +267,7 @@ impl Planner {
     /// records the data path will copy, as long as nothing more is written meanwhile).
     async fn failback_copies(&self, positions: &BTreeMap<i32, MirrorPosition>) -> Result<Vec<FailbackCopy>, Problem> {
         let topic = self.topic.as_str();
-        let unreachable = |e: KafkaError| kafka_problem(ProblemKind::SourceUnreachable, &e);
+        let unreachable = |e: KafkaError| kafka_problem(Cluster::Source, &e);
         let stable = offsets_of(
             &*self.source,
             topic,
@@ -321,11 +321,11 @@ impl Planner {
         let d = match dest.describe_topic(topic).await {
             Ok(d) => d,
             Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => return Ok(None),
-            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
         };
         let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+            .map_err(|e| kafka_problem(Cluster::Destination, &e))?;
         let Some((p, end)) = ends.iter().find(|(_, end)| **end > 0) else { return Ok(None) };
         match self.failback_plan(&d.topic_id.to_string(), partitions, &ends, None).await? {
             Some(plan) => Ok(Some(plan.preview)),
@@ -350,12 +350,12 @@ impl Planner {
             Ok(d) => d,
             // Deleted since the failover: the start recreates it, nothing is in the way.
             Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => return Ok(None),
-            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
         };
         let partitions = d.partitions.len() as i32;
         let ends = offsets_of(dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+            .map_err(|e| kafka_problem(Cluster::Destination, &e))?;
         let plan = self.restart_plan(&d.topic_id.to_string(), partitions, &ends).await?;
         Ok(plan.map(|p| p.preview))
     }
@@ -382,7 +382,7 @@ impl Planner {
         let dest = &*self.destination;
         let dest_starts = offsets_of(dest, topic, 0..partitions, OffsetSpec::Earliest, IsolationLevel::ReadUncommitted)
             .await
-            .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+            .map_err(|e| kafka_problem(Cluster::Destination, &e))?;
         // First this mirror's own lineage (cheap: ListOffsets); only when something here is not
         // on the source by it is the source's state read, to see whether it crossed over.
         let source_starts = self.source_starts(partitions).await?;

@@ -43,7 +43,19 @@ const MIN_READ: Duration = Duration::from_millis(500);
 const LISTED_IN_DETAIL: usize = 5;
 
 /// The source's last stable offsets of a promote's partitions, or why they could not be read.
-pub(super) type StableOffsets = Result<HashMap<(String, i32), i64>, String>;
+pub(super) type StableOffsets = Result<HashMap<(String, i32), i64>, StableReadError>;
+
+/// Why a promote could not read the source's last stable offsets.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StableReadError {
+    #[error("the source cluster did not answer: {0}")]
+    Kafka(KafkaError),
+    #[error("the source cluster did not answer within {} ms", .0.as_millis())]
+    Budget(Duration),
+    /// Deleted (by another instance) before the read; `promote_read` answers mirror-not-found.
+    #[error("the mirror was deleted")]
+    MirrorDeleted,
+}
 
 /// A promote between its reads (it travels with its reads, off the loop).
 pub(super) struct PromoteJob {
@@ -65,8 +77,8 @@ async fn read_stable(source: Admin, keys: Vec<(String, i32)>, budget: Duration) 
     let req: Vec<_> = keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
     match tokio::time::timeout(budget, source.list_offsets(&req, IsolationLevel::ReadCommitted)).await {
         Ok(Ok(offsets)) => Ok(offsets.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect()),
-        Ok(Err(e)) => Err(format!("the source cluster did not answer: {e}")),
-        Err(_) => Err(format!("the source cluster did not answer within {} ms", budget.as_millis())),
+        Ok(Err(e)) => Err(StableReadError::Kafka(e)),
+        Err(_) => Err(StableReadError::Budget(budget)),
     }
 }
 
@@ -124,7 +136,7 @@ impl Coordinator {
     fn spawn_promote_read(&self, job: PromoteJob, delay: Duration) {
         let Some(m) = self.mirrors.get(&job.call.mirror) else {
             // Reported by `promote_read`, which finds the mirror gone.
-            let read = Err("the mirror was deleted".to_string());
+            let read = Err(StableReadError::MirrorDeleted);
             let _ = self.internal_tx.send(Internal::OffLoop(Box::new(Done::PromoteRead { job: Box::new(job), read })));
             return;
         };
@@ -280,7 +292,7 @@ impl Coordinator {
         &mut self,
         job: PromoteJob,
         behind: BTreeMap<String, Vec<PartitionBehind>>,
-        source_error: Option<String>,
+        source_error: Option<StableReadError>,
     ) {
         let waited = format!("{} ms", job.timeout.as_millis());
         let lagging = behind.len();

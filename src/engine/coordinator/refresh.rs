@@ -66,7 +66,7 @@ impl Coordinator {
                             })
                             .collect())
                     }
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(e),
                 };
                 let _ = internal.send(Internal::FailbackWatch { mirror, found });
             });
@@ -295,7 +295,7 @@ impl Coordinator {
         let observed = match &report.cluster_id {
             Ok(id) => id.clone(),
             Err(e) => {
-                let status = report.check_failed;
+                let status = e.status();
                 let why = match status {
                     ClusterIdStatus::AuthenticationFailed => {
                         "the source refused the credentials (authentication failed)"
@@ -433,12 +433,12 @@ impl Coordinator {
     /// (UNKNOWN → PREPARING → MIRRORING).
     pub(super) async fn grow_topic(&mut self, mirror: &str, topic: &str, partitions: usize) -> Result<(), Problem> {
         let dest = self.destination_admin.clone();
-        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+        let d = dest.describe_topic(topic).await.map_err(|e| kafka_problem(Cluster::Destination, &e))?;
         if d.partitions.len() < partitions {
             match dest.create_partitions(topic, partitions).await {
                 Ok(()) => {}
                 Err(e) if e.is(crate::kafka::KafkaErrorKind::InvalidPartitions) => {}
-                Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+                Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
             }
             let mut visible = false;
             for _ in 0..100 {

@@ -49,8 +49,7 @@ impl Coordinator {
         // PREPARING checks (DESIGN.md section 3): source cluster ID, topic IDs, destination topic.
         let source = m.source_admin.clone();
         // Both read by the start's survey, off the loop, when there is one.
-        let cluster =
-            self.source_cluster(&*source).await.map_err(|e| kafka_problem(ProblemKind::SourceUnreachable, &e))?;
+        let cluster = self.source_cluster(&*source).await.map_err(|e| kafka_problem(Cluster::Source, &e))?;
         if let Some(expected) = &m.stored.spec.expected_source_cluster_id
             && *expected != cluster.cluster_id
         {
@@ -65,7 +64,7 @@ impl Coordinator {
                     detail: format!("topic {topic:?} does not exist on the source cluster"),
                 }
             } else {
-                kafka_problem(ProblemKind::SourceUnreachable, &e)
+                kafka_problem(Cluster::Source, &e)
             }
         })?;
         let source_topic_id = src.topic_id.to_string();
@@ -115,7 +114,7 @@ impl Coordinator {
                     let ends = dest
                         .list_offsets(&req, IsolationLevel::ReadUncommitted)
                         .await
-                        .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?;
+                        .map_err(|e| kafka_problem(Cluster::Destination, &e))?;
                     // ...unless its records came from this mirror's source in the first place: a
                     // failback (the source's state has the lineage).
                     if ends.iter().any(|o| o.offset > 0) {
@@ -158,7 +157,7 @@ impl Coordinator {
                 match dest.create_topic(topic, partitions, -1, &configs).await {
                     Ok(()) => {}
                     Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
-                    Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+                    Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
                 }
                 let mut found = None;
                 for _ in 0..100 {
@@ -176,13 +175,13 @@ impl Coordinator {
                     detail: format!("destination topic {topic:?} was created but did not become available"),
                 })?
             }
-            Err(e) => return Err(kafka_problem(ProblemKind::DestinationUnavailable, &e)),
+            Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
         };
         let dest_ends = match ends_read {
             Some(ends) => ends,
             None => offsets_of(&*dest, topic, 0..partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted)
                 .await
-                .map_err(|e| kafka_problem(ProblemKind::DestinationUnavailable, &e))?,
+                .map_err(|e| kafka_problem(Cluster::Destination, &e))?,
         };
 
         // A restart must not silently mirror over local writes (DESIGN.md section 5): refused
@@ -270,7 +269,7 @@ impl Coordinator {
         let source = self.mirrors.mirror(mirror)?.source_admin.clone();
         let reads = match self.start_reads(source, topic, partitions, dest_ends).await {
             Ok(reads) => reads,
-            Err((kind, e)) => return Err(self.fail_all(mirror, topic, partitions, kind, &e)),
+            Err((cluster, e)) => return Err(self.fail_all(mirror, topic, partitions, cluster, &e)),
         };
         let (specs, problem) = self.decide_starts(mirror, topic, partitions, reads).await;
         if specs.is_empty() {
@@ -315,9 +314,9 @@ impl Coordinator {
             // A cluster that did not answer at all would not answer for each topic either: one
             // wait, not one per topic (a takeover while the source is down held the engine for
             // a request timeout per topic).
-            Err(Some((kind, e))) => {
+            Err(Some((cluster, e))) => {
                 for (topic, parts) in &topics {
-                    failed.insert(topic.clone(), self.fail_all(mirror, topic, parts, kind, &e));
+                    failed.insert(topic.clone(), self.fail_all(mirror, topic, parts, cluster, &e));
                 }
                 return failed;
             }
@@ -367,11 +366,11 @@ impl Coordinator {
         topic: &str,
         partitions: &[i32],
         dest_ends: Option<&BTreeMap<i32, i64>>,
-    ) -> Result<StartReads, (ProblemKind, KafkaError)> {
+    ) -> Result<StartReads, (Cluster, KafkaError)> {
         let dest = self.destination_admin.clone();
         let parts = partitions.iter().copied();
         let uncommitted = IsolationLevel::ReadUncommitted;
-        let unavailable = |e| (ProblemKind::DestinationUnavailable, e);
+        let unavailable = |e| (Cluster::Destination, e);
         let dest_ends = match dest_ends {
             Some(e) => e.clone(),
             None => {
@@ -382,7 +381,7 @@ impl Coordinator {
             offsets_of(&*dest, topic, parts.clone(), OffsetSpec::Earliest, uncommitted).await.map_err(unavailable)?;
         let source_starts = offsets_of(&*source, topic, parts, OffsetSpec::Earliest, IsolationLevel::ReadCommitted)
             .await
-            .map_err(|e| (ProblemKind::SourceUnreachable, e))?;
+            .map_err(|e| (Cluster::Source, e))?;
         Ok(StartReads { dest_ends, dest_starts, source_starts })
     }
 
@@ -394,7 +393,7 @@ impl Coordinator {
         mirror: &str,
         source: Admin,
         topics: &BTreeMap<String, Vec<i32>>,
-    ) -> Result<BTreeMap<String, StartReads>, Option<(ProblemKind, KafkaError)>> {
+    ) -> Result<BTreeMap<String, StartReads>, Option<(Cluster, KafkaError)>> {
         let dest = Arc::clone(&self.destination_admin);
         let request = |spec: OffsetSpec| -> Vec<(String, i32, OffsetSpec)> {
             topics.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p, spec))).collect()
@@ -412,10 +411,10 @@ impl Coordinator {
                 let dest = [a.err(), b.err()].into_iter().flatten().next();
                 let source = c.err();
                 if let Some(e) = dest.as_ref().filter(|e| e.is_no_answer()) {
-                    return Err(Some((ProblemKind::DestinationUnavailable, e.clone())));
+                    return Err(Some((Cluster::Destination, e.clone())));
                 }
                 if let Some(e) = source.as_ref().filter(|e| e.is_no_answer()) {
-                    return Err(Some((ProblemKind::SourceUnreachable, e.clone())));
+                    return Err(Some((Cluster::Source, e.clone())));
                 }
                 let e = dest.or(source);
                 tracing::info!(%mirror, topics = topics.len(), "start offsets in one request: {}; reading them topic by topic", e.map(|e| e.to_string()).unwrap_or_default());
@@ -569,18 +568,13 @@ impl Coordinator {
         mirror: &str,
         topic: &str,
         partitions: &[i32],
-        kind: ProblemKind,
+        cluster: Cluster,
         e: &KafkaError,
     ) -> Problem {
-        let code = if kind == ProblemKind::SourceUnreachable {
-            ErrorCode::SourceUnreachable
-        } else {
-            ErrorCode::DestinationUnavailable
-        };
         for p in partitions {
-            self.fail(mirror, topic, *p, code, e.to_string());
+            self.fail(mirror, topic, *p, cluster.error_code(), e.to_string());
         }
-        kafka_problem(kind, e)
+        kafka_problem(cluster, e)
     }
 }
 

@@ -2548,3 +2548,15 @@ async fn slots_nobody_owns_make_the_group_rebalance() {
     }
     g.shutdown().await;
 }
+
+/// A lifecycle call's Kafka failure becomes the problem and the partition error of the cluster
+/// it went to, with the Kafka error's words.
+#[test]
+fn a_kafka_failure_is_the_problem_of_its_cluster() {
+    let e = KafkaError::Timeout { operation: "ListOffsets", resource: "t-0".into(), after: Duration::from_secs(1) };
+    let source = kafka_problem(Cluster::Source, &e);
+    assert_eq!((source.kind, source.detail.as_str()), (ProblemKind::SourceUnreachable, e.to_string().as_str()));
+    assert_eq!(kafka_problem(Cluster::Destination, &e).kind, ProblemKind::DestinationUnavailable);
+    assert_eq!(Cluster::Source.error_code(), ErrorCode::SourceUnreachable);
+    assert_eq!(Cluster::Destination.error_code(), ErrorCode::DestinationUnavailable);
+}

@@ -26,7 +26,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
 use super::error::{KafkaCode, KafkaError, KafkaResult};
-use super::ffi::{self, AdminCall};
+use super::ffi::{self, AdminCall, code_of};
 use super::types::*;
 use convert::read_node;
 
@@ -101,14 +101,6 @@ impl Inner {
     fn refused(&self, operation: &'static str) -> Option<KafkaError> {
         let r = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
         Some(KafkaError::Kafka { operation, resource: "cluster".to_string(), code: r.code, message: r.reason })
-    }
-}
-
-fn code_of(c: RDKafkaErrorCode) -> KafkaCode {
-    let raw = c as i32;
-    match rd::rd_kafka_resp_err_t::try_from(raw) {
-        Ok(e) => ffi::kafka_code(e),
-        Err(_) => KafkaCode { code: raw, name: format!("{c:?}") },
     }
 }
 
