@@ -368,7 +368,7 @@ impl EngineHandle {
         actor: &Actor,
         reason: String,
     ) -> Result<ApprovalRecord, EngineError> {
-        let policy = self.approval_policy(mirror).ok_or_else(|| super::coordinator::not_found(mirror))?;
+        let policy = self.approval_policy(mirror).ok_or_else(|| EngineError::mirror_not_found(mirror))?;
         let now = crate::clock::now();
         let id = new_operation_id(now);
         let record = ApprovalRecord {
@@ -404,7 +404,7 @@ impl EngineHandle {
         reason: String,
     ) -> Result<ApprovalRecord, EngineError> {
         if self.approval_policy(mirror).is_none() {
-            return Err(super::coordinator::not_found(mirror));
+            return Err(EngineError::mirror_not_found(mirror));
         }
         let now = crate::clock::now();
         let id = new_operation_id(now);

@@ -463,6 +463,11 @@ impl EngineError {
     pub(crate) fn rejected(kind: ProblemKind, detail: impl Into<String>) -> EngineError {
         EngineError::Rejected { kind, detail: detail.into() }
     }
+
+    /// A call named a mirror this deployment does not have.
+    pub(crate) fn mirror_not_found(mirror: &str) -> EngineError {
+        EngineError::rejected(ProblemKind::MirrorNotFound, format!("mirror {mirror:?} does not exist"))
+    }
 }
 
 /// Checks client properties before they are stored: the allow list, the reference policy, and

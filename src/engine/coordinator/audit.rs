@@ -149,7 +149,7 @@ impl Coordinator {
     /// What a drill of `mirror` needs: its source connection with secrets opened, and the
     /// clusters.
     pub(super) fn drill_target(&self, mirror: &str) -> Result<DrillTarget, EngineError> {
-        let m = self.mirrors.get(mirror).ok_or_else(|| not_found(mirror))?;
+        let m = self.mirrors.get(mirror).ok_or_else(|| EngineError::mirror_not_found(mirror))?;
         if let Some(e) = &m.secret_error {
             return Err(EngineError::rejected(ProblemKind::InvalidProperty, e.clone()));
         }
@@ -177,7 +177,7 @@ impl Coordinator {
     /// topic itself stays on both clusters.
     pub(super) async fn forget_topic(&mut self, mirror: &str, topic: &str) -> Result<(), EngineError> {
         self.check_writable()?;
-        let m = self.mirrors.get(mirror).ok_or_else(|| not_found(mirror))?;
+        let m = self.mirrors.get(mirror).ok_or_else(|| EngineError::mirror_not_found(mirror))?;
         let Some(t) = m.topics.get(topic) else {
             let p = not_in_mirror(mirror, topic);
             return Err(EngineError::rejected(p.kind, p.detail));

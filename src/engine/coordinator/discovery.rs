@@ -328,7 +328,7 @@ impl Coordinator {
         reply: oneshot::Sender<Result<Plan, EngineError>>,
     ) {
         let Some(m) = self.mirrors.get(&mirror) else {
-            let _ = reply.send(Err(not_found(&mirror)));
+            let _ = reply.send(Err(EngineError::mirror_not_found(&mirror)));
             return;
         };
         let source = m.source_admin.clone();

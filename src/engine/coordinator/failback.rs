@@ -38,7 +38,7 @@ impl Coordinator {
         reply: tokio::sync::oneshot::Sender<Result<Option<crate::engine::TopicLineage>, EngineError>>,
     ) {
         let Some(m) = self.mirrors.get(&mirror) else {
-            let _ = reply.send(Err(not_found(&mirror)));
+            let _ = reply.send(Err(EngineError::mirror_not_found(&mirror)));
             return;
         };
         if !m.topics.contains_key(&topic) {

@@ -55,7 +55,7 @@ impl Coordinator {
             self.serve_between_topics().await;
             if !self.mirrors.contains_key(mirror) {
                 // Deleted by another instance meanwhile (read by the state tail).
-                let e = not_found(mirror);
+                let e = EngineError::mirror_not_found(mirror);
                 results.push(TopicOutcome {
                     topic,
                     ok: false,

@@ -201,7 +201,7 @@ impl Coordinator {
         actor: &Actor,
     ) -> Result<(), EngineError> {
         self.check_writable()?;
-        let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
+        let m = self.mirrors.get(name).ok_or_else(|| EngineError::mirror_not_found(name))?;
         let mut stored = m.stored.clone();
         if let Some(source) = &update.source {
             // The same checks as a create (the client properties were checked by the handle).
@@ -273,7 +273,7 @@ impl Coordinator {
 
     pub(super) async fn delete_mirror(&mut self, name: &str, actor: &Actor) -> Result<(), EngineError> {
         self.check_writable()?;
-        let m = self.mirrors.get(name).ok_or_else(|| not_found(name))?;
+        let m = self.mirrors.get(name).ok_or_else(|| EngineError::mirror_not_found(name))?;
         let active: Vec<String> = m
             .topics
             .iter()

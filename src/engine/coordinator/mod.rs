@@ -815,7 +815,7 @@ impl Coordinator {
                     self.spawn_failback_watch(Some(&mirror));
                     Ok(())
                 } else {
-                    Err(not_found(&mirror))
+                    Err(EngineError::mirror_not_found(&mirror))
                 };
                 // Readers see the outcome as soon as the caller does.
                 self.publish();
@@ -921,7 +921,7 @@ impl Coordinator {
         reply: tokio::sync::oneshot::Sender<Result<Vec<crate::engine::ConfigRow>, EngineError>>,
     ) {
         let Some(m) = self.mirrors.get(&mirror) else {
-            let _ = reply.send(Err(not_found(&mirror)));
+            let _ = reply.send(Err(EngineError::mirror_not_found(&mirror)));
             return;
         };
         if !m.topics.contains_key(&topic) {
@@ -954,10 +954,6 @@ impl Coordinator {
             })
         });
     }
-}
-
-pub(crate) fn not_found(mirror: &str) -> EngineError {
-    EngineError::rejected(ProblemKind::MirrorNotFound, format!("mirror {mirror:?} does not exist"))
 }
 
 fn not_in_mirror(mirror: &str, topic: &str) -> Problem {

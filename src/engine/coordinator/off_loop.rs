@@ -45,7 +45,7 @@ use tokio::sync::oneshot;
 use crate::engine::ports::{Admin, ClusterAdmin, Ports};
 use crate::kafka::{ClusterDescription, KafkaResult, TopicDescription};
 
-use super::{Cluster, Coordinator, Internal, not_found};
+use super::{Cluster, Coordinator, Internal};
 use crate::engine::snapshot::ClusterIdStatus;
 use crate::engine::*;
 
@@ -387,7 +387,7 @@ impl Coordinator {
             if !validate_only {
                 self.check_writable()?;
             }
-            let m = self.mirrors.get(&mirror).ok_or_else(|| not_found(&mirror))?;
+            let m = self.mirrors.get(&mirror).ok_or_else(|| EngineError::mirror_not_found(&mirror))?;
             match selector {
                 TopicSelector::Names(names) if names.is_empty() => {
                     return Err(EngineError::rejected(ProblemKind::InvalidName, "no topics given"));

@@ -40,7 +40,7 @@ impl Coordinator {
     /// A planner for `topic` of `mirror`, from the coordinator's state now.
     fn planner(&self, mirror: &str, topic: &str) -> Result<Planner, Problem> {
         let m = self.mirrors.get(mirror).ok_or_else(|| {
-            let e = not_found(mirror);
+            let e = EngineError::mirror_not_found(mirror);
             Problem { kind: e.kind(), detail: e.to_string() }
         })?;
         Ok(Planner {

@@ -89,7 +89,7 @@ impl Coordinator {
         let requested_at = now();
         let resolved = match self.check_writable() {
             Err(e) => Err(e),
-            Ok(()) if !self.mirrors.contains_key(&call.mirror) => Err(not_found(&call.mirror)),
+            Ok(()) if !self.mirrors.contains_key(&call.mirror) => Err(EngineError::mirror_not_found(&call.mirror)),
             Ok(()) => self.resolve(&call.mirror, &call.selector, LifecycleOp::Stop).await,
         };
         let names = match resolved {
@@ -157,7 +157,7 @@ impl Coordinator {
         let mirror = job.call.mirror.clone();
         if !self.mirrors.contains_key(&mirror) {
             // Deleted by another instance meanwhile (read by the state tail).
-            let _ = job.call.reply.send(Err(not_found(&mirror)));
+            let _ = job.call.reply.send(Err(EngineError::mirror_not_found(&mirror)));
             return;
         }
         let behind = self.promote_behind(&mirror, &job.topics, &read);

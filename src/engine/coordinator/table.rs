@@ -22,7 +22,7 @@ pub(super) enum Missing {
 impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Missing::Mirror(m) => write!(f, "mirror {m:?} not found"),
+            Missing::Mirror(m) => write!(f, "mirror {m:?} does not exist"),
             Missing::Topic { mirror, topic } => write!(f, "topic {topic:?} is not part of mirror {mirror:?}"),
             Missing::Partition { mirror, topic, partition } => {
                 write!(f, "partition {partition} of topic {topic:?} is not part of mirror {mirror:?}")
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn what_is_missing_becomes_a_not_found_problem() {
         let p = Problem::from(Missing::Mirror("m".into()));
-        assert_eq!((p.kind, p.detail.as_str()), (ProblemKind::MirrorNotFound, "mirror \"m\" not found"));
+        assert_eq!((p.kind, p.detail.as_str()), (ProblemKind::MirrorNotFound, "mirror \"m\" does not exist"));
         let p = Problem::from(Missing::Topic { mirror: "m".into(), topic: "t".into() });
         assert_eq!(p.kind, ProblemKind::TopicNotInMirror);
         let p =

@@ -55,7 +55,7 @@ impl EngineHandle {
         approved_by: Option<String>,
     ) -> Result<String, EngineError> {
         let snap = self.snapshot();
-        let m = snap.mirror(mirror).ok_or_else(|| crate::engine::coordinator::not_found(mirror))?;
+        let m = snap.mirror(mirror).ok_or_else(|| crate::engine::EngineError::mirror_not_found(mirror))?;
         let canary = options.canary_topic.clone().unwrap_or_else(|| default_canary(mirror));
         crate::engine::validate_topic_name(&canary).map_err(|e| {
             rejected(
