@@ -21,7 +21,7 @@ use crate::kafka::{
 
 use super::SyncSpec;
 use super::persist::OffsetMaps;
-use super::snapshot::{SyncKind, SyncStatus};
+use super::snapshot::{GroupSyncView, SyncKind, SyncStatus};
 
 /// A mirrored topic as the refresh needs it.
 #[derive(Debug, Clone)]
@@ -55,69 +55,6 @@ pub(super) struct KindOutcome {
     pub applied: u64,
     pub warnings: Vec<String>,
     pub unsupported: bool,
-}
-
-/// Per-group outcome of the offset sync.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct GroupSyncView {
-    pub group: String,
-    pub last_attempt_at: Timestamp,
-    pub last_success_at: Option<Timestamp>,
-    pub last_error: Option<String>,
-    /// Partitions whose destination offset was changed on the last successful sync.
-    pub partitions_synced: u64,
-    /// The mirror's topics the group has committed offsets on at the source (sorted).
-    pub topics: Vec<String>,
-    /// Partitions of those topics with a committed source offset that the sync covers (the
-    /// partition is mirroring, pausing or paused).
-    pub partitions_committed: u64,
-    /// Of those, partitions whose destination offset is the translation of the source's commit
-    /// after the last sync: where the group resumes after a failover.
-    pub partitions_in_sync: u64,
-    /// Of those, partitions that could not be translated (nothing mirrored there yet): after a
-    /// failover the group starts there by its `auto.offset.reset`.
-    pub partitions_not_translated: u64,
-}
-
-/// Whether a group can move to the destination now (a failover) and resume exactly where it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupReadiness {
-    /// Every committed partition's offset is on the destination, translated, as of the last sync.
-    Ready,
-    /// It has no committed offset on the mirror's synced partitions: nothing to move.
-    NothingCommitted,
-    /// Why not (the last sync failed, a partition is not translated, never synced).
-    NotReady(String),
-}
-
-impl GroupSyncView {
-    /// Failover readiness, from the last sync.
-    #[must_use]
-    pub fn readiness(&self) -> GroupReadiness {
-        if let Some(e) = &self.last_error {
-            return GroupReadiness::NotReady(e.clone());
-        }
-        if self.last_success_at.is_none() {
-            return GroupReadiness::NotReady("not synced yet".into());
-        }
-        if self.partitions_committed == 0 {
-            return GroupReadiness::NothingCommitted;
-        }
-        if self.partitions_not_translated > 0 {
-            return GroupReadiness::NotReady(format!(
-                "{} of {} committed partitions have nothing mirrored yet to translate to (the group starts there by its \
-                 auto.offset.reset)",
-                self.partitions_not_translated, self.partitions_committed
-            ));
-        }
-        if self.partitions_in_sync < self.partitions_committed {
-            return GroupReadiness::NotReady(format!(
-                "{} of {} committed partitions are in sync",
-                self.partitions_in_sync, self.partitions_committed
-            ));
-        }
-        GroupReadiness::Ready
-    }
 }
 
 /// One group's sync: what it found, and whether it could write.

@@ -41,8 +41,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 pub use crate::domain::Truncation;
 pub use crate::domain::approval::{ApprovalAction, ApprovalPolicy, ApprovalStatus, Decision};
 pub use crate::domain::config_sync::{ConfigRow, ConfigStatus};
-pub use metadata::{GroupReadiness, GroupSyncView};
 pub use snapshot::*;
+pub use snapshot::{GroupReadiness, GroupSyncView};
 
 /// Engine settings.
 #[derive(Clone)]

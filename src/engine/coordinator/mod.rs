@@ -181,7 +181,7 @@ struct MirrorRt {
     /// Config values the topic-config sync applied, per (topic, config): tells drift from change.
     applied_configs: HashMap<(String, String), String>,
     /// Per-group offset sync outcome.
-    group_views: Vec<metadata::GroupSyncView>,
+    group_views: Vec<GroupSyncView>,
     /// The mirror's LastMirrorEpochs record (all topics), rewritten whole on every stop.
     last_mirror_epochs: crate::store::LastMirrorEpochsValue,
     metadata_in_flight: bool,
