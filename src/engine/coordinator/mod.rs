@@ -265,6 +265,11 @@ enum Internal {
     },
     /// A create's source check or a start's source reads, done off the coordinator task.
     OffLoop(Box<off_loop::Done>),
+    /// A promote's read of the source's last stable offsets, done off the coordinator task.
+    PromoteRead {
+        job: Box<promote::PromoteJob>,
+        read: promote::StableOffsets,
+    },
     /// What the state tail read (group ownership).
     Tail(state_log::TailBatch),
     /// A change of this instance's slots (group ownership).
@@ -299,6 +304,7 @@ impl Internal {
             Internal::Metadata { .. } => "metadata results",
             Internal::LogStarts { .. } => "log start results",
             Internal::OffLoop(_) => "off-loop result",
+            Internal::PromoteRead { .. } => "promote read",
             Internal::Tail(_) => "state tail",
             Internal::Membership(_) => "membership change",
             Internal::HeartbeatWritten(_) => "heartbeat written",

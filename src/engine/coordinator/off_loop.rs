@@ -94,8 +94,6 @@ pub(super) enum Done {
     },
     /// [`start_survey`]: what the source said about a start's topics.
     Surveyed { job: StartJob, survey: Result<Survey, EngineError> },
-    /// A promote's read of the source's last stable offsets (`promote`).
-    PromoteRead { job: Box<super::promote::PromoteJob>, read: super::promote::StableOffsets },
 }
 
 /// A start (or its `validate_only` check) waiting for its [`start_survey`].
@@ -481,7 +479,6 @@ impl Coordinator {
                 self.publish();
                 let _ = reply.send(r);
             }
-            Done::PromoteRead { job, read } => self.promote_read(*job, read).await,
         }
     }
 

@@ -7,7 +7,7 @@
 //!
 //! **Waiting never holds the coordinator.** The wait is a loop of reads of the source's last
 //! stable offsets (`read_committed` ListOffsets, fresh each time, never the lag snapshot), each in
-//! a task of its own that reports back with an `Internal::OffLoop` message ([`Done::PromoteRead`]).
+//! a task of its own that reports back with an `Internal::PromoteRead` message.
 //! The coordinator compares each read with the positions it holds (the committed positions, and
 //! the fetch positions past trailing transaction markers: the same `next_to_mirror` the lag is
 //! made of) and either starts another read, answers "not caught up" at the deadline, or stops. In
@@ -27,7 +27,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use super::off_loop::Done;
 use super::*;
 
 /// How long a waiting promote waits between two reads of the source's last stable offsets.
@@ -137,7 +136,7 @@ impl Coordinator {
         let Some(m) = self.mirrors.get(&job.call.mirror) else {
             // Reported by `promote_read`, which finds the mirror gone.
             let read = Err(StableReadError::MirrorDeleted);
-            let _ = self.internal_tx.send(Internal::OffLoop(Box::new(Done::PromoteRead { job: Box::new(job), read })));
+            let _ = self.internal_tx.send(Internal::PromoteRead { job: Box::new(job), read });
             return;
         };
         let source = Arc::clone(&m.source_admin);
@@ -148,7 +147,7 @@ impl Coordinator {
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let read = read_stable(source, keys, budget).await;
-            let _ = internal.send(Internal::OffLoop(Box::new(Done::PromoteRead { job: Box::new(job), read })));
+            let _ = internal.send(Internal::PromoteRead { job: Box::new(job), read });
         });
     }
 

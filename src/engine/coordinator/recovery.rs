@@ -90,6 +90,7 @@ impl Coordinator {
             }
             Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
             Internal::OffLoop(done) => self.off_loop_done(*done).await,
+            Internal::PromoteRead { job, read } => self.promote_read(*job, read).await,
             Internal::Discovered { mirror, result } => self.discovered(&mirror, result).await,
             Internal::Tail(batch) => self.tailed(batch).await,
             Internal::Membership(ev) => self.membership(ev).await,
