@@ -147,7 +147,7 @@ impl KafkaCode {
 /// What went wrong in a call to a Kafka cluster.
 ///
 /// Displayed with every secret value this process gave a client scrubbed out
-/// (`client::scrub_secrets`): a broker's or librdkafka's message may quote a property value, and
+/// (`scrub::scrub_secrets`): a broker's or librdkafka's message may quote a property value, and
 /// this text goes to API answers, the audit trail, the state topic and the log.
 #[derive(Debug, Clone)]
 pub enum KafkaError {
@@ -176,7 +176,7 @@ impl std::fmt::Display for KafkaError {
             KafkaError::Client(message) => format!("cannot create Kafka client: {message}"),
             KafkaError::Task { operation, message } => format!("{operation}: background task failed: {message}"),
         };
-        f.write_str(&super::client::scrub_secrets(&text))
+        f.write_str(&super::scrub::scrub_secrets(&text))
     }
 }
 

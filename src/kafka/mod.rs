@@ -16,6 +16,7 @@ pub mod pipe;
 mod produce;
 pub mod quarantine;
 pub mod scan;
+mod scrub;
 pub mod state_log;
 pub mod types;
 
