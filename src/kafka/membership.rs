@@ -647,7 +647,8 @@ pub fn nudge_group(cfg: &MembershipConfig, timeout: Duration) -> KafkaResult<boo
     })?;
     let deadline = Instant::now() + timeout;
     while !consumer.context().assigned.load(Ordering::SeqCst) && Instant::now() < deadline {
-        // Records of the slots it may hold for a moment are not read: nothing is committed.
+        // A record of a slot it holds for a moment is dropped, and nothing is committed
+        // (`enable.auto.commit=false`): the group's offsets stay as the instances left them.
         let _ = consumer.poll(POLL_INTERVAL);
     }
     let assigned = consumer.context().assigned.load(Ordering::SeqCst);
