@@ -177,11 +177,8 @@ impl Coordinator {
     /// topic itself stays on both clusters.
     pub(super) async fn forget_topic(&mut self, mirror: &str, topic: &str) -> Result<(), EngineError> {
         self.check_writable()?;
-        let m = self.mirrors.get(mirror).ok_or_else(|| EngineError::mirror_not_found(mirror))?;
-        let Some(t) = m.topics.get(topic) else {
-            let p = not_in_mirror(mirror, topic);
-            return Err(EngineError::rejected(p.kind, p.detail));
-        };
+        let m = self.mirrors.mirror(mirror)?;
+        let t = m.topics.get(topic).ok_or_else(|| table::Missing::topic(mirror, topic))?;
         if let Some((p, rt)) = t.partitions.iter().find(|(_, rt)| rt.record.state != PartitionState::Stopped) {
             return Err(EngineError::rejected(
                 ProblemKind::IllegalTransition,

@@ -42,8 +42,7 @@ impl Coordinator {
             return;
         };
         if !m.topics.contains_key(&topic) {
-            let p = not_in_mirror(&mirror, &topic);
-            let _ = reply.send(Err(EngineError::rejected(p.kind, p.detail)));
+            let _ = reply.send(Err(table::Missing::topic(&mirror, &topic).into()));
             return;
         }
         let source = m.stored.spec.source.clone();
@@ -71,7 +70,7 @@ impl Coordinator {
     /// start positions and their inherited offset maps, in memory and in the state topic.
     pub(super) fn adopt_failback(&mut self, mirror: &str, topic: &str, plan: FailbackPlan) {
         let n = self.state_partitions;
-        let Some(t) = self.mirrors.get_mut(mirror).and_then(|m| m.topics.get_mut(topic)) else { return };
+        let Ok(t) = self.mirrors.topic_mut(mirror, topic) else { return };
         let topic_id = t.source_topic_id.clone();
         for (p, pos) in &plan.positions {
             if let Some(rt) = t.partitions.get_mut(p) {

@@ -631,7 +631,7 @@ impl Coordinator {
             }
         }
         for (mirror, topic) in &new_topics {
-            if let Some(t) = self.mirrors.get(mirror).and_then(|m| m.topics.get(topic)) {
+            if let Ok(t) = self.mirrors.topic(mirror, topic) {
                 for p in t.partitions.keys() {
                     touched.insert((mirror.clone(), topic.clone(), *p), true);
                 }
@@ -643,11 +643,7 @@ impl Coordinator {
                 && let Some(v) = &e.value
                 && let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id)
                 && !self.owns_partition(&e.key.mirror, &t, e.key.partition)
-                && let Some(rt) = self
-                    .mirrors
-                    .get_mut(&e.key.mirror)
-                    .and_then(|m| m.topics.get_mut(&t))
-                    .and_then(|t| t.partitions.get_mut(&e.key.partition))
+                && let Ok(rt) = self.mirrors.partition_mut(&e.key.mirror, &t, e.key.partition)
             {
                 rt.records_mirrored += v.runs.iter().map(|r| r.length().max(0) as u64).sum::<u64>();
             }
@@ -779,7 +775,7 @@ impl Coordinator {
         partition: i32,
     ) -> Option<(crate::store::PartitionKey, PartitionRecord)> {
         let g = self.group.as_ref()?;
-        let t = self.mirrors.get(mirror)?.topics.get(topic)?;
+        let t = self.mirrors.topic(mirror, topic).ok()?;
         let key = crate::store::PartitionKey::new(mirror, &t.source_topic_id, partition);
         let mut warnings = Vec::new();
         let rec = persist::partition_in(&g.state, &key, t.created_at, &mut warnings)?;
@@ -790,10 +786,7 @@ impl Coordinator {
     /// instance's; false if there is no such partition or no slot group.
     pub(super) fn show_stored(&mut self, mirror: &str, topic: &str, partition: i32) -> bool {
         let Some((_, stored)) = self.stored_partition(mirror, topic, partition) else { return false };
-        let m = self.mirrors.get_mut(mirror);
-        let Some(rt) = m.and_then(|m| m.topics.get_mut(topic)).and_then(|t| t.partitions.get_mut(&partition)) else {
-            return false;
-        };
+        let Ok(rt) = self.mirrors.partition_mut(mirror, topic, partition) else { return false };
         rt.record = stored;
         true
     }
@@ -809,14 +802,7 @@ impl Coordinator {
         }
         let Some((key, rec)) = self.stored_partition(mirror, topic, partition) else { return false };
         let Some(g) = self.group.as_ref() else { return false };
-        let Some(rt) = self
-            .mirrors
-            .get_mut(mirror)
-            .and_then(|m| m.topics.get_mut(topic))
-            .and_then(|t| t.partitions.get_mut(&partition))
-        else {
-            return false;
-        };
+        let Ok(rt) = self.mirrors.partition_mut(mirror, topic, partition) else { return false };
         if !owned {
             rt.record = rec;
             if let Some(map) = g.state.offset_map(&key) {

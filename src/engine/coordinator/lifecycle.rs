@@ -247,7 +247,7 @@ impl Coordinator {
                     Err(e) => Err(kafka_problem(Cluster::Source, &e)),
                 }
             }
-            None => Err(not_in_mirror(mirror, topic)),
+            None => Err(table::Missing::topic(mirror, topic).into()),
             Some(_) => {
                 if op == LifecycleOp::Recover {
                     self.check_not_halted(mirror)?;

@@ -931,8 +931,7 @@ impl Coordinator {
             return;
         };
         if !m.topics.contains_key(&topic) {
-            let p = not_in_mirror(&mirror, &topic);
-            let _ = reply.send(Err(EngineError::rejected(p.kind, p.detail)));
+            let _ = reply.send(Err(table::Missing::topic(&mirror, &topic).into()));
             return;
         }
         let (source, destination) = (Arc::clone(&m.source_admin), Arc::clone(&self.destination_admin));
@@ -960,10 +959,6 @@ impl Coordinator {
             })
         });
     }
-}
-
-fn not_in_mirror(mirror: &str, topic: &str) -> Problem {
-    Problem { kind: ProblemKind::TopicNotInMirror, detail: format!("topic {topic:?} is not part of mirror {mirror:?}") }
 }
 
 // Every edge the coordinator drives, against the fake clusters of `engine::fake`.

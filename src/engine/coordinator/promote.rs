@@ -244,9 +244,7 @@ impl Coordinator {
             match after {
                 Ok(Ok(after)) => {
                     for key in &stopped {
-                        let Some(rt) =
-                            self.mirrors.get(&mirror).and_then(|m| m.topics.get(&key.0)?.partitions.get(&key.1))
-                        else {
+                        let Ok(rt) = self.mirrors.partition(&mirror, &key.0, key.1) else {
                             continue;
                         };
                         let (Some(now), Some(at_check)) = (after.get(key), checked.get(key)) else { continue };

@@ -58,7 +58,7 @@ pub(super) struct Released {
 impl Coordinator {
     /// The slot of `mirror`'s partition (`None` for an unknown topic).
     pub(super) fn slot_of(&self, mirror: &str, topic: &str, partition: i32) -> Option<i32> {
-        Some(self.mirrors.get(mirror)?.topics.get(topic)?.partitions.get(&partition)?.slot)
+        self.mirrors.partition(mirror, topic, partition).ok().map(|rt| rt.slot)
     }
 
     /// Whether this process owns `slot` (always, standalone).

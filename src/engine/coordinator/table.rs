@@ -19,6 +19,12 @@ pub(super) enum Missing {
     Partition { mirror: String, topic: String, partition: i32 },
 }
 
+impl Missing {
+    pub(super) fn topic(mirror: &str, topic: &str) -> Missing {
+        Missing::Topic { mirror: mirror.to_string(), topic: topic.to_string() }
+    }
+}
+
 impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -100,17 +106,11 @@ impl MirrorTable {
     }
 
     pub(super) fn topic(&self, mirror: &str, topic: &str) -> Result<&TopicRt, Missing> {
-        self.mirror(mirror)?
-            .topics
-            .get(topic)
-            .ok_or_else(|| Missing::Topic { mirror: mirror.to_string(), topic: topic.to_string() })
+        self.mirror(mirror)?.topics.get(topic).ok_or_else(|| Missing::topic(mirror, topic))
     }
 
     pub(super) fn topic_mut(&mut self, mirror: &str, topic: &str) -> Result<&mut TopicRt, Missing> {
-        self.mirror_mut(mirror)?
-            .topics
-            .get_mut(topic)
-            .ok_or_else(|| Missing::Topic { mirror: mirror.to_string(), topic: topic.to_string() })
+        self.mirror_mut(mirror)?.topics.get_mut(topic).ok_or_else(|| Missing::topic(mirror, topic))
     }
 
     pub(super) fn partition(&self, mirror: &str, topic: &str, partition: i32) -> Result<&PartRt, Missing> {
