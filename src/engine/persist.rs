@@ -16,7 +16,7 @@ use crate::domain::{
     ErrorCode, Event, EventKind, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp,
     Truncation,
 };
-use crate::kafka::pipe::{EncodeProgress, PartitionProgress, StateWrite};
+use crate::engine::data_path::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,

@@ -23,8 +23,9 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::domain::quarantine::QuarantinedPartition;
+use crate::engine::data_path::{EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
 use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
-use crate::kafka::pipe::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
+use crate::kafka::pipe;
 use crate::kafka::quarantine::{QuarantineError, QuarantineJob};
 use crate::kafka::scan::Scanned;
 use crate::kafka::state_log::{self, LogRecord, StateWriteError, StateWriter, TailBatch};

@@ -15,8 +15,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::{ClientKind, client_config, create};
 use super::ffi::kind_of;
-use super::pipe::StateWrite;
 use super::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};
+use super::types::StateWrite;
 use super::types::{IsolationLevel, OffsetSpec};
 use super::{KafkaAdmin, KafkaError, KafkaErrorKind, KafkaResult};
 

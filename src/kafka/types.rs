@@ -314,6 +314,14 @@ pub struct PartitionPosition {
     pub leader_epoch: Option<i32>,
 }
 
+/// A record for the state topic, produced in the same transaction as the data.
+#[derive(Debug, Clone)]
+pub struct StateWrite {
+    pub partition: i32,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 //! | `ForgetPartition` | the caller, which drops the partition from memory |
 
 use crate::domain::{Action, MirrorPosition};
-use crate::kafka::pipe::PipeError;
+use crate::engine::data_path::PipeError;
 
 use super::*;
 
@@ -135,7 +135,7 @@ impl StepTimes {
 
     fn log_if_slow(&self, mirror: &str) {
         let total = self.last - self.start;
-        if total >= crate::kafka::pipe::SLOW_TO_LOG {
+        if total >= crate::engine::data_path::SLOW_TO_LOG {
             tracing::info!(
                 %mirror,
                 partitions = self.partitions,

@@ -21,7 +21,9 @@ use crate::domain::{
     ErrorCode, Event, EventKind, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp,
     TransitionError, Truncation, roll_up, transition, transition_with,
 };
-use crate::kafka::pipe::{self, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent};
+use crate::engine::data_path::{
+    self as pipe, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent,
+};
 use crate::kafka::state_log;
 use crate::kafka::{IsolationLevel, KafkaError, OffsetSpec};
 

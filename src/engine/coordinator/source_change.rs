@@ -18,7 +18,7 @@
 //! twice.
 
 use crate::domain::PartitionState;
-use crate::kafka::pipe::Finish;
+use crate::engine::data_path::Finish;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,12 @@
 //! The protocol between the engine and a slot's data path: its settings, the commands it takes,
 //! the events it reports, and the errors of both.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use crate::domain::offset_map::Run;
 
 /// Settings of one mirror's data path.
 #[derive(Clone)]
@@ -90,13 +95,7 @@ pub struct FetchPosition {
     pub offset: i64,
 }
 
-/// A record for the state topic, produced in the same transaction as the data.
-#[derive(Debug, Clone)]
-pub struct StateWrite {
-    pub partition: i32,
-    pub key: Vec<u8>,
-    pub value: Option<Vec<u8>>,
-}
+pub use crate::kafka::StateWrite;
 
 /// Builds the state records that commit a partition's progress.
 pub type EncodeProgress = Box<dyn Fn(&PartitionProgress) -> Vec<StateWrite> + Send>;
@@ -181,53 +180,6 @@ pub enum PipeError {
     /// answer), so final positions cannot be given.
     #[error("commit in doubt: {0}")]
     InDoubt(String),
-}
-
-/// Why a data path could not start (reported as [`PipeEvent::Failed`]).
-#[derive(Debug, Clone, thiserror::Error)]
-pub(super) enum StartError {
-    #[error("cannot create source consumer: {0}")]
-    SourceConsumer(KafkaError),
-    #[error("cannot create destination producer: {0}")]
-    Producer(KafkaError),
-    #[error("cannot initialise transactions on the destination: {0}")]
-    InitTransactions(RdError),
-    /// The admin client of one of the clusters (shared with the mirror's other data paths).
-    #[error("{0}")]
-    Admin(KafkaError),
-}
-
-/// Why a new transactional producer could not replace the current one (a stop's fence, or
-/// the recovery after a timed-out transactional request).
-#[derive(Debug, Clone, thiserror::Error)]
-pub(super) enum ReplaceError {
-    #[error("cannot re-create producer: {0}")]
-    Create(KafkaError),
-    #[error("re-init transactions: {0}")]
-    Init(RdError),
-}
-
-/// Why the source consumer did not take partitions.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(super) enum AssignError {
-    /// The positions do not make a partition list (a topic name with a NUL byte).
-    #[error("{0}")]
-    Positions(KafkaError),
-    #[error("{0}")]
-    Consumer(RdError),
-}
-
-/// Why the outcome of a commit in doubt could not be learned (yet).
-#[derive(Debug, Clone, thiserror::Error)]
-pub(super) enum OutcomeError {
-    #[error("cannot create the outcome reader: {0}")]
-    Reader(KafkaError),
-    #[error("{0}")]
-    Position(RdError),
-    #[error("cannot read the destination: {0}")]
-    Assign(RdError),
-    #[error("cannot learn the outcome of the commit in doubt (reading {topic}-{partition} at {offset})")]
-    NoAnswer { topic: String, partition: i32, offset: i64 },
 }
 
 /// Commands the engine sends to a pipe.

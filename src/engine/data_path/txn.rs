@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Pipe {
+impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
     /// Writes positions, checks and commits the open transaction.
     ///
     /// The state records go out right behind the data, before the data's delivery reports are
@@ -17,8 +17,6 @@ impl Pipe {
     /// read. Waiting for the data first and writing the state after cost one more round trip per
     /// transaction: on 2 loaded cores the step after the data's flush went from ~29 to ~8 ms of
     /// a ~180 ms cycle (end-to-end latency did not move beyond the run-to-run noise, though).
-    // rdkafka's `send` hands a refused record back by value (a large `Err`).
-    #[allow(clippy::result_large_err)]
     pub(super) fn commit(&mut self) -> TxnOutcome {
         let started = Instant::now();
         self.last_fill_end = started;
@@ -33,7 +31,7 @@ impl Pipe {
             if let Err(e) = self.flush_sent() {
                 return self.after_txn_error("flush", e, Vec::new());
             }
-            let results = self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner());
+            let results = self.writer.deliveries();
             for (key, part) in self.parts.iter_mut().filter(|(_, p)| !p.pending.is_empty()) {
                 let Some(Some(Ok(first))) = part.pending.first().and_then(|p| results.get(p.slot)) else { continue };
                 match (part.expected_next_destination, part.after_abort) {
@@ -69,15 +67,7 @@ impl Pipe {
         let mut state_refused = None;
         'state: for p in &progress {
             for w in (self.encode)(p) {
-                let mut rec: BaseRecord<'_, [u8], [u8], usize> =
-                    BaseRecord::with_opaque_to(&self.config.state_topic, usize::MAX)
-                        .partition(w.partition)
-                        .key(&w.key[..]);
-                if let Some(v) = &w.value {
-                    rec = rec.payload(&v[..]);
-                }
-                let producer = &self.producer;
-                if let Err(e) = send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), rec) {
+                if let Err(e) = self.writer.send_state(&self.config.state_topic, &w) {
                     state_refused = Some(format!("cannot write state record: {e}"));
                     break 'state;
                 }
@@ -89,8 +79,7 @@ impl Pipe {
             return self.after_txn_error("flush", e, Vec::new());
         }
         let flushed = started.elapsed();
-        let results: Vec<Delivered> =
-            std::mem::take(&mut *self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()));
+        let results: Vec<Delivered> = self.writer.take_deliveries();
         // Where the records landed first: a partition whose records all landed somewhere else
         // than predicted has a foreign writer, whatever else went wrong in this transaction.
         let landing = self.check_landing(&results);
@@ -109,7 +98,7 @@ impl Pipe {
         // Delivery failures: the transaction cannot commit.
         if let Some(Some(Err(message))) = results.iter().find(|r| matches!(r, Some(Err(_)))) {
             let message = format!("delivery failed: {message}");
-            if self.producer.context().log.timed_out.load(Ordering::Relaxed) {
+            if self.writer.delivery_timed_out() {
                 // A produce request timed out: it may still reach the broker (see
                 // `needs_new_producer`). Nothing was committed, so nothing is in doubt.
                 self.break_producer(message.clone(), Vec::new());
@@ -146,14 +135,14 @@ impl Pipe {
         // `scripts/chaos` freezes the destination broker on this line, to time out a commit
         // that the broker may still carry out (a commit in doubt, see `recover`).
         tracing::trace!(mirror = %self.config.mirror, records = self.next_slot, "sending EndTxn (commit)");
-        match self.producer.commit_transaction(self.config.transaction_timeout) {
+        match self.writer.commit(self.config.transaction_timeout) {
             Ok(()) => {}
             // The commit was sent: if it timed out, it may still have committed.
             Err(e) => return self.after_txn_error("commit", e, progress),
         }
         self.in_txn = false;
         // Where a transaction's time goes: filling (consume + send), flushing data and state, and
-        // committing. `RUST_LOG=kmirror::kafka::pipe=trace` when tuning.
+        // committing. `RUST_LOG=kmirror::engine::data_path=trace` when tuning.
         tracing::trace!(
             mirror = %self.config.mirror,
             records = self.next_slot,
@@ -272,10 +261,9 @@ impl Pipe {
 
     /// Handles a failed flush, commit or other transactional call. `in_doubt` is the progress of a
     /// transaction whose commit was sent (empty otherwise).
-    pub(super) fn after_txn_error(&mut self, what: &str, e: RdError, in_doubt: Vec<PartitionProgress>) -> TxnOutcome {
+    pub(super) fn after_txn_error(&mut self, what: &str, e: TxnError, in_doubt: Vec<PartitionProgress>) -> TxnOutcome {
         let message = format!("{what}: {e}");
-        let fatal = matches!(&e, RdError::Transaction(te) if te.is_fatal());
-        match txn_error_action(fatal, e.rdkafka_error_code()) {
+        match txn_error_action(e.kind) {
             // A fatal producer error ends this pipe. It usually means another writer with the
             // same transactional id took over; re-initialising here would fence that writer back
             // and the two would take turns duplicating data. The engine decides: it restarts the
@@ -305,7 +293,7 @@ impl Pipe {
         );
         // Forget locally what the old producer still holds; its requests already on their way
         // are fenced by the replacement's init.
-        self.producer.purge(PurgeConfig::default().queue().inflight());
+        self.writer.purge();
         self.in_txn = false;
         match &mut self.broken {
             // A second timeout while recovering: a doubt, if any, stays.
@@ -335,7 +323,7 @@ impl Pipe {
         }
         let why = broken.why.clone();
         if !broken.replaced
-            && let Some((_, fatal)) = self.producer.client().fatal_error()
+            && let Some(fatal) = self.writer.fatal_error()
         {
             // The old producer learned that another writer with the same transactional id took
             // over (fenced): a new init would fence that writer back. The engine decides, as for
@@ -392,99 +380,35 @@ impl Pipe {
     /// completed it: the first record it wrote to one of its partitions is visible to a
     /// `read_committed` reader, or skipped (aborted). A transaction is atomic, so one partition
     /// tells.
-    pub(super) fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, OutcomeError> {
+    pub(super) fn txn_committed(&self, in_doubt: &[PartitionProgress]) -> Result<bool, ClientError> {
         let Some(p) = in_doubt.iter().find(|p| p.records > 0) else { return Ok(false) };
         let first = p.destination_end_offset - p.records as i64;
-        let consumer: BaseConsumer<EofReaderContext> = outcome_consumer_config(&self.config)
-            .and_then(|cfg| create_with_context(&cfg, EofReaderContext, "destination outcome reader"))
-            .map_err(OutcomeError::Reader)?;
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&p.topic, p.partition, Offset::Offset(first)).map_err(OutcomeError::Position)?;
-        consumer.assign(&tpl).map_err(OutcomeError::Assign)?;
-        let deadline = Instant::now() + self.config.transaction_timeout;
-        while Instant::now() < deadline {
-            match consumer.poll(Duration::from_millis(200)) {
-                // Committed: the record is visible where it landed. Aborted: skipped, and the
-                // next visible record (if any) is a later one.
-                Some(Ok(m)) if m.topic() == p.topic && m.partition() == p.partition => {
-                    return Ok(m.offset() == first);
-                }
-                Some(Ok(_)) | None => {}
-                Some(Err(RdError::PartitionEOF(_))) => return Ok(false),
-                Some(Err(e)) => tracing::debug!(mirror = %self.config.mirror, error = %e, "outcome reader"),
-            }
-        }
-        Err(OutcomeError::NoAnswer { topic: p.topic.clone(), partition: p.partition, offset: first })
+        self.writer.committed_at(&p.topic, p.partition, first, self.config.transaction_timeout)
     }
 
     /// A new producer with the same transactional id; its init bumps the producer epoch and aborts
     /// whatever the old one left open. Used for the deliberate fence of a stop and to replace a
     /// producer whose transactional request timed out (`recover`).
-    pub(super) fn recreate_producer(&mut self) -> Result<(), ReplaceError> {
-        let started = Instant::now();
-        let producer: ThreadedProducer<PipeProducerContext> = producer_config(&self.config)
-            .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
-            .map_err(ReplaceError::Create)?;
-        producer.init_transactions(self.config.transaction_timeout).map_err(ReplaceError::Init)?;
-        let initialised = Instant::now();
-        // Dropping the old producer purges it, waits up to 500 ms for its delivery reports and
-        // joins its threads (rdkafka's Drop).
-        self.producer = Destination::new(producer, &self.config);
+    pub(super) fn recreate_producer(&mut self) -> Result<(), TxnError> {
+        self.writer.replace()?;
         self.in_txn = false;
         // The new client creates its topics afresh: settle their codecs again.
         for part in self.parts.values_mut() {
             part.codec_settled = false;
         }
-        // Part of a stop's fence (one per slot data path, in parallel) and of a recovery: say
-        // which part took the time when it is slow.
-        let init = initialised - started;
-        let closed = initialised.elapsed();
-        if init + closed >= SLOW_TO_LOG {
-            tracing::info!(
-                mirror = %self.config.mirror,
-                slot = self.config.slot,
-                "new producer: created and init_transactions in {} ms, old producer closed in {} ms",
-                init.as_millis(),
-                closed.as_millis()
-            );
-        }
         Ok(())
     }
 
-    /// Waits until every record sent has its delivery report served (see `super::produce`).
-    pub(super) fn flush_sent(&self) -> Result<(), RdError> {
-        let producer = &self.producer;
-        let log = &producer.context().log;
-        wait_delivered(
-            || producer.in_flight_count(),
-            // Parked until the last data record's report; then the state records (a few, sent
-            // last) and the reports being served are waited for in short sleeps.
-            || {
-                if !log.wait_reported(self.txn_bytes, MAX_PARK) {
-                    std::thread::sleep(SERVE_STEP);
-                }
-            },
-            self.config.transaction_timeout,
-        )
-    }
-
-    /// Drops the records still queued in the producer and serves the delivery reports of those
-    /// in flight, so the abort that follows does not wait (up to its timeout) on reports that
-    /// nobody polls. Under load the queue can hold thousands of records.
-    pub(super) fn drain_before_abort(&mut self) {
-        self.producer.purge(PurgeConfig::default().queue());
-        let deadline = Instant::now() + self.config.transaction_timeout;
-        while self.producer.in_flight_count() > 0 && Instant::now() < deadline {
-            std::thread::sleep(SERVE_STEP);
-        }
+    /// Waits until every record sent has its delivery reported.
+    pub(super) fn flush_sent(&self) -> Result<(), TxnError> {
+        self.writer.flush(self.txn_bytes, self.config.transaction_timeout)
     }
 
     /// Aborts the open transaction and rewinds every partition to its committed position.
     pub(super) fn abort_and_rewind(&mut self) {
         if self.in_txn {
-            self.drain_before_abort();
-            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
-                if abort_failure_needs_new_producer(e.rdkafka_error_code()) {
+            if let Err(e) = self.writer.abort(self.config.transaction_timeout) {
+                if abort_failure_needs_new_producer(e.kind) {
                     // The abort may still be on its way: a new producer completes it (nothing of
                     // this transaction was committed) and rewinds when it is in place.
                     self.break_producer(format!("abort: {e}"), Vec::new());
@@ -506,12 +430,8 @@ impl Pipe {
             return;
         }
         // The aborted records (and the abort marker) took destination offsets: learn the new end.
-        let requests: Vec<(String, i32, OffsetSpec)> =
-            keys.iter().map(|(t, p)| (t.clone(), *p, OffsetSpec::Latest)).collect();
-        let ends =
-            self.runtime.block_on(self.destination_admin.list_offsets(&requests, IsolationLevel::ReadUncommitted));
-        let ends: HashMap<Key, i64> = match ends {
-            Ok(v) => v.into_iter().map(|o| ((o.topic, o.partition), o.offset)).collect(),
+        let ends: HashMap<Key, i64> = match self.writer.end_offsets(&keys) {
+            Ok(ends) => ends,
             Err(e) => {
                 tracing::warn!(mirror = %self.config.mirror, error = %e, "cannot read destination ends after abort");
                 HashMap::new()
@@ -520,7 +440,7 @@ impl Pipe {
         self.incremental_unassign(&keys);
         let mut positions = Vec::with_capacity(keys.len());
         for key in &keys {
-            let part = self.parts.get_mut(key).expect("key from parts");
+            let Some(part) = self.parts.get_mut(key) else { continue };
             part.pending.clear();
             part.expected_next_destination = ends.get(key).copied();
             part.after_commit = false;
@@ -541,8 +461,7 @@ impl Pipe {
     /// is about to shut down or to re-initialise the producer, which aborts it anyway).
     pub(super) fn abort_quietly(&mut self) {
         if self.in_txn {
-            self.drain_before_abort();
-            if let Err(e) = self.producer.abort_transaction(self.config.transaction_timeout) {
+            if let Err(e) = self.writer.abort(self.config.transaction_timeout) {
                 tracing::debug!(mirror = %self.config.mirror, error = %e, "abort");
             }
             self.in_txn = false;
@@ -599,7 +518,7 @@ impl Pipe {
         self.fence().map_err(|e| PipeError::Fence(e.to_string()))
     }
 
-    pub(super) fn fence(&mut self) -> Result<(), ReplaceError> {
+    pub(super) fn fence(&mut self) -> Result<(), TxnError> {
         // Abort first (without rewinding yet): the rewind reads destination ends, which must
         // include the abort markers.
         let aborted = self.in_txn;

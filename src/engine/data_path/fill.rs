@@ -3,10 +3,10 @@
 
 use super::*;
 
-impl Pipe {
+impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
     /// Bytes of the open transaction's data records sent but not yet reported delivered.
     pub(super) fn unacked_bytes(&self) -> usize {
-        self.txn_bytes.saturating_sub(self.producer.context().log.reported_bytes.load(Ordering::Relaxed))
+        self.txn_bytes.saturating_sub(self.writer.reported_bytes())
     }
 
     pub(super) fn unacked_limit(&self) -> usize {
@@ -43,7 +43,7 @@ impl Pipe {
         self.parts.iter().all(|((topic, partition), part)| match part.pending.last() {
             None => true,
             Some(last) => {
-                near_fetched_end(last.source_offset, part.pending.len(), fetched_end(&self.consumer, topic, *partition))
+                near_fetched_end(last.source_offset, part.pending.len(), self.source.fetched_end(topic, *partition))
             }
         })
     }
@@ -51,8 +51,6 @@ impl Pipe {
     /// Consumes and forwards records until it is time to commit. True when it stopped because
     /// the consumer had nothing more for a moment (caught up), because the transaction refuses
     /// more records, or because a command waits (`held`): either way, end the transaction now.
-    // rdkafka's `send` hands a refused record back by value (a large `Err`).
-    #[allow(clippy::result_large_err)]
     pub(super) fn fill(&mut self, commands: &Receiver<PipeCommand>) -> bool {
         let deadline = if self.in_txn {
             self.txn_started + self.config.commit_interval
@@ -90,7 +88,7 @@ impl Pipe {
             // window full either way, so throughput does not change.
             if self.in_txn && self.unacked_bytes() > self.unacked_limit() {
                 let enough = self.txn_bytes - self.unacked_limit();
-                self.producer.context().log.wait_reported(enough, (deadline - now).min(MAX_PARK));
+                self.writer.wait_reported(enough, (deadline - now).min(MAX_PARK));
                 continue;
             }
             // The mirror's replication throttle is in debt: end the open transaction (a throttled
@@ -132,159 +130,124 @@ impl Pipe {
             // prefetch queue is never empty and transactions grow to the interval or byte cap.
             let idle = if self.in_txn { CAUGHT_UP_WAIT } else { Duration::from_millis(50) };
             let wait = (deadline - now).min(idle);
-            match self.consumer.poll(wait) {
+            // The record borrows the source: what needs the whole pipe waits until it is dropped.
+            let taken = match self.source.poll(wait) {
                 // Caught up, but the previous transaction ended too recently: keep this one open a
                 // little longer. Every transaction adds one offset-map run per partition it touched
                 // (the commit marker takes an offset), in memory and in the state topic, so the
                 // rate of transactions is bounded (at most 1 / `early_commit_interval`).
-                None if self.in_txn && !self.may_end_early(Instant::now()) => {}
+                None if self.in_txn && !self.may_end_early(Instant::now()) => continue,
                 None => {
                     return true; // caught up (commit what is open) or idle (back to the commands)
                 }
-                Some(Ok(msg)) => {
-                    let key = (msg.topic().to_string(), msg.partition());
+                Some(Err(e)) => Taken::FetchFailed(e),
+                Some(Ok(record)) => {
+                    let key = (record.topic().to_string(), record.partition());
                     let Some(part) = self.parts.get_mut(&key) else {
                         continue; // a prefetched record of a partition that just left
                     };
                     if !part.codec_settled {
                         part.codec_settled = true;
-                        self.producer.settle_codec(
-                            msg.topic(),
-                            message_codec(&msg),
-                            &self.config.mirror,
-                            self.config.slot,
-                        );
+                        self.writer.settle_codec(record.topic(), record.codec());
                     }
+                    let mut began = Ok(());
                     if !self.in_txn {
-                        if let Err(e) = self.producer.begin_transaction() {
-                            // The record just polled must not be skipped: rewind to committed.
-                            if matches!(&e, RdError::Transaction(te) if te.is_fatal()) {
-                                self.on_fenced(format!("begin transaction: {e}"));
-                                return false;
+                        began = self.writer.begin();
+                        if began.is_ok() {
+                            self.in_txn = true;
+                            self.txn_started = Instant::now();
+                            self.txn_bytes = 0;
+                            self.next_slot = 0;
+                            self.writer.reset_deliveries();
+                        }
+                    }
+                    match began {
+                        // The record just polled must not be skipped: rewind to committed.
+                        Err(e) => Taken::BeginFailed(e),
+                        Ok(()) => {
+                            let slot = self.next_slot;
+                            let pending = Pending {
+                                source_offset: record.offset(),
+                                epoch: record.leader_epoch(),
+                                timestamp: record.timestamp(),
+                                bytes: record.bytes() as u64,
+                                slot,
+                            };
+                            match self.writer.send(&record, slot) {
+                                Ok(()) => {
+                                    self.next_slot += 1;
+                                    part.pending.push(pending);
+                                    self.txn_bytes += pending.bytes as usize;
+                                    // The loop's `now` (read before the poll) is fine for the
+                                    // bucket: an earlier instant only refills less. Without a rate
+                                    // this is one atomic load.
+                                    self.config.throttle.take(pending.bytes, now);
+                                    continue;
+                                }
+                                // End the transaction now: the commit finds the refused record's
+                                // failed delivery, aborts and rewinds every partition, so this
+                                // record is consumed again.
+                                Err(SendError::TransactionRefuses) => return true,
+                                Err(SendError::Rejected(e)) => {
+                                    Taken::Rejected { key, source_offset: pending.source_offset, e }
+                                }
                             }
-                            self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
-                            self.rewind_all();
-                            return false;
-                        }
-                        self.in_txn = true;
-                        self.txn_started = Instant::now();
-                        self.txn_bytes = 0;
-                        self.next_slot = 0;
-                        self.producer.context().log.results.lock().unwrap_or_else(|p| p.into_inner()).clear();
-                        self.producer.context().log.reported_bytes.store(0, Ordering::Relaxed);
-                        self.producer.context().log.timed_out.store(false, Ordering::Relaxed);
-                    }
-                    let slot = self.next_slot;
-                    self.next_slot += 1;
-                    let bytes = record_bytes(&msg) as u64;
-                    let timestamp = msg.timestamp().to_millis();
-                    let epoch = message_leader_epoch(&msg);
-                    let source_offset = msg.offset();
-                    let mut send_error = None;
-                    let mut txn_refuses = false;
-                    let mut record: BaseRecord<'_, [u8], [u8], usize> =
-                        BaseRecord::with_opaque_to(msg.topic(), slot).partition(msg.partition());
-                    if let Some(k) = msg.key() {
-                        record = record.key(k);
-                    }
-                    if let Some(v) = msg.payload() {
-                        record = record.payload(v);
-                    }
-                    if let Some(ts) = timestamp {
-                        record = record.timestamp(ts);
-                    }
-                    if let Some(h) = msg.headers() {
-                        record = record.headers(h.detach());
-                    }
-                    let producer = &self.producer;
-                    match send_with_backpressure(|r| producer.send(r), || std::thread::sleep(SERVE_STEP), record) {
-                        Ok(()) => {}
-                        // The transaction took an abortable error (a record of it was refused)
-                        // and takes no more records: not this record's fault.
-                        Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::State) => txn_refuses = true,
-                        Err(e) => {
-                            send_error = Some(format!("cannot send record at source offset {source_offset}: {e}"))
                         }
                     }
-                    drop(msg);
-                    if txn_refuses {
-                        // End the transaction now: the commit finds the refused record's failed
-                        // delivery, aborts and rewinds every partition, so this record is
-                        // consumed again.
-                        self.next_slot -= 1;
-                        return true;
-                    }
-                    if let Some(message) = send_error {
-                        // Unsendable record (too large for the producer, etc.): the partition
-                        // cannot progress without an operator. Its slot was never sent: free it,
-                        // so the commit does not wait for a report that cannot come.
-                        self.next_slot -= 1;
-                        let (topic, partition) = key;
-                        self.fail_partition(&topic, partition, PartitionFault::DestinationRejected { message });
-                        continue;
-                    }
-                    if let Some(part) = self.parts.get_mut(&key) {
-                        part.pending.push(Pending { source_offset, epoch, timestamp, bytes, slot });
-                    }
-                    self.txn_bytes += bytes as usize;
-                    // The loop's `now` (read before the poll) is fine for the bucket: an earlier
-                    // instant only refills less. Without a rate this is one atomic load.
-                    self.config.throttle.take(bytes, now);
                 }
-                Some(Err(e)) => self.on_consumer_error(e),
+            };
+            match taken {
+                Taken::FetchFailed(e) => self.on_fetch_error(e),
+                Taken::BeginFailed(e) if e.kind == TxnErrorKind::Fenced => {
+                    self.on_fenced(format!("begin transaction: {e}"));
+                    return false;
+                }
+                Taken::BeginFailed(e) => {
+                    self.emit(PipeEvent::Retrying { attempt: 0, message: format!("begin transaction: {e}") });
+                    self.rewind_all();
+                    return false;
+                }
+                Taken::Rejected { key: (topic, partition), source_offset, e } => {
+                    // Unsendable record (too large for the producer, etc.): the partition cannot
+                    // progress without an operator. Its slot was never sent, so the commit waits
+                    // for no report of it.
+                    let message = format!("cannot send record at source offset {source_offset}: {e}");
+                    self.fail_partition(&topic, partition, PartitionFault::DestinationRejected { message });
+                }
             }
         }
     }
 
-    pub(super) fn on_consumer_error(&mut self, e: RdError) {
-        // rdkafka 0.39 drops the partition of a consumer error, so a truncation-class error is
-        // attributed by comparing every committed position with the source log's bounds.
-        let code = e.rdkafka_error_code();
-        let text = e.to_string();
-        let truncation = matches!(
-            code,
-            Some(RDKafkaErrorCode::OffsetOutOfRange)
-                | Some(RDKafkaErrorCode::AutoOffsetReset)
-                | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
-                | Some(RDKafkaErrorCode::UnknownTopic)
-        );
-        if let Some(what) = crate::kafka::admin::refusal_kind(code, &text) {
-            // The source refused the credentials or the TLS handshake: librdkafka keeps
-            // reconnecting, and the data path says why it is not mirroring rather than
-            // looking idle (or unreachable).
-            let message = format!(
-                "the source refused the connection: {what} ({}); retrying",
-                crate::kafka::client::scrub_secrets(&text)
-            );
-            tracing::warn!(mirror = %self.config.mirror, "{message}");
-            self.emit(PipeEvent::Retrying { attempt: 0, message });
-            return;
-        }
-        if !truncation {
-            tracing::debug!(mirror = %self.config.mirror, error = %text, "transient source consumer error");
-            return;
-        }
+    pub(super) fn on_fetch_error(&mut self, e: FetchError) {
+        let text = match e {
+            FetchError::Refused { .. } => {
+                // The source refused the credentials or the TLS handshake: the client keeps
+                // reconnecting, and the data path says why it is not mirroring rather than
+                // looking idle (or unreachable).
+                let message = format!("{e}; retrying");
+                tracing::warn!(mirror = %self.config.mirror, "{message}");
+                self.emit(PipeEvent::Retrying { attempt: 0, message });
+                return;
+            }
+            FetchError::Transient(text) => {
+                tracing::debug!(mirror = %self.config.mirror, error = %text, "transient source consumer error");
+                return;
+            }
+            // The client does not say which partition (rdkafka 0.39 drops it), so every committed
+            // position is compared with the source log's bounds.
+            FetchError::OutOfLog(text) => text,
+        };
         let keys: Vec<Key> = self.parts.keys().cloned().collect();
-        let mut requests = Vec::with_capacity(keys.len() * 2);
-        for (t, p) in &keys {
-            requests.push((t.clone(), *p, OffsetSpec::Earliest));
-        }
-        let earliest = self.runtime.block_on(self.source_admin.list_offsets(&requests, IsolationLevel::ReadCommitted));
-        for r in requests.iter_mut() {
-            r.2 = OffsetSpec::Latest;
-        }
-        let latest = self.runtime.block_on(self.source_admin.list_offsets(&requests, IsolationLevel::ReadUncommitted));
-        let (earliest, latest) = match (earliest, latest) {
-            (Ok(e), Ok(l)) => (e, l),
-            (Err(e), _) | (_, Err(e)) => {
+        let bounds = match self.source.log_bounds(&keys) {
+            Ok(b) => b,
+            Err(e) => {
                 tracing::warn!(mirror = %self.config.mirror, error = %text, check = %e, "source consumer error; cannot check positions");
                 return;
             }
         };
-        for (i, key) in keys.iter().enumerate() {
+        for (key, (start, end)) in keys.iter().zip(bounds) {
             let Some(part) = self.parts.get(key) else { continue };
             let Some(next) = part.committed_next_source else { continue };
-            let (start, end) = (earliest[i].offset, latest[i].offset);
             if next < start || next > end {
                 let message = format!(
                     "source partition {}-{} now holds offsets [{start}, {end}) but the next offset to mirror is {next} ({text})",
@@ -294,7 +257,6 @@ impl Pipe {
             }
         }
     }
-
     /// Drops a partition from the pipe after a fault. Its uncommitted records stay in the open
     /// transaction only if it is committed; to keep "nothing of a failed partition is visible
     /// past its committed position" we abort and rewind everyone.
@@ -308,4 +270,11 @@ impl Pipe {
             self.emit(PipeEvent::PartitionFailed { topic: topic.to_string(), partition, fault });
         }
     }
+}
+
+/// What `fill` took from a poll that needs the whole pipe once the record is dropped.
+enum Taken {
+    FetchFailed(FetchError),
+    BeginFailed(TxnError),
+    Rejected { key: Key, source_offset: i64, e: String },
 }
