@@ -155,6 +155,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                         began = self.writer.begin();
                         if began.is_ok() {
                             self.in_txn = true;
+                            self.refused = false;
                             self.txn_started = Instant::now();
                             self.txn_bytes = 0;
                             self.next_slot = 0;
@@ -186,8 +187,13 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                                 }
                                 // End the transaction now: the commit finds the refused record's
                                 // failed delivery, aborts and rewinds every partition, so this
-                                // record is consumed again.
-                                Err(SendError::TransactionRefuses) => return true,
+                                // record is consumed again. It aborts even when no delivery
+                                // failed: the record just read was not sent, and committing the
+                                // rest would move past it.
+                                Err(SendError::TransactionRefuses) => {
+                                    self.refused = true;
+                                    return true;
+                                }
                                 Err(SendError::Rejected(e)) => {
                                     Taken::Rejected { key, source_offset: pending.source_offset, e }
                                 }

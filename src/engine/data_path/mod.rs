@@ -31,6 +31,8 @@ use crate::domain::offset_map::RunBuilder;
 use crate::kafka::PartitionPosition;
 
 #[cfg(test)]
+mod edges;
+#[cfg(test)]
 mod fake;
 mod fill;
 mod policy;
@@ -107,6 +109,8 @@ pub struct Pipe<S, W> {
     events: mpsc::UnboundedSender<PipeEvent>,
     parts: HashMap<Key, Part>,
     in_txn: bool,
+    /// The open transaction refused a record (`SendError::TransactionRefuses`): it must abort.
+    refused: bool,
     txn_bytes: usize,
     txn_started: Instant,
     next_slot: usize,
@@ -189,6 +193,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             events,
             parts: HashMap::new(),
             in_txn: false,
+            refused: false,
             txn_bytes: 0,
             txn_started: Instant::now(),
             next_slot: 0,

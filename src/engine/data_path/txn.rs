@@ -113,6 +113,10 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             self.abort_and_rewind();
             return TxnOutcome::Retry("a delivery report is missing after flush".into());
         }
+        if std::mem::take(&mut self.refused) {
+            self.abort_and_rewind();
+            return TxnOutcome::Retry("the transaction refused a record; aborted".into());
+        }
         if let Some(message) = state_refused {
             self.abort_and_rewind();
             return TxnOutcome::Retry(message);
