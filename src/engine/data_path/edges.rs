@@ -518,3 +518,21 @@ fn a_commit_in_doubt_waits_for_a_replacement_producer_and_is_then_learned() {
     assert_copied(&kafka, "orders", 0, 60);
     dp.shutdown();
 }
+
+#[test]
+fn a_commit_refused_as_fenced_stops_the_data_path_without_re_initialising() {
+    let kafka = FakeKafka::default();
+    kafka.produce("orders", 0, 30, 0);
+    kafka.inject(Fault::Commit { kind: TxnErrorKind::Fenced, applied: false });
+    let mut dp = Running::start(&kafka);
+    dp.assign("orders", 0, None);
+    dp.wait_for("the fence", |e| matches!(e, PipeEvent::Fenced { .. }));
+    // A new init would fence the slot's new owner back: the data path stays stopped.
+    kafka.produce("orders", 0, 30, 0);
+    // It gives no final position for partitions it no longer holds.
+    let released = dp.release(&[("orders", 0)], Finish::Commit, false);
+    assert!(!matches!(&released, Ok(finals) if !finals.is_empty()), "{released:?}");
+    assert!(!dp.seen.iter().any(|e| matches!(e, PipeEvent::Committed(_))), "{:?}", dp.seen);
+    assert!(kafka.visible("orders", 0).is_empty());
+    dp.shutdown();
+}
