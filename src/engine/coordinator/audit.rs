@@ -66,7 +66,7 @@ impl Coordinator {
         approval: Option<ApprovalRecord>,
     ) -> Result<(), EngineError> {
         self.check_writable()?;
-        self.pending_writes.push(persist::operation_with(&op, approval.as_ref(), self.state_partitions));
+        self.writes.push(persist::operation_with(&op, approval.as_ref(), self.state_partitions));
         self.flush().await?;
         if self.group.is_some() {
             self.own_writes.push(op.clone(), approval.clone());
@@ -95,7 +95,7 @@ impl Coordinator {
     /// records of older ones are deleted).
     pub(super) async fn record_drill(&mut self, value: DrillValue) -> Result<(), EngineError> {
         self.check_writable()?;
-        self.pending_writes.push(persist::drill(&value, self.state_partitions));
+        self.writes.push(persist::drill(&value, self.state_partitions));
         let key = (value.mirror.clone(), value.id.clone());
         let is_new = !self.drills.contains_key(&key);
         let mut dropped = Vec::new();
@@ -109,7 +109,7 @@ impl Coordinator {
             if of_mirror.len() >= MAX_DRILLS_PER_MIRROR {
                 of_mirror.sort();
                 for (_, id) in of_mirror.iter().take(of_mirror.len() + 1 - MAX_DRILLS_PER_MIRROR) {
-                    self.pending_writes.push(persist::drill_tombstone(&value.mirror, id, self.state_partitions));
+                    self.writes.push(persist::drill_tombstone(&value.mirror, id, self.state_partitions));
                     dropped.push((value.mirror.clone(), id.clone()));
                 }
             }
@@ -204,7 +204,7 @@ impl Coordinator {
             writes.push(persist::last_mirror_epochs(mirror, &lme, n));
         }
         let partitions: Vec<i32> = t.partitions.keys().copied().collect();
-        self.pending_writes.extend(writes);
+        self.writes.extend(writes);
         self.flush().await?;
         if let Some(m) = self.mirrors.get_mut(mirror) {
             m.topics.remove(topic);

@@ -97,7 +97,7 @@ impl Coordinator {
                 None => map.runs().to_vec(),
             };
             let Ok(new) = OffsetMap::from_runs(new) else { continue };
-            self.pending_writes.extend(persist::offset_map_batches(mirror, &topic_id, p, &new, n));
+            self.writes.extend(persist::offset_map_batches(mirror, &topic_id, p, &new, n));
             let entry = maps.entry(key).or_default();
             if let Err(e) = entry.extend(new.runs().iter().copied()) {
                 tracing::warn!(%mirror, %topic, partition = p, "failback: inherited offset map not appended: {e}");

@@ -210,7 +210,7 @@ impl Coordinator {
             return;
         }
         let record = self.heartbeat_record();
-        self.pending_writes.push(record);
+        self.writes.push(record);
         if let Err(e) = self.flush().await {
             tracing::debug!("heartbeat not written: {e}");
         }

@@ -162,7 +162,7 @@ impl Coordinator {
             return None;
         }
         stored.updated_at = now();
-        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
+        self.writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         if let Err(e) = self.flush().await {
             tracing::warn!(%mirror, "cannot save the call's pattern in {list}: {e}");
             return None;
@@ -498,6 +498,6 @@ impl Coordinator {
     pub(super) fn queue_last_mirror_epochs(&mut self, mirror: &str) {
         let Some(m) = self.mirrors.get(mirror) else { return };
         let w = persist::last_mirror_epochs(mirror, &m.last_mirror_epochs, self.state_partitions);
-        self.pending_writes.push(w);
+        self.writes.push(w);
     }
 }

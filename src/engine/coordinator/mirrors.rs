@@ -181,7 +181,7 @@ impl Coordinator {
             ));
         }
         let stored = StoredMirror { spec, created_at: now(), updated_at: now(), created_acls: Vec::new() };
-        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
+        self.writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         self.flush().await?;
         let name = stored.spec.name.clone();
         self.add_mirror(stored);
@@ -252,7 +252,7 @@ impl Coordinator {
         // for an unchanged secret, does not).
         let source_changed = stored.spec.source != m.stored.spec.source;
         stored.updated_at = now();
-        self.pending_writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
+        self.writes.push(persist::mirror(&stored, self.state_partitions, &self.config.sealer));
         self.flush().await?;
         let m = self.mirrors.mirror_mut(name)?;
         m.stored = stored;
@@ -291,16 +291,11 @@ impl Coordinator {
         }
         // Tombstones for the mirror, its topics and partitions (positions are kept: they are the
         // lineage a later failback reads).
-        self.pending_writes.push(persist::mirror_tombstone(name, self.state_partitions));
+        self.writes.push(persist::mirror_tombstone(name, self.state_partitions));
         for (tname, t) in &m.topics {
-            self.pending_writes.push(persist::topic_tombstone(name, tname, self.state_partitions));
+            self.writes.push(persist::topic_tombstone(name, tname, self.state_partitions));
             for p in t.partitions.keys() {
-                self.pending_writes.push(persist::partition_tombstone(
-                    name,
-                    &t.source_topic_id,
-                    *p,
-                    self.state_partitions,
-                ));
+                self.writes.push(persist::partition_tombstone(name, &t.source_topic_id, *p, self.state_partitions));
             }
         }
         self.flush().await?;
@@ -342,7 +337,7 @@ impl Coordinator {
             results,
             accepted_by: Some(self.config.instance_id.clone()),
         };
-        self.pending_writes.push(persist::operation(&op, self.state_partitions));
+        self.writes.push(persist::operation(&op, self.state_partitions));
         if let Err(e) = self.flush().await {
             tracing::warn!(%mirror, "cannot record operation {id}: {e}");
         } else if self.group.is_some() {

@@ -367,13 +367,8 @@ pub(super) struct Coordinator {
     mirrors: table::MirrorTable,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
-    pending_writes: Vec<pipe::StateWrite>,
-    /// Partitions whose latest record a failed write did not store, and no later write stored
-    /// either: written again (as this instance has them now) on the retry tick.
-    unstored: BTreeSet<(String, String, i32)>,
-    /// When `store_again` may try next, and its failed tries so far: it backs off instead of
-    /// trying every tick.
-    store_again_at: (tokio::time::Instant, u32),
+    /// The records to write before their actions run, and those a failed write did not store.
+    writes: writes::WriteQueue,
     /// The clusters FAILED partitions wait on (`cluster_watch`).
     cluster_watch: BTreeMap<cluster_watch::ClusterKey, cluster_watch::Watch>,
     op_seq: u64,
@@ -493,9 +488,7 @@ pub(super) async fn start_with_ports(
         mirrors: table::MirrorTable::default(),
         snapshot_tx,
         internal_tx,
-        pending_writes: Vec::new(),
-        unstored: BTreeSet::new(),
-        store_again_at: (tokio::time::Instant::now(), 0),
+        writes: writes::WriteQueue::new(tokio::time::Instant::now()),
         cluster_watch: BTreeMap::new(),
         op_seq: 0,
         rng: (now().as_millis() as u64) | 1,
@@ -532,7 +525,7 @@ pub(super) async fn start_with_ports(
         // heartbeat is in the state topic, so an incompatible instance started after that sees
         // it live and refuses. Without this the first heartbeat came with the first takeover,
         // and a second deployment started in that moment (CI did) ran on the same state topic.
-        coord.pending_writes.push(coord.heartbeat_record());
+        coord.writes.push(coord.heartbeat_record());
         if let Err(e) = coord.flush().await {
             tracing::warn!("cannot announce this instance before joining: {e}");
         }
@@ -969,14 +962,3 @@ mod tests;
 
 /// How long `store_again` waits for the destination to answer before it writes.
 const STORE_AGAIN_PROBE: Duration = Duration::from_secs(2);
-
-/// The partitions whose lifecycle records are among `writes`.
-fn partition_keys(writes: &[pipe::StateWrite]) -> Vec<(String, String, i32)> {
-    writes
-        .iter()
-        .filter_map(|w| match crate::store::decode(Some(&w.key), w.value.as_deref()) {
-            Ok(crate::store::StateRecord::PartitionState(e)) => e.value.map(|v| (v.mirror, v.topic, v.partition)),
-            _ => None,
-        })
-        .collect()
-}

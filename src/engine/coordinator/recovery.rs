@@ -228,7 +228,7 @@ impl Coordinator {
         }
         let Ok(m) = self.mirrors.mirror(mirror) else { return };
         let probe = persist::mirror(&m.stored, self.state_partitions, &self.config.sealer);
-        self.pending_writes.push(probe);
+        self.writes.push(probe);
         let probed = self.flush().await;
         if self.fenced.is_some() {
             let why = format!("another kmirror instance now mirrors this destination ({message})");

@@ -235,7 +235,7 @@ impl Coordinator {
             return;
         }
         tracing::debug!(%mirror, batches = writes.len(), "offset maps pruned below the destination log start");
-        self.pending_writes.extend(writes);
+        self.writes.extend(writes);
         if let Err(e) = self.flush().await {
             // The records stay; the next start loads them and the next prune deletes them again.
             tracing::warn!(%mirror, "offset-map prune: state write failed: {e}");
@@ -356,7 +356,7 @@ impl Coordinator {
         if let Some(created) = report.created_acls {
             m.stored.created_acls = created;
             let w = persist::mirror(&m.stored, self.state_partitions, &self.config.sealer);
-            self.pending_writes.push(w);
+            self.writes.push(w);
         }
         // Source topic deleted (two refreshes in a row), recreated (new topic ID), or resized.
         let Some(m) = self.mirrors.get_mut(mirror) else { return };

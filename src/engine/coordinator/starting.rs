@@ -509,7 +509,7 @@ impl Coordinator {
                     lineage.insert((topic.to_string(), *p));
                     let old = maps.remove(&(mirror.to_string(), topic.to_string(), *p));
                     if let (Some(old), Some(topic_id)) = (old, &topic_id) {
-                        self.pending_writes.extend(old.stretch_starts().map(|first| {
+                        self.writes.extend(old.stretch_starts().map(|first| {
                             persist::offset_runs_tombstone(mirror, topic_id, *p, first, self.state_partitions)
                         }));
                     }
