@@ -23,11 +23,11 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use crate::domain::offset_map::Run;
-use crate::engine::data_path::{
+use crate::data_path::{
     AssignSpec, EncodeProgress, FinalPosition, PartitionFault, PartitionProgress, PipeCommand, PipeConfig, PipeError,
     PipeEvent, StateWrite,
 };
+use crate::domain::offset_map::Run;
 use crate::kafka::membership::MembershipEvent;
 use crate::kafka::state_log::{LogRecord, StateWriteError};
 use crate::kafka::{
@@ -627,7 +627,7 @@ struct PipesInner {
     /// The next data paths to start fail with this message (message, how many).
     fail_next_start: Option<(String, u32)>,
     /// How each unassign of each mirror's data paths ended the open transaction, in order.
-    finishes: HashMap<String, Vec<(crate::engine::data_path::Finish, bool)>>,
+    finishes: HashMap<String, Vec<(crate::data_path::Finish, bool)>>,
 }
 
 /// The data paths of every mirror.
@@ -679,7 +679,7 @@ impl FakePipes {
 
     /// How each unassign of `mirror`'s data paths ended the open transaction, and whether it
     /// fenced, in order.
-    pub(crate) fn finishes(&self, mirror: &str) -> Vec<(crate::engine::data_path::Finish, bool)> {
+    pub(crate) fn finishes(&self, mirror: &str) -> Vec<(crate::data_path::Finish, bool)> {
         lock(&self.inner).finishes.get(mirror).cloned().unwrap_or_default()
     }
 

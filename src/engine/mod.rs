@@ -17,11 +17,10 @@
 //!   return the latest immutable [`Snapshot`], which the coordinator republishes after every
 //!   change and every lag refresh (about once a second). `Snapshot::taken_at` says how old it is.
 //!
-//! Inside, the coordinator owns one data-path thread per slot (`data_path`), a
+//! Inside, the coordinator owns one data-path thread per slot (`crate::data_path`), a
 //! transactional state writer, and admin clients for the destination and each source.
 
 mod coordinator;
-pub(crate) mod data_path;
 // The lineage a failback starts from, found in the source's state (issue 18).
 mod failback;
 pub use failback::{LineagePartition, TopicLineage};

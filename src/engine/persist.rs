@@ -11,12 +11,12 @@ use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
+use crate::data_path::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::domain::offset_map::OffsetMap;
 use crate::domain::{
     ErrorCode, Event, EventKind, MirrorPosition, PartitionError, PartitionRecord, PartitionState, StopPoint, Timestamp,
     Truncation,
 };
-use crate::engine::data_path::{EncodeProgress, PartitionProgress, StateWrite};
 use crate::kafka::state_log::LogRecord;
 use crate::store::{
     DesiredStateValue, Entry, ErrorValue, LastMirrorEpochsValue, MaterializedState, MirrorKey, MirrorTopicKey,

@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::data_path::{EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
 use crate::domain::quarantine::QuarantinedPartition;
-use crate::engine::data_path::{EncodeProgress, PipeCommand, PipeConfig, PipeEvent, StateWrite};
 use crate::kafka::membership::{Membership, MembershipConfig, MembershipEvent};
 use crate::kafka::pipe;
 use crate::kafka::quarantine::{QuarantineError, QuarantineJob};

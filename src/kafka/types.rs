@@ -304,23 +304,7 @@ pub struct GroupOffset {
     pub metadata: Option<String>,
 }
 
-/// A position in a partition: the next offset to read and, when known, the leader epoch of the
-/// record before it (KIP-320: the consumer validates it against the leader's epoch history).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionPosition {
-    pub topic: String,
-    pub partition: i32,
-    pub offset: i64,
-    pub leader_epoch: Option<i32>,
-}
-
-/// A record for the state topic, produced in the same transaction as the data.
-#[derive(Debug, Clone)]
-pub struct StateWrite {
-    pub partition: i32,
-    pub key: Vec<u8>,
-    pub value: Option<Vec<u8>>,
-}
+pub use crate::data_path::{PartitionPosition, StateWrite};
 
 #[cfg(test)]
 mod tests {

@@ -16,8 +16,8 @@
 //! | `Alert`, `ClearAlert`, `ScheduleRetry`, `CancelRetry` | nothing to do: the persisted record carries them (the snapshot shows its error, [`Coordinator::retry_due`] reads `next_retry_at`) |
 //! | `ForgetPartition` | the caller, which drops the partition from memory |
 
+use crate::data_path::PipeError;
 use crate::domain::{Action, MirrorPosition};
-use crate::engine::data_path::PipeError;
 
 use super::*;
 
@@ -135,7 +135,7 @@ impl StepTimes {
 
     fn log_if_slow(&self, mirror: &str) {
         let total = self.last - self.start;
-        if total >= crate::engine::data_path::SLOW_TO_LOG {
+        if total >= crate::data_path::SLOW_TO_LOG {
             tracing::info!(
                 %mirror,
                 partitions = self.partitions,

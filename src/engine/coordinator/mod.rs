@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
+use crate::data_path::{
+    self as pipe, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent,
+};
 use crate::domain::{
     ErrorCode, Event, EventKind, Jitter, MirrorPosition, PartitionRecord, PartitionState, StopPoint, Timestamp,
     TransitionError, Truncation, roll_up, transition, transition_with,
-};
-use crate::engine::data_path::{
-    self as pipe, AssignSpec, Finish, PartitionFault, PipeCommand, PipeConfig, PipeError, PipeEvent,
 };
 use crate::kafka::state_log;
 use crate::kafka::{IsolationLevel, KafkaError, OffsetSpec};

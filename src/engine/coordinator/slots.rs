@@ -16,7 +16,7 @@
 //! slots with partitions.
 
 use super::*;
-use crate::engine::data_path::FinalPosition;
+use crate::data_path::FinalPosition;
 
 /// The transactional id of `mirror`'s data path for `slot` in the deployment `cluster`.
 pub(super) fn slot_transactional_id(cluster: &str, slot: i32, mirror: &str) -> String {
@@ -215,7 +215,7 @@ impl Coordinator {
                 // With the data path's own log of the same release, this shows how long the
                 // command waited for the data path's thread (the thread logs that wait too, `Pipe::log_wait`).
                 let took = sent.elapsed();
-                if took >= crate::engine::data_path::SLOW_TO_LOG {
+                if took >= crate::data_path::SLOW_TO_LOG {
                     tracing::info!(slot, partitions = partitions.len(), ms = took.as_millis() as u64, "slow release");
                 }
                 Released { partitions, outcome }

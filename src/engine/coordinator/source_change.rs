@@ -17,8 +17,8 @@
 //! restart: resuming from positions that might be behind what it committed would write records
 //! twice.
 
+use crate::data_path::Finish;
 use crate::domain::PartitionState;
-use crate::engine::data_path::Finish;
 
 use std::collections::BTreeSet;
 

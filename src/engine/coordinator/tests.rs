@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::refresh::lag_refresh_every;
 use super::*;
+use crate::data_path::PartitionFault;
 use crate::domain::PartitionState as S;
-use crate::engine::data_path::PartitionFault;
 use crate::engine::fake::{FakeCluster, FakeWorld, Received, WriteMode};
 
 #[test]
@@ -2265,7 +2265,7 @@ async fn a_promote_stops_nothing_while_a_partition_is_behind_and_everything_once
     let releases = &rig.world.pipes.finishes("m")[releases_before..];
     assert!(!releases.is_empty(), "the stop released the partitions");
     assert!(
-        releases.iter().all(|(finish, fence)| *finish == crate::engine::data_path::Finish::Commit && *fence),
+        releases.iter().all(|(finish, fence)| *finish == crate::data_path::Finish::Commit && *fence),
         "a promote's stop commits and fences: {releases:?}"
     );
     // A promote of stopped topics is harmless (nothing left to wait for).

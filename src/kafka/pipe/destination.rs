@@ -15,7 +15,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, P
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::*;
-use crate::engine::data_path::{ClientError, Delivered, Key, SendError, SourceRecord, StateWrite, TransactionalWriter};
+use crate::data_path::{ClientError, Delivered, Key, SendError, SourceRecord, StateWrite, TransactionalWriter};
 use crate::kafka::client::{EofReaderContext, create_with_context};
 use crate::kafka::ffi::ProducerTopic;
 use crate::kafka::produce::{SERVE_STEP, send_with_backpressure, wait_delivered};

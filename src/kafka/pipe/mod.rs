@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use super::KafkaAdmin;
 use super::client::{ClientKind, client_config, sets_property};
 use super::error::{KafkaError, KafkaErrorKind, KafkaResult};
-use crate::engine::data_path::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, TxnError, TxnErrorKind};
+use crate::data_path::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent, TxnError, TxnErrorKind};
 
 mod config;
 mod destination;

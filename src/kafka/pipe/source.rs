@@ -8,7 +8,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
 use super::*;
-use crate::engine::data_path::{ClientError, FetchError, Key, SourceFetcher, SourceRecord};
+use crate::data_path::{ClientError, FetchError, Key, SourceFetcher, SourceRecord};
 use crate::kafka::client::create;
 use crate::kafka::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
 use crate::kafka::types::{IsolationLevel, OffsetSpec, PartitionPosition};

@@ -10,8 +10,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::protocol::StateWrite;
-use crate::kafka::PartitionPosition;
+use super::protocol::{PartitionPosition, StateWrite};
 
 /// A source partition: (topic, partition).
 pub type Key = (String, i32);

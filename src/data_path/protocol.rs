@@ -95,7 +95,23 @@ pub struct FetchPosition {
     pub offset: i64,
 }
 
-pub use crate::kafka::StateWrite;
+/// A position in a partition: the next offset to read and, when known, the leader epoch of the
+/// record before it (KIP-320: the consumer validates it against the leader's epoch history).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionPosition {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: Option<i32>,
+}
+
+/// A record for the state topic, produced in the same transaction as the data.
+#[derive(Debug, Clone)]
+pub struct StateWrite {
+    pub partition: i32,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
 
 /// Builds the state records that commit a partition's progress.
 pub type EncodeProgress = Box<dyn Fn(&PartitionProgress) -> Vec<StateWrite> + Send>;

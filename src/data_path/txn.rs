@@ -146,7 +146,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         }
         self.in_txn = false;
         // Where a transaction's time goes: filling (consume + send), flushing data and state, and
-        // committing. `RUST_LOG=kmirror::engine::data_path=trace` when tuning.
+        // committing. `RUST_LOG=kmirror::data_path=trace` when tuning.
         tracing::trace!(
             mirror = %self.config.mirror,
             records = self.next_slot,

@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::domain::offset_map::RunBuilder;
-use crate::kafka::PartitionPosition;
 
 #[cfg(test)]
 mod edges;
@@ -174,6 +173,17 @@ enum Landing {
     Foreign(Vec<(Key, i64, i64)>),
     /// A partition's next destination offset is unknown (its first delivery failed).
     Unknown,
+}
+
+impl<S, W> std::fmt::Debug for Pipe<S, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipe")
+            .field("config", &self.config)
+            .field("partitions", &self.parts.len())
+            .field("in_txn", &self.in_txn)
+            .field("fenced", &self.fenced)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
