@@ -223,7 +223,7 @@ pub(super) async fn decide(
             // As the call itself answers it (its notes, a promote's partitions behind, a saved
             // exclusion).
             let answer =
-                super::topics::lifecycle_response(state, &record.mirror, r, crate::engine::LifecycleOp::Stop, false);
+                super::lifecycle::lifecycle_response(state, &record.mirror, r, crate::engine::LifecycleOp::Stop, false);
             response.result = Some(LifecycleResponse { approval_required: true, ..answer });
         }
         Some(Executed::Refused(e)) => {

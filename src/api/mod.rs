@@ -24,6 +24,7 @@ mod discovery;
 pub mod drills;
 mod history;
 mod instances;
+mod lifecycle;
 mod mirrors;
 mod operations;
 pub mod report;

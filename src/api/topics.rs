@@ -22,10 +22,11 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::{Caller, OperatorAuth, ViewerAuth};
 use super::dto::{
-    FailbackResult, LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition,
-    PartitionBehindResult, PartitionStateDto, PartitionsPage, QuarantineResult, StartRequest, StopRequest, Topic,
-    TopicPath, TopicResponse, TopicResult, TopicsResponse, TruncationMode, UnmirroredResult, state_rank, ts,
+    LifecycleRequest, LifecycleResponse, Lineage, LineageResponse, MirrorPath, Partition, PartitionStateDto,
+    PartitionsPage, StartRequest, StopRequest, Topic, TopicPath, TopicResponse, TopicsResponse, TruncationMode,
+    state_rank, ts,
 };
+use super::lifecycle::lifecycle_response;
 use super::mirrors::find_mirror;
 use super::pagination;
 use super::problem::{ApiError, ProblemDetails, ProblemType};
@@ -352,42 +353,6 @@ async fn run_lifecycle(
     };
     let approval = complete(state, entry.as_ref(), &executed).await;
     Ok(Json(respond(r?, required, approval)).into_response())
-}
-
-/// The answer of a lifecycle call. `validate_only` of a stop adds what it would leave
-/// unmirrored per topic, from the snapshot: the failover dialog's computation
-/// (`TopicSnapshot::stop_impact`).
-pub(super) fn lifecycle_response(
-    state: &AppState,
-    mirror: &str,
-    r: crate::engine::OpResult,
-    op: LifecycleOp,
-    validate_only: bool,
-) -> LifecycleResponse {
-    let snap = (validate_only && op == LifecycleOp::Stop).then(|| state.engine.snapshot());
-    let topics = snap.as_ref().and_then(|s| s.mirror(mirror));
-    LifecycleResponse {
-        operation_id: r.operation_id,
-        validate_only,
-        saved_pattern: r.saved_pattern.map(|p| super::dto::SavedPatternBody { list: p.list, pattern: p.pattern }),
-        results: r
-            .results
-            .iter()
-            .map(|o| TopicResult {
-                quarantined: r.quarantined.get(&o.topic).map(|q| q.iter().map(QuarantineResult::from).collect()),
-                failback: r.failback.get(&o.topic).map(FailbackResult::from),
-                note: r.notes.get(&o.topic).cloned(),
-                unmirrored: topics
-                    .filter(|_| o.ok)
-                    .and_then(|m| m.topic(&o.topic))
-                    .map(|t| UnmirroredResult::from(&t.stop_impact())),
-                behind: r.behind.get(&o.topic).map(|b| b.iter().map(PartitionBehindResult::from).collect()),
-                ..TopicResult::from(o)
-            })
-            .collect(),
-        approval_required: false,
-        approval: None,
-    }
 }
 
 /// Start mirroring topics (operator); also restarts STOPPED topics in the same direction.

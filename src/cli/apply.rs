@@ -50,8 +50,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Conn;
-use super::commands::parse;
-use super::http::{Failure, Server, check_name, report_item};
+use super::http::{Failure, Server, check_name, parse, report_item};
 use super::output::{self, Format};
 use super::types::{MirrorView, MirrorsResponse, SyncView};
 

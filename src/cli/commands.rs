@@ -4,17 +4,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::http::{Failure, Server, check_name, report_item};
+use super::http::{Failure, Server, check_name, parse, report_item};
 use super::output::{self, Format, or_dash, truncate};
 use super::types::{InstancesResponse, MirrorView, MirrorsResponse, OperationResponse, PartitionView, PartitionsPage};
 use super::{DescribeArgs, InstancesArgs, MirrorsArgs, MirrorsCommand, OperationsArgs, OperationsCommand, ReportArgs};
-
-/// Parses an answer already read as JSON into the client's struct.
-pub fn parse<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, Failure> {
-    serde_json::from_value(v.clone()).map_err(|e| {
-        Failure::Connection(format!("the server's {what} is not what this client understands ({e}); same version?"))
-    })
-}
 
 pub async fn mirrors(a: MirrorsArgs) -> Result<(), Failure> {
     let server = Server::new(&a.conn)?;

@@ -67,6 +67,13 @@ impl Failure {
     }
 }
 
+/// Parses an answer already read as JSON into the client's struct.
+pub fn parse<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, Failure> {
+    serde_json::from_value(v.clone()).map_err(|e| {
+        Failure::Connection(format!("the server's {what} is not what this client understands ({e}); same version?"))
+    })
+}
+
 /// Prints one failed item (`kmirror: <what>: <slug>: <detail>`) on standard error.
 pub fn report_item(what: &str, slug: &str, detail: &str) {
     eprintln!("kmirror: {what}: {slug}: {detail}");

@@ -13,8 +13,8 @@
 
 use serde_json::{Value, json};
 
-use super::commands::{parse, print_operation, wait_for};
-use super::http::{Failure, Server, check_name, problem_status, report_item};
+use super::commands::{print_operation, wait_for};
+use super::http::{Failure, Server, check_name, parse, problem_status, report_item};
 use super::output::{self, Format};
 use super::types::{BehindView, LifecycleResponse, TopicResultView};
 use super::{LifecycleArgs, TopicsArgs, TopicsCommand, Truncation};

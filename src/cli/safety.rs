@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::commands::parse;
-use super::http::{Failure, Server, check_name};
+use super::http::{Failure, Server, check_name, parse};
 use super::output::{self, Format};
 use super::types::{
     ApprovalPendingView, ApprovalView, ApprovalsResponse, DecisionResponse, DrillStartedView, DrillView,

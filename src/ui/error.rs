@@ -11,7 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 
 use crate::engine::{EngineError, ProblemKind};
 
-use super::pages::{Chrome, ErrorPage, Toast};
+use super::chrome::Chrome;
 use super::view::Viewer;
 
 /// An error shown to a person.
@@ -106,4 +106,22 @@ pub fn render(resp: Response, htmx: bool, viewer: Option<&Viewer>) -> Response {
         Ok(body) => (err.status, Html(body)).into_response(),
         Err(_) => (err.status, format!("{}: {}", err.title, err.detail)).into_response(),
     }
+}
+
+#[derive(Debug, Template)]
+#[template(path = "pages/error.html")]
+pub struct ErrorPage {
+    pub chrome: Chrome,
+    pub status: u16,
+    pub title: String,
+    pub detail: String,
+    pub back: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "fragments/toast.html")]
+pub struct Toast {
+    pub css: &'static str,
+    pub title: String,
+    pub detail: String,
 }

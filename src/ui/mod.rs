@@ -34,6 +34,7 @@
 //! - Strict CSP: scripts and styles come from `/static` only; no inline script or style.
 
 mod assets;
+pub mod chrome;
 pub mod error;
 pub use crate::format;
 mod handlers;

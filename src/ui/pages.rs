@@ -17,36 +17,7 @@ use super::view::{
     OverviewView, Params, PartitionsView, PolicyPreviewView, ResultsView, UiOp, Viewer,
 };
 
-/// What every full page needs around its content.
-#[derive(Debug, Clone)]
-pub struct Chrome {
-    pub title: String,
-    /// The highlighted navigation entry: `overview`, `operations`, `audit`, `instances` or empty.
-    pub nav: &'static str,
-    pub viewer: Option<Viewer>,
-    pub asset_v: &'static str,
-    pub version: &'static str,
-    /// Breadcrumbs before the page title: (label, href).
-    pub crumbs: Vec<(String, String)>,
-}
-
-impl Chrome {
-    pub fn new(title: &str, nav: &'static str, viewer: Option<Viewer>) -> Chrome {
-        Chrome {
-            title: title.to_string(),
-            nav,
-            viewer,
-            asset_v: super::assets::version(),
-            version: env!("CARGO_PKG_VERSION"),
-            crumbs: Vec::new(),
-        }
-    }
-
-    fn crumbs(mut self, crumbs: Vec<(String, String)>) -> Chrome {
-        self.crumbs = crumbs;
-        self
-    }
-}
+pub use super::chrome::Chrome;
 
 // ----- templates --------------------------------------------------------------------------------
 
@@ -296,24 +267,6 @@ pub struct PolicyPreviewPage {
 #[template(path = "fragments/policy_preview.html")]
 pub struct PolicyPreviewFragment {
     pub p: PolicyPreviewView,
-}
-
-#[derive(Debug, Template)]
-#[template(path = "pages/error.html")]
-pub struct ErrorPage {
-    pub chrome: Chrome,
-    pub status: u16,
-    pub title: String,
-    pub detail: String,
-    pub back: String,
-}
-
-#[derive(Debug, Template)]
-#[template(path = "fragments/toast.html")]
-pub struct Toast {
-    pub css: &'static str,
-    pub title: String,
-    pub detail: String,
 }
 
 // ----- pure render functions (also used by the render tests) -----------------------------------
