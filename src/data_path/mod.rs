@@ -312,7 +312,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                     TxnOutcome::Fenced(message) => self.on_fenced(message),
                 }
             }
-            if !self.in_txn && self.last_position_report.elapsed() >= Duration::from_millis(500) {
+            if !self.in_txn && self.last_position_report.elapsed() >= position_report_every(self.parts.len()) {
                 let step = Instant::now();
                 self.report_positions();
                 self.note_step("position report", step);

@@ -152,3 +152,21 @@ pub(super) fn backoff(attempt: u32) -> Duration {
     use crate::domain::backoff::{Backoff, Jitter};
     Backoff::DATA_PATH.delay(attempt, Jitter::from_random_u32(rand::random()))
 }
+
+/// How often, at least, a data path reports fetch positions that moved past committed ones
+/// (`Pipe::report_positions`); see [`position_report_every`].
+pub(super) const POSITION_REPORT_EVERY: Duration = Duration::from_millis(500);
+
+/// [`POSITION_REPORT_EVERY`], lengthened by this much per assigned partition: a report asks the
+/// consumer's main thread for a copy of the whole assignment and looks every partition up by
+/// topic name, every time, even when nothing moved.
+pub(super) const POSITION_REPORT_PER_PARTITION: Duration = Duration::from_millis(4);
+
+/// The interval between two position reports of a data path with `assigned` partitions: 500 ms
+/// up to 125 partitions, 2.5 s for a slot's 625 of a 10,000-partition mirror on 16 slots (whose
+/// lag the coordinator reads only every 10 s anyway, `lag_refresh_every`). Idle 10,000
+/// partitions, 1 instance, 16 slots: with `fetch.wait.max.ms` 2000, the instance's CPU went from
+/// 15.4 % to 9.7 % of a core, the data paths' own threads from 1.9 % to 0.8 %.
+pub(super) fn position_report_every(assigned: usize) -> Duration {
+    POSITION_REPORT_EVERY.max(POSITION_REPORT_PER_PARTITION.saturating_mul(u32::try_from(assigned).unwrap_or(u32::MAX)))
+}

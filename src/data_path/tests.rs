@@ -162,3 +162,12 @@ fn an_abort_refused_as_invalid_state_replaces_the_producer_but_a_fenced_one_stop
     assert!(!abort_failure_needs_new_producer(K::Fenced));
     assert!(!abort_failure_needs_new_producer(K::Other));
 }
+
+#[test]
+fn position_reports_are_spaced_by_the_assignment_size_only_past_125_partitions() {
+    let ms = Duration::from_millis;
+    assert_eq!(position_report_every(0), ms(500));
+    assert_eq!(position_report_every(125), ms(500));
+    assert_eq!(position_report_every(625), ms(2_500));
+    assert_eq!(position_report_every(usize::MAX), POSITION_REPORT_PER_PARTITION * u32::MAX);
+}

@@ -83,7 +83,7 @@ fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() 
     };
     let defaults = consumer_config(&config(&[])).unwrap();
     assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
-    assert_eq!(defaults.get("fetch.wait.max.ms"), Some("500"));
+    assert_eq!(defaults.get("fetch.wait.max.ms"), Some("2000"));
     assert_eq!(defaults.get("max.partition.fetch.bytes"), Some("8388608"));
     assert_eq!(defaults.get("socket.nagle.disable"), Some("true"));
     assert_eq!(defaults.get("bootstrap.servers"), Some("src:9092"));
