@@ -110,11 +110,11 @@ def tag_key(t):
 # ----- one run -----------------------------------------------------------------------------------
 
 
-def concurrent(raw, pre, k, failed):
+def concurrent(raw, pre, k, failed, tags="r"):
     """B or BT per tag: MiB/s of the consumer and the producer run at once (the smaller volume over
     the makespan), with the brokers' CPU-s per GiB."""
-    cs, ps = runs(raw, f"{pre}c", k), runs(raw, f"{pre}p", k)
-    bs = runs(raw, f"{pre}b", k)
+    cs, ps = runs(raw, f"{pre}c", k, tags=tags), runs(raw, f"{pre}p", k, tags=tags)
+    bs = runs(raw, f"{pre}b", k, tags=tags)
     out = {}
     for t, x in cs.items():
         y = ps.get(t)
@@ -130,9 +130,9 @@ def concurrent(raw, pre, k, failed):
     return out
 
 
-def mirror_runs(raw, who, k, failed):
+def mirror_runs(raw, who, k, failed, tags="r"):
     out = {}
-    for t, r in runs(raw, {"kmirror": "m"}.get(who, who), k, failed).items():
+    for t, r in runs(raw, {"kmirror": "m"}.get(who, who), k, failed, tags=tags).items():
         gib = r["bytes"] / 2**30
         others = r.get("others_cpu_s_drain") or []
         out[t] = {"mib_s": r["mib_s"], "records_s": r["records_s"], "cpu_s_per_gib": r["cpu_s_per_gib"],
@@ -162,11 +162,16 @@ def throughput(raw):
         }
         for who in MIRRORS:
             per[who] = mirror_runs(raw, who, k, failed)
+        # Warm-up runs are left out of every figure but shown in the list of rounds.
+        warm = {"B": concurrent(raw, "b", k, None, tags="w"), "BT": concurrent(raw, "bt", k, None, tags="w")}
+        for who in MIRRORS:
+            warm[who] = mirror_runs(raw, who, k, None, tags="w")
         rounds = []
         for p in sorted(glob.glob(os.path.join(raw, f"round.{k}.*.json")), key=lambda p: tag_key(tag_of(p))):
             r = load(p)
+            src = warm if r["tag"].startswith("w") else per
             rounds.append({"tag": r["tag"], "order": r["order"],
-                           "mib_s": {c: (per.get(c, {}).get(r["tag"]) or {}).get("mib_s") for c in r["order"]}})
+                           "mib_s": {c: (src.get(c, {}).get(r["tag"]) or {}).get("mib_s") for c in r["order"]}})
         row = {"contenders": {}, "rounds": rounds, "failed_runs": failed}
         for c in CONTENDERS:
             if not per[c]:
@@ -565,8 +570,8 @@ def latency_md(lat, meta):
 
 def idle_md(idl):
     L = ["## Idle partitions", "",
-         "Mirrored partitions without traffic (topics of 100 partitions): RSS (median of 5 samples) and CPU over "
-         "10 s after a settle time; kmirror one instance with the default slots, MM2 a fresh JVM per step "
+         "Mirrored partitions without traffic (topics of 100 partitions): RSS (median of 15 samples) and CPU over "
+         "30 s after a settle time; kmirror one instance with the default slots, MM2 a fresh JVM per step "
          "(live heap after a full GC).", "",
          "| mirror | partitions | RSS MiB | CPU % of a core | JVM heap after GC MiB |", "|---|---|---|---|---|"]
     for who, d in idl.items():
