@@ -873,13 +873,17 @@ struct Drained {
     parts: Vec<((String, i32), PartitionRead)>,
     /// The end offsets read at the start, per (topic, partition).
     ends: Vec<i64>,
+    /// Partitions given up on (silent before reaching their end): what was read of them is partial.
+    unfinished: usize,
 }
 
 /// Reads every partition of `topics` from the beginning to the end offsets at call time. A
 /// partition is done when a record at or past its last offset arrived, when the consumer's
 /// position passed the end (the tail is control records: transaction markers), or when it holds
 /// `limit` records (records past the limit are not counted). Gives up on partitions that stay
-/// silent for 20 s once records came.
+/// silent for 20 s once records came (10 ms per partition when that is longer: a consumer of
+/// 10,000 partitions read from the beginning went quiet for over 20 s with most of them unread),
+/// and says how many it gave up on (`unfinished`).
 fn drain(
     consumer: &BaseConsumer,
     topics: &[String],
@@ -911,7 +915,7 @@ fn drain(
     let mut per: Vec<PartitionRead> = vec![PartitionRead::new(dedupe); n];
     let (mut records, mut bytes) = (0u64, 0u64);
     let (mut first_ms, mut last_ms) = (start_ms, start_ms);
-    let finish = |per: Vec<PartitionRead>, records, bytes, first_ms, last_ms| Drained {
+    let finish = |per: Vec<PartitionRead>, records, bytes, first_ms, last_ms, unfinished| Drained {
         records,
         bytes,
         first_ms,
@@ -919,13 +923,14 @@ fn drain(
         start_ms,
         parts: keys.iter().cloned().zip(per).collect(),
         ends: marks.iter().map(|m| m.1).collect(),
+        unfinished,
     };
     if remaining == 0 {
-        return finish(per, records, bytes, first_ms, last_ms);
+        return finish(per, records, bytes, first_ms, last_ms, 0);
     }
     consumer.assign(&tpl).unwrap_or_else(|e| die(format!("assign: {e}")));
     let deadline = Instant::now() + timeout;
-    let idle = Duration::from_secs(20);
+    let idle = Duration::from_secs(20).max(Duration::from_millis(10 * n as u64));
     let mut last_msg = Instant::now();
     let mut last_position_check = Instant::now();
     let what = topics.join(",");
@@ -983,7 +988,7 @@ fn drain(
             }
         }
     }
-    finish(per, records, bytes, first_ms, last_ms)
+    finish(per, records, bytes, first_ms, last_ms, remaining)
 }
 
 fn consume(a: ConsumeArgs) -> Value {
@@ -1002,7 +1007,9 @@ type PartitionDigests = Vec<((String, i32), Digest)>;
 
 /// The source side of a check, kept in a file so that the runs of one scenario read the source
 /// once: per partition its end offset, record count and ordered hash.
-fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, bool) {
+/// The source's digests, whether they came from the cache, and how many partitions the read gave
+/// up on (see `drain`).
+fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, bool, usize) {
     let cache = a.source_summary.as_deref().filter(|_| limit.is_none());
     let probe = plain_consumer(&a.src, "read_committed", &[]);
     let mut ends = Vec::new();
@@ -1028,7 +1035,7 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, b
             })
             .collect();
         if let Some(parsed) = parsed {
-            return (parsed, true);
+            return (parsed, true, 0);
         }
     }
     let s = plain_consumer(&a.src, "read_committed", &[]);
@@ -1046,7 +1053,7 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, b
             eprintln!("kbench: cannot write {path}: {e}");
         }
     }
-    (digests, false)
+    (digests, false, d.unfinished)
 }
 
 /// Compares the destination with the source partition by partition: record count and ordered
@@ -1060,17 +1067,19 @@ fn verify(a: VerifyArgs) -> Value {
         die(format!("unknown --mode {} (exact, dedupe, prefix)", a.mode));
     }
     let t0 = Instant::now();
-    let (dst, src, cached) = if a.mode == "prefix" {
+    // A side read only in part proves nothing (in prefix mode a short destination read would
+    // compare only the source's first records): partitions given up on fail the check.
+    let (dst, src, cached, src_unfinished) = if a.mode == "prefix" {
         let d = plain_consumer(&a.dst, "read_committed", &[]);
         let dst = drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, false);
         drop(d);
         let counts: Vec<u64> = dst.parts.iter().map(|(_, r)| r.all.count).collect();
-        let (src, cached) = source_digests(&a, Some(&counts));
-        (dst, src, cached)
+        let (src, cached, src_unfinished) = source_digests(&a, Some(&counts));
+        (dst, src, cached, src_unfinished)
     } else {
-        let (src, cached) = source_digests(&a, None);
+        let (src, cached, src_unfinished) = source_digests(&a, None);
         let d = plain_consumer(&a.dst, "read_committed", &[]);
-        (drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, dedupe), src, cached)
+        (drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, dedupe), src, cached, src_unfinished)
     };
     let mut mismatched = Vec::new();
     let mut n_mismatched = 0u64;
@@ -1095,7 +1104,9 @@ fn verify(a: VerifyArgs) -> Value {
     }
     let extra = dst.parts.len().saturating_sub(src.len());
     json!({
-        "ok": n_mismatched == 0 && extra == 0, "mode": a.mode, "topics": a.topics,
+        "ok": n_mismatched == 0 && extra == 0 && dst.unfinished == 0 && src_unfinished == 0,
+        "mode": a.mode, "topics": a.topics,
+        "unfinished_partitions": {"source": src_unfinished, "destination": dst.unfinished},
         "source_records": src_records, "destination_records": dst_records, "duplicates": dups,
         "partitions": src.len(), "mismatched_partitions": n_mismatched, "mismatched": mismatched,
         "source_from_cache": cached, "elapsed_s": t0.elapsed().as_secs_f64(),
