@@ -360,23 +360,33 @@ def box(raw):
     """The box over the run: load before it, steal and busy time per phase and overall."""
     snaps = {os.path.basename(p)[4:-5]: load(p) for p in glob.glob(os.path.join(raw, "box.*.json"))}
 
-    def between(a, b):
-        if a not in snaps or b not in snaps:
+    def between(*stretches):
+        """Wall time, steal and busy share over one or more (start, end) snapshot pairs."""
+        # An end before its start: a run from before name~N, whose re-entered phase overwrote
+        # its first snapshots; that stretch cannot be told, so it is left out.
+        stretches = [(a, b) for a, b in stretches if a in snaps and b in snaps and snaps[b]["t"] >= snaps[a]["t"]]
+        if not stretches:
             return None
-        x, y = snaps[a]["cpu"], snaps[b]["cpu"]
-        d = [j - i for i, j in zip(x, y)]
+        d, wall = [0] * 8, 0.0
+        for a, b in stretches:
+            d = [s + (j - i) for s, i, j in zip(d, snaps[a]["cpu"], snaps[b]["cpu"])]
+            wall += snaps[b]["t"] - snaps[a]["t"]
         total = sum(d) or 1
         busy = total - d[3] - d[4]  # minus idle and iowait
-        return {"wall_s": snaps[b]["t"] - snaps[a]["t"], "steal_pct": 100.0 * d[7] / total,
-                "busy_pct": 100.0 * busy / total, "loadavg_start": snaps[a]["loadavg"]}
+        return {"wall_s": wall, "steal_pct": 100.0 * d[7] / total,
+                "busy_pct": 100.0 * busy / total, "loadavg_start": snaps[stretches[0][0]]["loadavg"]}
 
+    # A phase entered again has snapshots name~2, name~3, ... (scripts/bench `phase`): one row.
+    entries = {}
+    for k in sorted((k for k in snaps if k.startswith("phase-start-")), key=lambda k: snaps[k]["t"]):
+        entry = k[len("phase-start-"):]
+        entries.setdefault(entry.split("~")[0], []).append(entry)
     phases = []
-    for name in sorted({k[len("phase-start-"):] for k in snaps if k.startswith("phase-start-")},
-                       key=lambda n: snaps["phase-start-" + n]["t"]):
-        ph = between("phase-start-" + name, "phase-end-" + name)
+    for name, names in entries.items():
+        ph = between(*(("phase-start-" + e, "phase-end-" + e) for e in names))
         if ph:
             phases.append({"name": name, **ph})
-    out = {"phases": phases, "run": between("start", "end")}
+    out = {"phases": phases, "run": between(("start", "end"))}
     if "start" in snaps:
         out["loadavg_before"] = snaps["start"]["loadavg"]
     return out
