@@ -606,7 +606,8 @@ def failover_md(fo):
     L = ["## Failover (`topics:stop` of every partition in one call)", "",
          "Once every partition has copied its history (20 records each), optionally under a background load, one "
          "`POST topics:stop` for all topics; timed until the API shows every partition STOPPED. Afterwards the "
-         "destination must hold exactly the first records of every source partition. MirrorMaker 2 has no "
+         "destination must hold exactly the source (without load) or exactly the first records of every source "
+         "partition (under load). MirrorMaker 2 has no "
          "failover operation.", "",
          "| partitions | load records/s | mirror | stop call s | all STOPPED s | lag before (records) |", "|---|---|---|---|---|---|"]
     for r in fo.values():
