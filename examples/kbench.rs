@@ -1041,7 +1041,8 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, b
     let s = plain_consumer(&a.src, "read_committed", &[]);
     let d = drain(&s, &a.topics, Duration::from_secs(a.timeout_s), limit, false);
     let digests: Vec<_> = d.parts.into_iter().map(|(k, r)| (k, r.all)).collect();
-    if let Some(path) = cache {
+    // A partial read is never kept: the next check would take it for the whole source.
+    if let Some(path) = cache.filter(|_| d.unfinished == 0) {
         let parts: Vec<Value> = digests
             .iter()
             .map(
