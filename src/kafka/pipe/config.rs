@@ -121,7 +121,7 @@ pub(super) const FETCH_WAIT_MAX_MS: u32 = 2000;
 
 /// Whether an error of a transactional request (a produce, EndTxn, the flush before a commit)
 /// means the request timed out, so it may still be on its way to the broker: the producer must
-/// be replaced before the next transaction (see `engine::data_path`'s `txn_error_action`).
+/// be replaced before the next transaction (see `data_path::policy::txn_error_action`).
 pub(super) fn needs_new_producer(code: Option<RDKafkaErrorCode>) -> bool {
     matches!(
         code,
@@ -135,7 +135,7 @@ pub(super) fn needs_new_producer(code: Option<RDKafkaErrorCode>) -> bool {
 }
 
 /// The kind of a transactional call's failure, from whether librdkafka called it fatal and its
-/// code (what the loop decides on, see `engine::data_path`).
+/// code (what the loop decides on, see `data_path::policy`).
 pub(super) fn txn_error_kind(fatal: bool, code: Option<RDKafkaErrorCode>) -> TxnErrorKind {
     if fatal || code.is_some_and(|c| crate::kafka::ffi::kind_of(c) == KafkaErrorKind::Fenced) {
         TxnErrorKind::Fenced

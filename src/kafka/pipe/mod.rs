@@ -1,4 +1,4 @@
-//! The data path's two clients over librdkafka (`engine::data_path`'s ports): the source reader
+//! The data path's two clients over librdkafka (`data_path::ports`): the source reader
 //! ([`source::Source`], one `read_committed` consumer with manual assignment) and the
 //! transactional writer ([`destination::Destination`], one transactional producer), and the
 //! thread that runs the engine's loop over them.
