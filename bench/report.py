@@ -469,7 +469,8 @@ def settings_line(meta):
     km = s["kmirror"]
     return (f"{s['records']:,} records per scenario ({s['value_bytes']} B values + {s['key_bytes']} B keys, "
             f"semi-compressible text); {s['warmup_runs']} warm-up round(s) discarded, {s['runs']} measured; "
-            f"kmirror: {km['instances']} instance(s), {km['slots']} slots, commit interval {km['commit_interval_ms']} ms")
+            f"kmirror: {km['instances']} instance(s), {km['slots']} slots, commit interval {km['commit_interval_ms']} ms"
+            + (f", engine settings {km['engine']}" if km.get("engine", "defaults") != "defaults" else ""))
 
 
 def box_lines(meta, bx):

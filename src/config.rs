@@ -146,6 +146,8 @@ pub struct EngineFile {
     pub lag_refresh_interval_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
+    /// "per-slot" or "per-mirror": see `engine::SourceConsumers`.
+    pub source_consumers: Option<String>,
     /// KIP-1279's `mirror.failed.retry.initial.backoff.ms`.
     pub failed_retry_initial_backoff_ms: Option<u64>,
     /// KIP-1279's `mirror.failed.retry.max.backoff.ms`.
@@ -595,6 +597,11 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     if let Some(v) = ef.lag_refresh_interval_ms {
         engine.lag_refresh_interval = positive_ms("engine.lag_refresh_interval_ms", v)?;
     }
+    if let Some(v) = &ef.source_consumers {
+        engine.source_consumers = crate::engine::SourceConsumers::parse(v).ok_or_else(|| {
+            err("engine.source_consumers", format!("{v:?} is not one of \"per-slot\", \"per-mirror\""))
+        })?;
+    }
     if let Some(v) = o.metadata_refresh_interval_ms.or(ef.metadata_refresh_interval_ms) {
         engine.metadata_refresh_interval = positive_ms("engine.metadata_refresh_interval_ms", v)?;
     }
@@ -721,6 +728,19 @@ metadata_refresh_interval_ms = 10000
         ] {
             assert_eq!(policy(extra).unwrap_err().field, field, "{extra}");
         }
+    }
+
+    #[test]
+    fn source_consumers_are_per_slot_unless_the_engine_section_says_per_mirror() {
+        use crate::engine::SourceConsumers;
+        let base = "[destination]\nbootstrap_servers = \"a:1\"\n[engine]\n";
+        let resolved = |extra: &str| resolve(Some(parse_file(&format!("{base}{extra}")).unwrap()), &Overrides::default());
+        assert_eq!(resolved("").unwrap().engine.source_consumers, SourceConsumers::PerSlot);
+        let shared = resolved("source_consumers = \"per-mirror\"\n").unwrap();
+        assert_eq!(shared.engine.source_consumers, SourceConsumers::PerMirror);
+        let e = resolved("source_consumers = \"shared\"\n").unwrap_err();
+        assert_eq!(e.field, "engine.source_consumers");
+        assert!(e.to_string().contains("per-mirror"), "{e}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn config(throttle: Arc<Throttle>) -> PipeConfig {
         transaction_timeout: Duration::from_secs(5),
         prefetch_kbytes: 1024,
         throttle,
+        shared_source_consumer: None,
     }
 }
 

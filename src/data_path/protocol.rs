@@ -36,6 +36,10 @@ pub struct PipeConfig {
     pub prefetch_kbytes: usize,
     /// The mirror's replication throttle on this instance, shared by its slot data paths.
     pub throttle: std::sync::Arc<crate::domain::throttle::Throttle>,
+    /// Read through the source consumer the mirror's data paths share in this engine, named by
+    /// this (the engine's cluster and instance names), instead of a consumer of this data
+    /// path's own (`None`; `engine.source_consumers`).
+    pub shared_source_consumer: Option<String>,
 }
 
 impl std::fmt::Debug for PipeConfig {

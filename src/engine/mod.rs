@@ -74,6 +74,8 @@ pub struct EngineConfig {
     pub commit_max_bytes: usize,
     /// How often lag and offsets are refreshed for the snapshot.
     pub lag_refresh_interval: Duration,
+    /// Whose source consumer a mirror's slot data paths read with.
+    pub source_consumers: SourceConsumers,
     /// How often each mirror's source metadata (cluster ID, topic IDs) is re-checked.
     pub metadata_refresh_interval: Duration,
     /// Timeout of a single Kafka request.
@@ -126,12 +128,38 @@ impl EngineConfig {
             early_commit_interval: Duration::from_millis(50),
             commit_max_bytes: 64 * 1024 * 1024,
             lag_refresh_interval: Duration::from_secs(1),
+            source_consumers: SourceConsumers::PerSlot,
             metadata_refresh_interval: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             retry_policy: crate::domain::RetryPolicy::DEFAULT,
             sealer: crate::store::seal::Sealer::default(),
             drill_signing_key: None,
         }
+    }
+}
+
+/// Whose source consumer a mirror's slot data paths read with (`engine.source_consumers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceConsumers {
+    /// One consumer per data path: each knows every partition of the topics it reads, so an
+    /// instance's consumers hold slots x partitions between them.
+    PerSlot,
+    /// One consumer per mirror in each instance, shared by its slot data paths (each reads its
+    /// own queue of it): the consumers hold the mirror's partitions once.
+    PerMirror,
+}
+
+impl SourceConsumers {
+    /// The configuration value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceConsumers::PerSlot => "per-slot",
+            SourceConsumers::PerMirror => "per-mirror",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<SourceConsumers> {
+        [SourceConsumers::PerSlot, SourceConsumers::PerMirror].into_iter().find(|c| c.as_str() == value)
     }
 }
 

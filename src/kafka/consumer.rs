@@ -60,6 +60,29 @@ pub fn fetched_end(consumer: &BaseConsumer, topic: &str, partition: i32) -> Opti
     (err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0).then_some(high)
 }
 
+/// The consumer's current fetch positions of these partitions alone (rdkafka's `position()`
+/// copies the whole assignment: a consumer shared by a mirror's data paths holds all of theirs).
+/// A partition without a known position is left out.
+pub fn positions_of(consumer: &BaseConsumer, partitions: &[(String, i32)]) -> Vec<((String, i32), i64)> {
+    let mut tpl = TopicPartitionList::with_capacity(partitions.len());
+    for (topic, partition) in partitions {
+        tpl.add_partition(topic, *partition);
+    }
+    // SAFETY: the client pointer is live for the borrow of `consumer`; `tpl` is live and owned,
+    // and librdkafka only writes its elements' offsets and errors.
+    let err = unsafe { rd::rd_kafka_position(consumer.client().native_ptr(), tpl.ptr()) };
+    if err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return Vec::new();
+    }
+    tpl.elements()
+        .iter()
+        .filter_map(|el| match el.offset() {
+            Offset::Offset(offset) => Some(((el.topic().to_string(), el.partition()), offset)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Builds an rdkafka partition list at the given positions, with leader epochs set where known.
 pub fn position_list(positions: &[PartitionPosition]) -> KafkaResult<TopicPartitionList> {
     const OP: &str = "assign";

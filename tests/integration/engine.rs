@@ -9,7 +9,7 @@ use rdkafka::producer::Producer;
 use kmirror::domain::PartitionState;
 use kmirror::engine::{
     self, Actor, DataPathStatus, EngineConfig, EngineHandle, LifecycleOp, MirrorSpec, MirrorUpdate, ProblemKind,
-    SourceSpec, TopicSelector, Truncation,
+    SourceConsumers, SourceSpec, TopicSelector, Truncation,
 };
 use kmirror::kafka::{IsolationLevel, OffsetSpec};
 
@@ -251,6 +251,19 @@ pub fn produce_aborted(topic: &str, partitions: i32, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_exactly_with_aborted_transactions_and_compaction() {
+    mirrors_exactly_with(TestEngine::config()).await;
+}
+
+/// The same with one source consumer per mirror, shared by its slot data paths: each of the
+/// engine's four slots reads its partitions of the three topics from its own queue of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrors_exactly_with_a_source_consumer_shared_by_the_slots() {
+    let mut config = TestEngine::config();
+    config.source_consumers = SourceConsumers::PerMirror;
+    mirrors_exactly_with(config).await;
+}
+
+async fn mirrors_exactly_with(config: EngineConfig) {
     let _rig = shared().await;
     let plain = TestTopic::create(Cluster::Source, "exact-plain", 4, &[]).await;
     let txn = TestTopic::create(Cluster::Source, "exact-txn", 4, &[]).await;
@@ -272,7 +285,7 @@ async fn mirrors_exactly_with_aborted_transactions_and_compaction() {
     .await
     .unwrap();
 
-    let eng = TestEngine::start().await;
+    let eng = TestEngine::with_config(config).await;
     let mirror = unique("m-exact");
     eng.create_mirror(&mirror).await;
     let topics = [plain.name.as_str(), txn.name.as_str(), compacted.name.as_str()];
@@ -635,6 +648,19 @@ async fn failover_after_source_restart_records_lme_and_frees_the_topic() {
 /// delivery reports once left such a stop stuck in STOPPING.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_of_several_topics_under_load_is_one_clean_stop() {
+    failover_under_load_with(TestEngine::config()).await;
+}
+
+/// The same with one source consumer per mirror shared by the slot data paths: a stop releases
+/// each slot's partitions from the shared consumer without touching the other slots'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_under_load_with_a_source_consumer_shared_by_the_slots() {
+    let mut config = TestEngine::config();
+    config.source_consumers = SourceConsumers::PerMirror;
+    failover_under_load_with(config).await;
+}
+
+async fn failover_under_load_with(config: EngineConfig) {
     let _rig = shared().await;
     const PARTS: i32 = 3;
     let mut topics = Vec::new();
@@ -643,7 +669,7 @@ async fn failover_of_several_topics_under_load_is_one_clean_stop() {
     }
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let eng = TestEngine::start().await;
+    let eng = TestEngine::with_config(config).await;
     let mirror = unique("m-flood");
     eng.create_mirror(&mirror).await;
     eng.op_ok(&mirror, &refs, LifecycleOp::Start { truncation: Truncation::None }).await;

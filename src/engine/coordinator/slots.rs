@@ -118,6 +118,8 @@ impl Coordinator {
             transaction_timeout: self.config.request_timeout,
             prefetch_kbytes: crate::kafka::pipe::prefetch_kbytes(usize::try_from(self.state_partitions).unwrap_or(1)),
             throttle: Arc::clone(&m.throttle),
+            shared_source_consumer: (self.config.source_consumers == crate::engine::SourceConsumers::PerMirror)
+                .then(|| format!("{}/{}", self.config.cluster_name, self.config.instance_id)),
         };
         let encode = persist::progress_encoder(
             mirror.to_string(),

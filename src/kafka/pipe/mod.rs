@@ -16,6 +16,7 @@ use crate::data_path::{self, EncodeProgress, PipeCommand, PipeConfig, PipeEvent,
 
 mod config;
 mod destination;
+mod shared;
 mod source;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
-//! The data path's source reader over librdkafka: one `read_committed` consumer with manual
-//! (incremental) assignment of the slot's partitions, and the source's log bounds when a
+//! The data path's source reader over librdkafka: a `read_committed` consumer with manual
+//! (incremental) assignment of the slot's partitions, either the data path's own or its queue
+//! on the consumer the mirror's data paths share (`shared`), and the source's log bounds when a
 //! position may have fallen out of the log.
 
 use rdkafka::Offset;
@@ -7,6 +8,7 @@ use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
+use super::shared::{SharedConsumer, SlotView};
 use super::*;
 use crate::data_path::{ClientError, FetchError, Key, SourceFetcher, SourceRecord};
 use crate::kafka::client::create;
@@ -16,9 +18,17 @@ use crate::kafka::types::{IsolationLevel, OffsetSpec, PartitionPosition};
 /// The source reader of a slot's data path.
 pub(super) struct Source {
     mirror: String,
-    consumer: BaseConsumer,
+    reader: Reader,
     admin: KafkaAdmin,
     runtime: tokio::runtime::Handle,
+}
+
+/// Whose consumer a data path reads with (`engine.source_consumers`).
+enum Reader {
+    /// Its own.
+    Own(BaseConsumer),
+    /// Its queue on the consumer its mirror's data paths share in this process.
+    Shared(SlotView),
 }
 
 impl Source {
@@ -27,10 +37,20 @@ impl Source {
         admin: KafkaAdmin,
         runtime: tokio::runtime::Handle,
     ) -> Result<Source, StartError> {
-        let consumer: BaseConsumer = consumer_config(config)
-            .and_then(|cfg| create(&cfg, "source consumer"))
-            .map_err(StartError::SourceConsumer)?;
-        Ok(Source { mirror: config.mirror.clone(), consumer, admin, runtime })
+        let reader = if config.shared_source_consumer.is_some() {
+            SharedConsumer::get(config).and_then(|shared| shared.view()).map(Reader::Shared)
+        } else {
+            consumer_config(config).and_then(|cfg| create(&cfg, "source consumer")).map(Reader::Own)
+        }
+        .map_err(StartError::SourceConsumer)?;
+        Ok(Source { mirror: config.mirror.clone(), reader, admin, runtime })
+    }
+
+    fn consumer(&self) -> &BaseConsumer {
+        match &self.reader {
+            Reader::Own(consumer) => consumer,
+            Reader::Shared(view) => view.consumer(),
+        }
     }
 }
 
@@ -70,7 +90,7 @@ impl SourceRecord for BorrowedMessage<'_> {
 
 /// What a consumer error means to the loop. rdkafka 0.39 drops the partition of a consumer
 /// error, so an error that may mean a position outside the log makes the loop check them all.
-fn fetch_error(e: &RdError) -> FetchError {
+pub(super) fn fetch_error(e: &RdError) -> FetchError {
     let code = e.rdkafka_error_code();
     let text = e.to_string();
     if let Some(what) = crate::kafka::admin::refusal_kind(code, &text) {
@@ -91,7 +111,10 @@ impl SourceFetcher for Source {
     type Record<'a> = BorrowedMessage<'a>;
 
     fn poll(&self, wait: Duration) -> Option<Result<BorrowedMessage<'_>, FetchError>> {
-        self.consumer.poll(wait).map(|r| r.map_err(|e| fetch_error(&e)))
+        match &self.reader {
+            Reader::Own(consumer) => consumer.poll(wait).map(|r| r.map_err(|e| fetch_error(&e))),
+            Reader::Shared(view) => view.poll(wait),
+        }
     }
 
     fn assign(&self, positions: &[PartitionPosition]) -> Result<(), ClientError> {
@@ -101,25 +124,46 @@ impl SourceFetcher for Source {
             tpl.set_partition_offset(&p.topic, p.partition, Offset::Beginning)
                 .map_err(|e| ClientError(AssignError::Consumer(e).to_string()))?;
         }
-        self.consumer.incremental_assign(&tpl).map_err(|e| ClientError(AssignError::Consumer(e).to_string()))
+        match &self.reader {
+            Reader::Own(consumer) => {
+                consumer.incremental_assign(&tpl).map_err(|e| ClientError(AssignError::Consumer(e).to_string()))
+            }
+            Reader::Shared(view) => {
+                let keys: Vec<Key> = positions.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+                view.assign(&tpl, &keys)
+            }
+        }
     }
 
     fn unassign(&self, partitions: &[Key]) {
+        let consumer = match &self.reader {
+            Reader::Own(consumer) => consumer,
+            Reader::Shared(view) => return view.unassign(partitions),
+        };
         let mut tpl = TopicPartitionList::with_capacity(partitions.len());
         for (t, p) in partitions {
             tpl.add_partition(t, *p);
         }
-        if let Err(e) = self.consumer.incremental_unassign(&tpl) {
+        if let Err(e) = consumer.incremental_unassign(&tpl) {
             tracing::warn!(mirror = %self.mirror, error = %e, "incremental unassign failed");
         }
     }
 
     fn unassign_all(&self) {
-        let _ = self.consumer.unassign();
+        match &self.reader {
+            Reader::Own(consumer) => {
+                let _ = consumer.unassign();
+            }
+            Reader::Shared(view) => view.unassign_all(),
+        }
     }
 
     fn positions(&self) -> Vec<(Key, i64)> {
-        let Ok(positions) = self.consumer.position() else { return Vec::new() };
+        let consumer = match &self.reader {
+            Reader::Own(consumer) => consumer,
+            Reader::Shared(view) => return view.positions(),
+        };
+        let Ok(positions) = consumer.position() else { return Vec::new() };
         positions
             .elements()
             .iter()
@@ -131,7 +175,7 @@ impl SourceFetcher for Source {
     }
 
     fn fetched_end(&self, topic: &str, partition: i32) -> Option<i64> {
-        fetched_end(&self.consumer, topic, partition)
+        fetched_end(self.consumer(), topic, partition)
     }
 
     /// One request: rdkafka asks for one topic or for all, and a takeover or a coalesced start
@@ -139,7 +183,7 @@ impl SourceFetcher for Source {
     /// for a slot of 100 topics).
     fn refresh_metadata(&self, topics: &[&str]) {
         let which = if topics.len() == 1 { topics.first().copied() } else { None };
-        if let Err(e) = self.consumer.fetch_metadata(which, Duration::from_secs(10)) {
+        if let Err(e) = self.consumer().fetch_metadata(which, Duration::from_secs(10)) {
             tracing::debug!(mirror = %self.mirror, topic = ?which, error = %e, "source metadata refresh");
         }
     }

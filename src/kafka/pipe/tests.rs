@@ -54,6 +54,7 @@ fn the_outcome_reader_sees_only_committed_records_and_the_end() {
         transaction_timeout: Duration::from_secs(10),
         prefetch_kbytes: prefetch_kbytes(1),
         throttle: Default::default(),
+        shared_source_consumer: None,
     };
     let cfg = outcome_consumer_config(&config).unwrap();
     assert_eq!(cfg.get("bootstrap.servers"), Some("dst:9092"));
@@ -80,6 +81,7 @@ fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() 
         transaction_timeout: Duration::from_secs(10),
         prefetch_kbytes: prefetch_kbytes(1),
         throttle: Default::default(),
+        shared_source_consumer: None,
     };
     let defaults = consumer_config(&config(&[])).unwrap();
     assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
@@ -155,4 +157,89 @@ fn transactional_errors_are_classified_by_code_and_fatality() {
         assert!(!needs_new_producer(code), "{code:?}");
         assert_eq!(txn_error_kind(false, code), TxnErrorKind::Other, "{code:?}");
     }
+}
+
+#[test]
+fn a_mirror_s_data_paths_share_one_source_consumer_and_keep_to_their_partitions() {
+    use std::sync::Arc;
+
+    use rdkafka::TopicPartitionList;
+    use rdkafka::consumer::Consumer;
+
+    use super::shared::SharedConsumer;
+
+    // Nothing here talks to a broker: clients connect lazily and a manual assignment is local.
+    let config = |mirror: &str, password: &str| PipeConfig {
+        mirror: mirror.into(),
+        slot: 0,
+        source_bootstrap: "127.0.0.1:1".into(),
+        source_properties: BTreeMap::from([("sasl.password".to_string(), password.to_string())]),
+        destination_bootstrap: "dst:9092".into(),
+        destination_properties: BTreeMap::new(),
+        transactional_id: "t".into(),
+        commit_interval: Duration::from_millis(1000),
+        early_commit_interval: Duration::from_millis(50),
+        commit_max_bytes: 1 << 20,
+        state_topic: "__mirror_state".into(),
+        transaction_timeout: Duration::from_secs(10),
+        prefetch_kbytes: prefetch_kbytes(16),
+        throttle: Default::default(),
+        shared_source_consumer: Some("c/i".into()),
+    };
+    let a = SharedConsumer::get(&config("shared-m", "p1")).unwrap();
+    let a2 = SharedConsumer::get(&config("shared-m", "p1")).unwrap();
+    assert!(Arc::ptr_eq(&a, &a2), "one consumer per mirror and source settings");
+    let rotated = SharedConsumer::get(&config("shared-m", "p2")).unwrap();
+    assert!(!Arc::ptr_eq(&a, &rotated), "changed source properties get their own consumer");
+    let other_mirror = SharedConsumer::get(&config("shared-n", "p1")).unwrap();
+    assert!(!Arc::ptr_eq(&a, &other_mirror));
+    let mut other_engine_config = config("shared-m", "p1");
+    other_engine_config.shared_source_consumer = Some("c/j".into());
+    let other_engine = SharedConsumer::get(&other_engine_config).unwrap();
+    assert!(!Arc::ptr_eq(&a, &other_engine), "another engine in the process has its own");
+
+    let assign = |view: &super::shared::SlotView, keys: &[(&str, i32)]| {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in keys {
+            tpl.add_partition_offset(t, *p, rdkafka::Offset::Beginning).unwrap();
+        }
+        let keys: Vec<(String, i32)> = keys.iter().map(|(t, p)| (t.to_string(), *p)).collect();
+        view.assign(&tpl, &keys).unwrap();
+    };
+    let key = |t: &str, p: i32| (t.to_string(), p);
+    let assigned = |view: &super::shared::SlotView| {
+        let mut all: Vec<(String, i32)> =
+            view.consumer().assignment().unwrap().elements().iter().map(|e| key(e.topic(), e.partition())).collect();
+        all.sort();
+        all
+    };
+    let (slot0, slot1) = (a.view().unwrap(), a2.view().unwrap());
+    assign(&slot0, &[("orders", 0), ("orders", 2)]);
+    assign(&slot1, &[("orders", 1)]);
+    assert_eq!(slot0.held(), vec![key("orders", 0), key("orders", 2)]);
+    assert_eq!(slot1.held(), vec![key("orders", 1)]);
+    assert_eq!(assigned(&slot0), vec![key("orders", 0), key("orders", 1), key("orders", 2)]);
+
+    // A data path's release, or its end, touches only its own partitions.
+    slot0.unassign(&[key("orders", 1), key("orders", 2)]);
+    assert_eq!(slot0.held(), vec![key("orders", 0)]);
+    assert_eq!(assigned(&slot1), vec![key("orders", 0), key("orders", 1)], "slot 1's partition stays assigned");
+
+    // The data path that replaces another takes over what its predecessor still holds.
+    let slot0_next = a.view().unwrap();
+    assign(&slot0_next, &[("orders", 0), ("orders", 2)]);
+    assert_eq!(slot0.held(), Vec::<(String, i32)>::new());
+    drop(slot0);
+    assert_eq!(assigned(&slot1), vec![key("orders", 0), key("orders", 1), key("orders", 2)]);
+    assert_eq!(slot0_next.held(), vec![key("orders", 0), key("orders", 2)]);
+
+    drop(slot0_next);
+    assert_eq!(assigned(&slot1), vec![key("orders", 1)], "a data path's end releases its partitions");
+
+    // The last user of a mirror's consumer closes it.
+    let weak = Arc::downgrade(&a);
+    drop((slot1, a, a2));
+    assert!(weak.upgrade().is_none(), "closed with its last data path");
+    assert!(!Arc::ptr_eq(&SharedConsumer::get(&config("shared-m", "p1")).unwrap(), &rotated));
+    drop((rotated, other_mirror, other_engine));
 }

@@ -348,6 +348,38 @@ where
         })
     }
 
+    /// kmirror patch (see vendor/rdkafka/PATCHES.md): a new, empty queue of this consumer. Nothing
+    /// reaches it until partitions are sent to it with [`BaseConsumer::forward_partition_queue`];
+    /// it is polled like a split partition queue.
+    pub fn new_queue(self: &Arc<Self>) -> Option<PartitionQueue<C>> {
+        let queue = unsafe { NativeQueue::from_ptr(rdsys::rd_kafka_queue_new(self.client.native_ptr())) };
+        queue.map(|queue| PartitionQueue::new(self.clone(), queue))
+    }
+
+    /// kmirror patch (see vendor/rdkafka/PATCHES.md): sends the partition's messages and fetch
+    /// errors to `queue` instead of the consumer's queue, from now on and across assignments
+    /// (librdkafka keeps a forward the application set when it starts fetching the partition).
+    /// What the partition's queue already held moves along. Returns false for a topic name
+    /// with a NUL byte; an unknown partition is created, as `split_partition_queue` does.
+    pub fn forward_partition_queue(&self, topic: &str, partition: i32, queue: &PartitionQueue<C>) -> bool {
+        let Ok(topic) = CString::new(topic) else { return false };
+        let partition_queue = unsafe {
+            NativeQueue::from_ptr(rdsys::rd_kafka_queue_get_partition(
+                self.client.native_ptr(),
+                topic.as_ptr(),
+                partition,
+            ))
+        };
+        match partition_queue {
+            // The forward is a property of the partition's queue: it outlives this handle.
+            Some(pq) => {
+                unsafe { rdsys::rd_kafka_queue_forward(pq.ptr(), queue.queue.ptr()) };
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Close the queue used by a consumer.
     /// Only exposed for advanced usage of this API and should not be used under normal circumstances.
     pub fn close_queue(&self) -> KafkaResult<()> {
