@@ -734,7 +734,8 @@ metadata_refresh_interval_ms = 10000
     fn source_consumers_are_per_slot_unless_the_engine_section_says_per_mirror() {
         use crate::engine::SourceConsumers;
         let base = "[destination]\nbootstrap_servers = \"a:1\"\n[engine]\n";
-        let resolved = |extra: &str| resolve(Some(parse_file(&format!("{base}{extra}")).unwrap()), &Overrides::default());
+        let resolved =
+            |extra: &str| resolve(Some(parse_file(&format!("{base}{extra}")).unwrap()), &Overrides::default());
         assert_eq!(resolved("").unwrap().engine.source_consumers, SourceConsumers::PerSlot);
         let shared = resolved("source_consumers = \"per-mirror\"\n").unwrap();
         assert_eq!(shared.engine.source_consumers, SourceConsumers::PerMirror);

@@ -2,6 +2,7 @@
 //! so they never drift apart) and what librdkafka's error codes mean to its loop.
 
 use super::*;
+use crate::data_path::FetchError;
 
 /// The destination producer's settings: one place for the first producer and every re-created
 /// one (a fence), so they can never drift apart.
@@ -152,6 +153,25 @@ pub(super) fn txn_error_kind(fatal: bool, code: Option<RDKafkaErrorCode>) -> Txn
 pub(super) fn txn_error(e: &RdError) -> TxnError {
     let fatal = matches!(e, RdError::Transaction(te) if te.is_fatal());
     TxnError::new(txn_error_kind(fatal, e.rdkafka_error_code()), e.to_string())
+}
+
+/// What a consumer error means to the loop. rdkafka 0.39 drops the partition of a consumer
+/// error, so an error that may mean a position outside the log makes the loop check them all.
+pub(super) fn fetch_error(e: &RdError) -> FetchError {
+    let code = e.rdkafka_error_code();
+    let text = e.to_string();
+    if let Some(what) = crate::kafka::admin::refusal_kind(code, &text) {
+        return FetchError::Refused { what: what.to_string(), message: crate::kafka::client::scrub_secrets(&text) };
+    }
+    match code {
+        Some(
+            RDKafkaErrorCode::OffsetOutOfRange
+            | RDKafkaErrorCode::AutoOffsetReset
+            | RDKafkaErrorCode::UnknownTopicOrPartition
+            | RDKafkaErrorCode::UnknownTopic,
+        ) => FetchError::OutOfLog(text),
+        _ => FetchError::Transient(text),
+    }
 }
 
 /// The settings of the short-lived destination reader that learns a commit's outcome after a

@@ -188,7 +188,7 @@ fn dispatch(consumer: &BaseConsumer, inboxes: &Mutex<HashMap<u64, Arc<Inbox>>>, 
         match consumer.poll(DISPATCH_POLL) {
             None => {}
             Some(Err(e)) => {
-                let error = super::source::fetch_error(&e);
+                let error = fetch_error(&e);
                 for inbox in lock(inboxes).values() {
                     inbox.push(error.clone());
                 }
@@ -220,7 +220,7 @@ impl SlotView {
         if let Some(e) = self.inbox.pop() {
             return Some(Err(e));
         }
-        self.queue.poll(wait).map(|r| r.map_err(|e| super::source::fetch_error(&e)))
+        self.queue.poll(wait).map(|r| r.map_err(|e| fetch_error(&e)))
     }
 
     /// Assigns the partitions to the shared consumer with their records going to this view's

@@ -88,25 +88,6 @@ impl SourceRecord for BorrowedMessage<'_> {
     }
 }
 
-/// What a consumer error means to the loop. rdkafka 0.39 drops the partition of a consumer
-/// error, so an error that may mean a position outside the log makes the loop check them all.
-pub(super) fn fetch_error(e: &RdError) -> FetchError {
-    let code = e.rdkafka_error_code();
-    let text = e.to_string();
-    if let Some(what) = crate::kafka::admin::refusal_kind(code, &text) {
-        return FetchError::Refused { what: what.to_string(), message: crate::kafka::client::scrub_secrets(&text) };
-    }
-    match code {
-        Some(
-            RDKafkaErrorCode::OffsetOutOfRange
-            | RDKafkaErrorCode::AutoOffsetReset
-            | RDKafkaErrorCode::UnknownTopicOrPartition
-            | RDKafkaErrorCode::UnknownTopic,
-        ) => FetchError::OutOfLog(text),
-        _ => FetchError::Transient(text),
-    }
-}
-
 impl SourceFetcher for Source {
     type Record<'a> = BorrowedMessage<'a>;
 
