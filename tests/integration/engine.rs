@@ -48,6 +48,11 @@ impl TestEngine {
         config
     }
 
+    /// The same with one source consumer per mirror, shared by its slot data paths.
+    pub fn config_sharing_source_consumers() -> EngineConfig {
+        EngineConfig { source_consumers: SourceConsumers::PerMirror, ..Self::config() }
+    }
+
     pub async fn with_config(config: EngineConfig) -> TestEngine {
         let (handle, join) = engine::start(config.clone()).await.expect("engine starts");
         TestEngine { handle, config, join: Some(join) }
@@ -258,9 +263,7 @@ async fn mirrors_exactly_with_aborted_transactions_and_compaction() {
 /// engine's four slots reads its partitions of the three topics from its own queue of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_exactly_with_a_source_consumer_shared_by_the_slots() {
-    let mut config = TestEngine::config();
-    config.source_consumers = SourceConsumers::PerMirror;
-    mirrors_exactly_with(config).await;
+    mirrors_exactly_with(TestEngine::config_sharing_source_consumers()).await;
 }
 
 async fn mirrors_exactly_with(config: EngineConfig) {
@@ -655,9 +658,7 @@ async fn failover_of_several_topics_under_load_is_one_clean_stop() {
 /// each slot's partitions from the shared consumer without touching the other slots'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_under_load_with_a_source_consumer_shared_by_the_slots() {
-    let mut config = TestEngine::config();
-    config.source_consumers = SourceConsumers::PerMirror;
-    failover_under_load_with(config).await;
+    failover_under_load_with(TestEngine::config_sharing_source_consumers()).await;
 }
 
 async fn failover_under_load_with(config: EngineConfig) {

@@ -37,15 +37,15 @@ fn slot_data_paths_share_the_mirror_prefetch_budget() {
     assert_eq!(prefetch_kbytes(0), 64 << 10);
 }
 
-#[test]
-fn the_outcome_reader_sees_only_committed_records_and_the_end() {
-    let config = PipeConfig {
+/// A data path's settings for the client-settings tests; each test changes what it is about.
+fn pipe_config() -> PipeConfig {
+    PipeConfig {
         mirror: "m".into(),
         slot: 0,
         source_bootstrap: "src:9092".into(),
         source_properties: BTreeMap::new(),
         destination_bootstrap: "dst:9092".into(),
-        destination_properties: BTreeMap::from([("security.protocol".to_string(), "SASL_SSL".to_string())]),
+        destination_properties: BTreeMap::new(),
         transactional_id: "t".into(),
         commit_interval: Duration::from_millis(1000),
         early_commit_interval: Duration::from_millis(50),
@@ -55,6 +55,14 @@ fn the_outcome_reader_sees_only_committed_records_and_the_end() {
         prefetch_kbytes: prefetch_kbytes(1),
         throttle: Default::default(),
         shared_source_consumer: None,
+    }
+}
+
+#[test]
+fn the_outcome_reader_sees_only_committed_records_and_the_end() {
+    let config = PipeConfig {
+        destination_properties: BTreeMap::from([("security.protocol".to_string(), "SASL_SSL".to_string())]),
+        ..pipe_config()
     };
     let cfg = outcome_consumer_config(&config).unwrap();
     assert_eq!(cfg.get("bootstrap.servers"), Some("dst:9092"));
@@ -67,21 +75,8 @@ fn the_outcome_reader_sees_only_committed_records_and_the_end() {
 #[test]
 fn consumer_tuning_defaults_yield_to_the_user_but_correctness_settings_do_not() {
     let config = |props: &[(&str, &str)]| PipeConfig {
-        mirror: "m".into(),
-        slot: 0,
-        source_bootstrap: "src:9092".into(),
         source_properties: props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        destination_bootstrap: "dst:9092".into(),
-        destination_properties: BTreeMap::new(),
-        transactional_id: "t".into(),
-        commit_interval: Duration::from_millis(1000),
-        early_commit_interval: Duration::from_millis(50),
-        commit_max_bytes: 1 << 20,
-        state_topic: "__mirror_state".into(),
-        transaction_timeout: Duration::from_secs(10),
-        prefetch_kbytes: prefetch_kbytes(1),
-        throttle: Default::default(),
-        shared_source_consumer: None,
+        ..pipe_config()
     };
     let defaults = consumer_config(&config(&[])).unwrap();
     assert_eq!(defaults.get("fetch.max.bytes"), Some("16777216"));
@@ -171,20 +166,11 @@ fn a_mirror_s_data_paths_share_one_source_consumer_and_keep_to_their_partitions(
     // Nothing here talks to a broker: clients connect lazily and a manual assignment is local.
     let config = |mirror: &str, password: &str| PipeConfig {
         mirror: mirror.into(),
-        slot: 0,
         source_bootstrap: "127.0.0.1:1".into(),
         source_properties: BTreeMap::from([("sasl.password".to_string(), password.to_string())]),
-        destination_bootstrap: "dst:9092".into(),
-        destination_properties: BTreeMap::new(),
-        transactional_id: "t".into(),
-        commit_interval: Duration::from_millis(1000),
-        early_commit_interval: Duration::from_millis(50),
-        commit_max_bytes: 1 << 20,
-        state_topic: "__mirror_state".into(),
-        transaction_timeout: Duration::from_secs(10),
         prefetch_kbytes: prefetch_kbytes(16),
-        throttle: Default::default(),
         shared_source_consumer: Some("c/i".into()),
+        ..pipe_config()
     };
     let a = SharedConsumer::get(&config("shared-m", "p1")).unwrap();
     let a2 = SharedConsumer::get(&config("shared-m", "p1")).unwrap();
