@@ -56,7 +56,13 @@ pub(super) fn read_committed_range(
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "earliest")
-        .set("fetch.queue.backoff.ms", "10");
+        .set("fetch.queue.backoff.ms", "10")
+        // A read to a known end, not a tail: the fetch that finds a partition at its end (the
+        // only one that reports the end when the last offsets are transaction markers) should
+        // come back at once, not after librdkafka's 500 ms long-poll. A failback start reads the
+        // source's state topic and counts the records it will copy this way, while the operator
+        // waits for the answer.
+        .set("fetch.wait.max.ms", "10");
     let consumer: BaseConsumer<EofReaderContext> = create_with_context(&cfg, EofReaderContext, op)?;
     let mut tpl = TopicPartitionList::new();
     for (p, offset) in starts.iter().filter(|(p, _)| remaining.contains_key(p)) {
@@ -90,6 +96,9 @@ pub(super) fn read_committed_range(
             }
         }
     }
+    // Closing a consumer waits for its threads to end (~100 ms on the rig): the caller has what
+    // it asked for, and a failback start reads twice this way while the operator waits.
+    let _ = std::thread::Builder::new().name("kmirror-reader-close".into()).spawn(move || drop(consumer));
     Ok(())
 }
 

@@ -132,7 +132,9 @@ impl Planner {
         source_starts: Option<&BTreeMap<i32, i64>>,
     ) -> Result<Option<FailbackPlan>, Problem> {
         let topic = self.topic.as_str();
+        let began = std::time::Instant::now();
         let remote = self.source_state(&format!("to look for a failback lineage of {topic:?}"), "").await?;
+        let read_state = began.elapsed();
         let found =
             match crate::engine::failback::find(&remote, topic, &self.destination_cluster_id, Some(dest_topic_id)) {
                 Ok(Some(found)) => found,
@@ -164,7 +166,9 @@ impl Planner {
             let from = here[&p].divergence_point().max(starts.get(&p).copied().unwrap_or(0));
             ranges.push((p, from, stable.get(&p).copied().unwrap_or(0)));
         }
+        let scanned_from = std::time::Instant::now();
         let scans = self.ports.scan_destination(&self.config, topic, ranges).await.map_err(unavailable)?;
+        let scan_here = scanned_from.elapsed();
         let mut plan = FailbackPlan {
             from_mirror: found.mirror.clone(),
             positions: BTreeMap::new(),
@@ -221,7 +225,16 @@ impl Planner {
                 ),
             });
         }
+        let counted_from = std::time::Instant::now();
         plan.preview.partitions = self.failback_copies(&plan.positions).await?;
+        tracing::debug!(
+            %topic,
+            total_ms = began.elapsed().as_millis(),
+            source_state_ms = read_state.as_millis(),
+            destination_scan_ms = scan_here.as_millis(),
+            count_copies_ms = counted_from.elapsed().as_millis(),
+            "failback plan"
+        );
         Ok(Some(plan))
     }
 

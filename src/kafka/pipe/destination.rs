@@ -150,6 +150,11 @@ impl Client {
         let producer: ThreadedProducer<PipeProducerContext> = producer_config(config)
             .and_then(|cfg| create_with_context(&cfg, PipeProducerContext { log: DeliveryLog::default() }, "producer"))
             .map_err(StartError::Producer)?;
+        crate::kafka::client::connect_before_transactions(
+            producer.client(),
+            &config.state_topic,
+            config.transaction_timeout,
+        );
         producer.init_transactions(config.transaction_timeout).map_err(StartError::InitTransactions)?;
         let follow_source = !sets_property(&config.destination_properties, "compression.type");
         Ok(Client { follow_source, topics: HashMap::new(), producer })
