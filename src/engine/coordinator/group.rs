@@ -638,9 +638,14 @@ impl Coordinator {
             }
         }
         // Records another instance mirrored: its transactions' runs (bytes are not recorded).
+        // Only a data path's transactions carry a position; runs without one are a whole offset
+        // map a failback inherited (`persist::offset_map_batches`): history, not records copied.
+        // Counted, they added the other direction's whole copy to a partition whose slot this
+        // instance did not own yet when the tail read them.
         for rec in &decoded {
             if let StateRecord::OffsetRuns(e) = rec
                 && let Some(v) = &e.value
+                && v.position.is_some()
                 && let Some(t) = self.topic_name(&e.key.mirror, &e.key.topic_id)
                 && !self.owns_partition(&e.key.mirror, &t, e.key.partition)
                 && let Ok(rt) = self.mirrors.partition_mut(&e.key.mirror, &t, e.key.partition)

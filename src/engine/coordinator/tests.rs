@@ -1467,6 +1467,47 @@ async fn a_lost_command_that_no_longer_applies_is_dropped() {
     g.shutdown().await;
 }
 
+/// Group ownership: what another instance copied of a partition this one does not own is
+/// counted from that instance's transactions (offset runs with a position). An offset map written
+/// whole, without one (what a failback inherits from the other direction's mirror), is history:
+/// counted, it added the other direction's whole copy to the partition's records mirrored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_copied_elsewhere_count_transactions_not_an_inherited_offset_map() {
+    use crate::kafka::state_log::{LogRecord, TailBatch};
+    use crate::store::{Entry, OffsetRunsValue, PositionValue, RunValue, StateRecord};
+    let (g, _) = GroupRig::partition_0_elsewhere().await;
+    let before = g.rig.partition("m", "orders", 0).records_mirrored;
+    let topic_id = g.own_record("orders", 0).topic_id;
+    let runs = |run: RunValue, position: Option<PositionValue>| {
+        let value = OffsetRunsValue {
+            mirror: "m".into(),
+            topic_id: topic_id.clone(),
+            partition: 0,
+            new_lineage: false,
+            runs: vec![run],
+            position,
+        };
+        let e = StateRecord::OffsetRuns(Entry::put(value.key().expect("a key"), value))
+            .encode(std::num::NonZeroU32::new(4).unwrap());
+        LogRecord { partition: e.partition, offset: 1_000_000, key: Some(e.key), value: e.value }
+    };
+    let inherited = runs(RunValue(0, 0, 1_000), None);
+    let position = PositionValue { next_source_offset: 1_005, source_leader_epoch: 0, destination_end_offset: 1_006 };
+    let transaction = runs(RunValue(1_000, 1_000, 5), Some(position));
+    g.tail.send(TailBatch { records: vec![inherited, transaction], positions: Vec::new() }).unwrap();
+    // One snapshot is published after the whole batch: the first change is its whole effect.
+    let after = g
+        .rig
+        .until("the other instance's transaction counted", |s| {
+            let t = s.mirror("m")?.topic("orders")?;
+            let p = t.partitions.iter().find(|x| x.partition == 0)?;
+            (p.records_mirrored != before).then_some(p.records_mirrored)
+        })
+        .await;
+    assert_eq!(after, before + 5, "the transaction's 5 records, not the inherited map's 1,000");
+    g.shutdown().await;
+}
+
 /// Group ownership: a lifecycle call records a partition this instance does not own as a command
 /// for its owner; the partitions it owns it carries out itself, as plain transitions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
