@@ -784,6 +784,22 @@ def summarize(raw):
 # ----- docs/performance.md and the README --------------------------------------------------------
 
 
+def mismatch_phrase(mismatches):
+    """How the README names a run's content mismatches: whose copies they were (kmirror's or a
+    peer's: MirrorMaker 2 runs are named "mm2" / "mm2eos"), so a peer's short copy is not read as
+    kmirror's."""
+    peers = [m for m in mismatches if any(w.startswith("mm2") for w in m.split())]
+    own = [m for m in mismatches if m not in peers]
+    parts = []
+    if own:
+        parts.append("**kmirror content mismatches**: " + "; ".join(own))
+    else:
+        parts.append("every kmirror copy equal to its source")
+    if peers:
+        parts.append("MirrorMaker 2 copies not equal to their source (left out of the figures): " + "; ".join(peers))
+    return ", ".join(parts) + "."
+
+
 def latest_full():
     """(folder name, results) of the newest publishable run, or (None, None)."""
     best = None
@@ -845,8 +861,8 @@ def summary_lines(root=""):
     med = lambda r, key: (r["ratios"].get(key) or {}).get("median")
     met = sum(1 for t in d["targets"] if t["verdict"] == "met")
     lines = [f"- From the full run [`{name}`]({root}bench/results/{name}/report.md) (commit {d['meta']['commit']['short']}, "
-             f"{d['meta']['machine']['nproc']} cores): {met} of {len(d['targets'])} targets met; every copy checked "
-             + ("equal to its source." if not d["content"]["mismatches"] else "— **content mismatches**, see the report.")]
+             f"{d['meta']['machine']['nproc']} cores): {met} of {len(d['targets'])} targets met; every copy checked"
+             + (" equal to its source." if not d["content"]["mismatches"] else ": " + mismatch_phrase(d["content"]["mismatches"]))]
     if tp:
         lines.append(
             f"- **Throughput** (1 KiB records, none/lz4, 8/64 partitions, one instance): kmirror / MirrorMaker 2 "
