@@ -64,10 +64,7 @@ pub fn fetched_end(consumer: &BaseConsumer, topic: &str, partition: i32) -> Opti
 /// copies the whole assignment: a consumer shared by a mirror's data paths holds all of theirs).
 /// A partition without a known position is left out.
 pub fn positions_of(consumer: &BaseConsumer, partitions: &[(String, i32)]) -> Vec<((String, i32), i64)> {
-    let mut tpl = TopicPartitionList::with_capacity(partitions.len());
-    for (topic, partition) in partitions {
-        tpl.add_partition(topic, *partition);
-    }
+    let tpl = partition_list(partitions);
     // SAFETY: the client pointer is live for the borrow of `consumer`; `tpl` is live and owned,
     // and librdkafka only writes its elements' offsets and errors.
     let err = unsafe { rd::rd_kafka_position(consumer.client().native_ptr(), tpl.ptr()) };
@@ -81,6 +78,23 @@ pub fn positions_of(consumer: &BaseConsumer, partitions: &[(String, i32)]) -> Ve
             _ => None,
         })
         .collect()
+}
+
+/// An rdkafka partition list of these partitions, without offsets.
+pub fn partition_list(partitions: &[(String, i32)]) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::with_capacity(partitions.len());
+    for (topic, partition) in partitions {
+        tpl.add_partition(topic, *partition);
+    }
+    tpl
+}
+
+/// Stops the consumer reading these partitions (an incremental unassign). A failure is logged,
+/// not returned: the callers forget the partitions either way.
+pub fn unassign_partitions(consumer: &BaseConsumer, partitions: &[(String, i32)], mirror: &str) {
+    if let Err(e) = consumer.incremental_unassign(&partition_list(partitions)) {
+        tracing::warn!(%mirror, error = %e, "incremental unassign failed");
+    }
 }
 
 /// Builds an rdkafka partition list at the given positions, with leader epochs set where known.

@@ -114,7 +114,7 @@ impl SharedConsumer {
             properties: config.source_properties.clone(),
             prefetch_kbytes: config.prefetch_kbytes,
         };
-        let mut registry = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        let mut registry = lock(&SHARED);
         registry.retain(|e| e.shared.strong_count() > 0);
         if let Some(shared) = registry.iter().find(|e| e.key == key).and_then(|e| e.shared.upgrade()) {
             return Ok(shared);
@@ -272,13 +272,7 @@ impl SlotView {
         if keys.is_empty() {
             return;
         }
-        let mut tpl = TopicPartitionList::with_capacity(keys.len());
-        for (t, p) in keys {
-            tpl.add_partition(t, *p);
-        }
-        if let Err(e) = self.shared.consumer.incremental_unassign(&tpl) {
-            tracing::warn!(mirror = %self.shared.mirror, error = %e, "incremental unassign failed");
-        }
+        crate::kafka::consumer::unassign_partitions(&self.shared.consumer, keys, &self.shared.mirror);
         for key in keys {
             owners.remove(key);
         }

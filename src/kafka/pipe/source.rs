@@ -4,7 +4,6 @@
 //! position may have fallen out of the log.
 
 use rdkafka::Offset;
-use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
@@ -12,7 +11,7 @@ use super::shared::{SharedConsumer, SlotView};
 use super::*;
 use crate::data_path::{ClientError, FetchError, Key, SourceFetcher, SourceRecord};
 use crate::kafka::client::create;
-use crate::kafka::consumer::{fetched_end, message_codec, message_leader_epoch, position_list};
+use crate::kafka::consumer::{fetched_end, message_codec, message_leader_epoch, position_list, unassign_partitions};
 use crate::kafka::types::{IsolationLevel, OffsetSpec, PartitionPosition};
 
 /// The source reader of a slot's data path.
@@ -121,13 +120,7 @@ impl SourceFetcher for Source {
             Reader::Own(consumer) => consumer,
             Reader::Shared(view) => return view.unassign(partitions),
         };
-        let mut tpl = TopicPartitionList::with_capacity(partitions.len());
-        for (t, p) in partitions {
-            tpl.add_partition(t, *p);
-        }
-        if let Err(e) = consumer.incremental_unassign(&tpl) {
-            tracing::warn!(mirror = %self.mirror, error = %e, "incremental unassign failed");
-        }
+        unassign_partitions(consumer, partitions, &self.mirror);
     }
 
     fn unassign_all(&self) {
