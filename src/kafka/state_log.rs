@@ -169,7 +169,12 @@ impl StateTail {
         let consumer: BaseConsumer = create(&cfg, "state tail")?;
         let mut tpl = TopicPartitionList::new();
         for (p, offset) in start {
-            let o = offset.map_or(Offset::Beginning, Offset::Offset);
+            // A partition to read from its beginning starts at offset 0, not `Offset::Beginning`:
+            // a logical offset is looked up before the first fetch, and the first records came
+            // about 500 ms later (a takeover waits for the tail to reach the end of its slot, so
+            // that was 500 ms on a fresh instance's first start). A log that no longer starts at
+            // 0 answers out of range, and `auto.offset.reset` moves the tail to its start.
+            let o = Offset::Offset(offset.unwrap_or(0));
             tpl.add_partition_offset(topic, *p, o)
                 .map_err(|e| KafkaError::InvalidArgument { operation: OP, message: e.to_string() })?;
         }

@@ -7,6 +7,7 @@ use crate::domain::lineage::{LogBounds, StartDecision, StartInput, decide_start}
 use crate::domain::quarantine::QuarantinedPartition;
 use crate::domain::topic_call::TopicCall;
 
+use super::planning::Copies;
 use super::*;
 
 impl Coordinator {
@@ -122,7 +123,7 @@ impl Coordinator {
                         let id = d.topic_id.to_string();
                         failback = self
                             .off_loop_plan(mirror, topic, move |p| async move {
-                                p.failback_plan(&id, partitions, &by_partition, None).await
+                                p.failback_plan(&id, partitions, &by_partition, None, Copies::Skip).await
                             })
                             .await?;
                     }
@@ -190,7 +191,9 @@ impl Coordinator {
         if existing.is_some() && truncation == Truncation::None {
             let (id, ends) = (dest_topic.topic_id.to_string(), dest_ends.clone());
             failback = self
-                .off_loop_plan(mirror, topic, move |p| async move { p.restart_plan(&id, partitions, &ends).await })
+                .off_loop_plan(mirror, topic, move |p| async move {
+                    p.restart_plan(&id, partitions, &ends, Copies::Skip).await
+                })
                 .await?;
         }
 

@@ -2601,3 +2601,12 @@ fn a_kafka_failure_is_the_problem_of_its_cluster() {
     assert_eq!(Cluster::Source.error_code(), ErrorCode::SourceUnreachable);
     assert_eq!(Cluster::Destination.error_code(), ErrorCode::DestinationUnavailable);
 }
+
+#[test]
+fn background_publishes_follow_what_a_publish_costs() {
+    // A small deployment shows a commit within ~10 ms; a large one keeps publishing at most
+    // every 100 ms, about 5 % of a core whatever a publish takes.
+    assert_eq!(publish_every(Duration::from_micros(50)), PUBLISH_EVERY_MIN);
+    assert_eq!(publish_every(Duration::from_millis(2)), Duration::from_millis(40));
+    assert_eq!(publish_every(Duration::from_millis(30)), PUBLISH_EVERY);
+}
