@@ -7,7 +7,7 @@ use crate::domain::lineage::{LogBounds, StartDecision, StartInput, decide_start}
 use crate::domain::quarantine::QuarantinedPartition;
 use crate::domain::topic_call::TopicCall;
 
-use super::planning::Copies;
+use super::failback::Copies;
 use super::*;
 
 impl Coordinator {
