@@ -10,21 +10,23 @@ machine shared with compilers took about 1.5x its estimate.
 
 import argparse
 
-# Per throughput run: (fixed seconds, MiB/s of the drain). The rates are the slow ends of earlier
-# full runs at 1 GiB per scenario (kmirror 180-310 MiB/s, MM2 90-140, B 200-250).
+# Per throughput run: (fixed seconds, MiB/s of the drain), fitted to the phase timings of the
+# complete full runs on this kind of box (throughput phase 18-21 min; MM2's JVM start-up ~10 s,
+# kmirror 220-380 MiB/s, MM2 80-150, MM2-EOS 60-85, B and BT 190-360), on the slow side.
 RUN = {
     "C": (4, 900),
     "P": (6, 250),
-    "B": (7, 180),
-    "BT": (8, 160),
-    "kmirror": (12, 180),
-    "mm2": (24, 90),
-    "mm2eos": (26, 60),
+    "B": (3, 300),
+    "BT": (3, 250),
+    "kmirror": (3, 300),
+    "mm2": (10, 110),
+    "mm2eos": (10, 70),
 }
 # A content check reads the destination (and, once per scenario, the source) at ~600 MiB/s.
 CHECK_FIXED, CHECK_MIB_S = 3, 600
-# Per latency run, before the load: clean-up, start, the probe through the mirror.
-LATENCY_FIXED = {"kmirror": 12, "mm2": 22, "mm2eos": 24}
+# Per latency run, before the load: clean-up, start, the probe through the mirror (13-24 s per run
+# on top of its load in the full runs, MM2's JVM start-up most of it).
+LATENCY_FIXED = {"kmirror": 6, "mm2": 16, "mm2eos": 18}
 LATENCY_LOAD_MIB_S = 30  # 50 % of the slower MM2's drain rate, roughly
 
 
@@ -55,7 +57,8 @@ def estimate(a):
     steps = [int(x) for x in a.idle_steps.split(",") if x]
     top = max(steps or [0])
     if steps:
-        t["idle"] = 15 + top / 2000 + start_s(top) + len(steps) * (a.idle_settle + 11)
+        # per step: the settle time, then 15 samples 2 s apart
+        t["idle"] = 15 + top / 2000 + start_s(top) + len(steps) * (a.idle_settle + 32)
         if a.mm2_idle:
             for p in steps:
                 # a step MM2 cannot take is found in its log within a minute
@@ -70,10 +73,10 @@ def estimate(a):
         if top == fp and "0" in rates:  # the idle step's mirror is failed over: no start
             t["failover"] -= start_s(fp) + 20
     if a.takeover_runs:
-        t["takeover"] = 50 + a.takeover_runs * 25 + 15
+        t["takeover"] = 30 + a.takeover_runs * 12 + 10
     if a.failback_runs:
         # both clusters restarted, preload, forward copy, 1 %, failback (a full copy for resync), check
-        t["failback"] = a.failback_runs * (2 * (40 + size / 200 + size / 180 + CHECK_FIXED + 2 * size / CHECK_MIB_S) + size / 150)
+        t["failback"] = a.failback_runs * (2 * (20 + size / 200 + size / 180 + CHECK_FIXED + 2 * size / CHECK_MIB_S) + size / 150)
     t["brokers"] = 40
     if a.build:
         t["build"] = 60  # incremental; a first release build takes ~10 min more
