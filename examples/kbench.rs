@@ -883,13 +883,17 @@ struct Drained {
 /// once, took 35 s, 33 of them CPU in that walk (perf), where 3,000 took 2.8 s.
 const DRAIN_GROUP: usize = 500;
 
+/// How long a group's partitions may stay silent in [`drain`] once records came. A consumer of
+/// 10,000 partitions assigned at once went quiet for over 20 s with most of them unread; a group
+/// of [`DRAIN_GROUP`] does not.
+const DRAIN_SILENCE: Duration = Duration::from_secs(20);
+
 /// Reads every partition of `topics` from its start to the end offsets at call time, up to
 /// [`DRAIN_GROUP`] partitions at a time. A partition is done when a record at or past its last
 /// offset arrived, when the consumer's position passed the end (the tail is control records:
 /// transaction markers), or when it holds `limit` records (records past the limit are not
-/// counted). Gives up on a group's partitions that stay silent for 20 s once records came (10 ms
-/// per partition of the group when that is longer), and says how many it gave up on
-/// (`unfinished`).
+/// counted). Gives up on a group's partitions that stay silent for [`DRAIN_SILENCE`] once records
+/// came, and says how many it gave up on (`unfinished`).
 fn drain(
     consumer: &BaseConsumer,
     topics: &[String],
@@ -927,7 +931,6 @@ fn drain(
         }
         consumer.assign(&tpl).unwrap_or_else(|e| die(format!("assign: {e}")));
         let mut remaining = group.len();
-        let idle = Duration::from_secs(20).max(Duration::from_millis(10 * group.len() as u64));
         let mut group_records = 0u64;
         let mut last_msg = Instant::now();
         let mut last_position_check = Instant::now();
@@ -935,8 +938,8 @@ fn drain(
             if Instant::now() > deadline {
                 die(format!("drain of {what} timed out with {} partitions unfinished", unfinished + remaining));
             }
-            if group_records > 0 && last_msg.elapsed() > idle {
-                eprintln!("kbench: {remaining} partition(s) of {what} silent for {idle:?}; stopping");
+            if group_records > 0 && last_msg.elapsed() > DRAIN_SILENCE {
+                eprintln!("kbench: {remaining} partition(s) of {what} silent for {DRAIN_SILENCE:?}; stopping");
                 break;
             }
             match consumer.poll(Duration::from_millis(100)) {
