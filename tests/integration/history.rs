@@ -139,53 +139,29 @@ async fn history_fills_while_a_mirror_runs_and_a_paused_one_says_paused() {
 async fn the_estimate_of_a_mirror_catching_up_is_finite_and_shrinks() {
     let _rig = shared().await;
     let t = TestTopic::create(Cluster::Source, "hist-eta", 1, &[]).await;
-    // A backlog in many small batches, mirrored slowly: fetches of at most ~1 KB (one small batch
-    // each) keep the mirror busy for a while.
+    // A backlog of about 4 MB, mirrored under a throttle of 256 KiB/s: about 16 s to catch up
+    // however fast the machine is (without the throttle a fast machine copies it before the
+    // estimate has its first samples).
     let name = t.name.clone();
-    let backlog = 60_000;
-    tokio::task::spawn_blocking(move || {
-        let p = producer(Cluster::Source, &[("enable.idempotence", "true"), ("batch.size", "1"), ("linger.ms", "0")]);
-        for r in recs(backlog, 1, 200) {
-            let mut br: rdkafka::producer::BaseRecord<'_, Vec<u8>, Vec<u8>> =
-                rdkafka::producer::BaseRecord::to(&name).partition(r.partition);
-            let (k, v) = (r.key.unwrap(), r.value.unwrap());
-            br = br.key(&k).payload(&v);
-            loop {
-                match p.send(br) {
-                    Ok(()) => break,
-                    Err((_, back)) => {
-                        std::thread::sleep(Duration::from_millis(2));
-                        br = back;
-                    }
-                }
-            }
-        }
-        rdkafka::producer::Producer::flush(&p, Duration::from_secs(120)).expect("flush");
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &recs(20_000, 1, 200))).await.unwrap();
 
     let eng = TestEngine::start().await;
     let srv = TestServer::start(eng.handle.clone(), tokens()).await;
     let mirror = unique("hist-eta");
     let mp = format!("/api/v1/mirrors/{mirror}");
     let mut body = mirror_body(&mirror);
-    for (k, v) in [
-        ("fetch.max.bytes", "1024"),
-        ("max.partition.fetch.bytes", "1024"),
-        ("message.max.bytes", "1000"),
-        ("receive.message.max.bytes", "2048"),
-    ] {
-        body["source"]["properties"][k] = json!(v);
-    }
+    body["replication_throttle_bytes_per_sec"] = json!(256 * 1024);
     srv.post("/api/v1/mirrors", ADMIN, body).await.ok(201);
     srv.post(&format!("{mp}/topics:start"), OPERATOR, json!({"topics": [t.name]})).await.ok(200);
     let tp = format!("{mp}/topics/{}/history?window=1m", t.name);
 
-    let first = eventually("a finite estimate", Duration::from_secs(90), || async {
+    // The last answer seen goes into the failure message: what the estimate said instead.
+    let last = std::sync::Mutex::new(Value::Null);
+    let first = eventually_or("a finite estimate", Duration::from_secs(90), || async {
         let h = history(&srv, &tp).await;
+        *last.lock().unwrap() = json!({"eta": h["eta"], "snapshot": eng.handle.snapshot().mirror(&mirror).and_then(|m| m.topic(&t.name)).map(|t| format!("{:?}", t.partitions))});
         h["eta"]["seconds"].as_u64().filter(|_| h["eta"]["status"] == "eta").map(|s| (s, h))
-    })
+    }, || last.lock().unwrap().to_string())
     .await;
     let (first_seconds, h) = first;
     assert!(h["eta"]["text"].as_str().is_some_and(|t| t.starts_with("about ")), "{h}");

@@ -121,7 +121,16 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// Polls `check` until it returns `Some`, or panics with `what` after `deadline`.
-pub async fn eventually<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, deadline: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_or(what, deadline, check, || "not recorded".to_string()).await
+}
+
+/// [`eventually`], with `said` (what the check last saw) in the failure message.
+pub async fn eventually_or<T, F, Fut>(what: &str, deadline: Duration, mut check: F, said: impl Fn() -> String) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -131,7 +140,7 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting for {what}");
+        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting for {what}; last seen: {}", said());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
