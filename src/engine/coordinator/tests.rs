@@ -844,6 +844,40 @@ async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     assert!(rig.world.pipes.held("m").is_empty());
 }
 
+/// A start's data paths start before its state write and preparation, not after them: their
+/// clients' start-up (a consumer, a transactional producer, `init_transactions`: 100-300 ms on
+/// Kafka) overlaps the preparation's source reads, so a first start (a failback in particular)
+/// copies that much sooner. Here the source answers in 300 ms: the data paths run before any
+/// partition of the start is recorded PREPARING.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_s_data_paths_start_before_its_preparation() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.source.add_topic("orders", 2, 3);
+    rig.source.set_delay(Duration::from_millis(300));
+    let start = {
+        let engine = rig.engine.clone();
+        let names = vec!["orders".to_string()];
+        tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
+    };
+    let recorded = |state: &'static str| {
+        move |r: crate::store::StateRecord| match r {
+            crate::store::StateRecord::PartitionState(e) => e.value.filter(|v| v.topic == "orders" && v.state == state),
+            _ => None,
+        }
+    };
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while rig.world.pipes.started("m") == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no data path started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(latest_record(&rig.world, recorded("PREPARING")).is_none(), "data paths started after the preparation");
+    let r = start.await.expect("the start's task");
+    assert_eq!(refusal(&r), None, "{r:?}");
+    rig.source.set_delay(Duration::ZERO);
+    rig.caught_up("m", "orders").await;
+}
+
 /// A start whose partitions were recorded PREPARING but whose MIRRORING record the state topic
 /// did not take (it stopped answering while the start positions were read): the partitions go
 /// FAILED and are retried to MIRRORING once it answers, instead of showing MIRRORING with no data
