@@ -517,6 +517,14 @@ impl FakeState {
         lock(&self.inner).mode = mode;
     }
 
+    /// Appends `records` as one committed transaction of a writer the engine does not know (a
+    /// data path left behind by an earlier incarnation).
+    pub(crate) fn append_foreign(&self, records: &[StateWrite]) {
+        let id = "fake: a writer left behind";
+        let generation = self.open(id);
+        self.append(id, generation, records).expect("the fake state topic takes the records");
+    }
+
     /// Every record written so far.
     pub(crate) fn records(&self) -> Vec<LogRecord> {
         lock(&self.inner).records.clone()

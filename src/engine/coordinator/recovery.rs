@@ -267,8 +267,75 @@ impl Coordinator {
             .into_iter()
             .filter(|(t, p)| self.slot_of(mirror, t, *p) == Some(slot))
             .collect();
+        if !self.in_group() && !self.adopt_committed_positions(mirror, &mirroring).await {
+            return;
+        }
         self.reassign_mirroring(mirror, &mirroring).await;
         let _ = self.flush().await;
+    }
+
+    /// After a data path was replaced (its init fenced every other writer with the slot's
+    /// transactional id), takes the positions the state topic holds for `parts` where they are
+    /// ahead of the ones here. A writer left behind (this process's or an earlier instance's, whose
+    /// producer was re-created after a timeout) may have committed records and their positions
+    /// after this process last heard of them; resuming from the older positions would copy those
+    /// records again, and the destination ends, read afresh, would not show it. Reading the state
+    /// topic costs what a start-up read does; it happens only after a producer failure.
+    ///
+    /// Standalone only: in a group a fenced slot is let go and taken over from the state tail.
+    /// Returns false when the state could not be read: the partitions then go FAILED (retried;
+    /// their preparation compares the destination with their positions before anything is
+    /// copied).
+    async fn adopt_committed_positions(&mut self, mirror: &str, parts: &[(String, i32)]) -> bool {
+        if parts.is_empty() {
+            return true;
+        }
+        let records = match read_state(&self.config, &*self.ports).await {
+            Ok(records) => records,
+            Err(e) => {
+                let message = format!("the committed positions could not be read after a producer failure: {e}");
+                for (t, p) in parts {
+                    self.fail(mirror, t, *p, ErrorCode::StateStoreUnavailable, message.clone());
+                }
+                let _ = self.flush().await;
+                return false;
+            }
+        };
+        let (mut loaded, _) = persist::load(&records, &self.config.sealer);
+        let Some(stored) = loaded.mirrors.iter().find(|m| m.stored.spec.name == mirror) else { return true };
+        let mut adopted = Vec::new();
+        for t in &stored.topics {
+            for (p, rec) in &t.partitions {
+                let (Some(theirs), Ok(rt)) = (rec.position, self.mirrors.partition_mut(mirror, &t.name, *p)) else {
+                    continue;
+                };
+                if !parts.iter().any(|(name, q)| *name == t.name && q == p) {
+                    continue;
+                }
+                if rt.record.position.is_none_or(|mine| adopt_position(mine, theirs)) {
+                    tracing::warn!(
+                        %mirror,
+                        topic = %t.name,
+                        partition = p,
+                        mine = ?rt.record.position,
+                        committed = ?theirs,
+                        "another writer of this slot committed after this process: resuming from its position"
+                    );
+                    rt.record.position = Some(theirs);
+                    adopted.push((t.name.clone(), *p));
+                }
+            }
+        }
+        if !adopted.is_empty() {
+            let mut maps = self.offset_maps.write().unwrap_or_else(|e| e.into_inner());
+            for (t, p) in adopted {
+                let key = (mirror.to_string(), t, p);
+                if let Some(map) = loaded.offset_maps.remove(&key) {
+                    maps.insert(key, map);
+                }
+            }
+        }
+        true
     }
 
     /// Retries FAILED partitions whose backoff is over, and re-runs unfinished stops.
@@ -335,4 +402,10 @@ impl Coordinator {
             }
         }
     }
+}
+
+/// Whether a committed position read back from the state topic is ahead of the one held here:
+/// the destination log only grows, so a later commit ends further along it.
+fn adopt_position(mine: MirrorPosition, theirs: MirrorPosition) -> bool {
+    theirs.destination_end_offset > mine.destination_end_offset
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::refresh::lag_refresh_every;
 use super::*;
-use crate::data_path::PartitionFault;
+use crate::data_path::{PartitionFault, PartitionProgress};
 use crate::domain::PartitionState as S;
+use crate::domain::offset_map::Run;
 use crate::engine::fake::{FakeCluster, FakeWorld, Received, WriteMode};
 
 #[test]
@@ -844,36 +845,81 @@ async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     assert!(rig.world.pipes.held("m").is_empty());
 }
 
+/// A writer left behind (a data path of an earlier incarnation whose producer was re-created
+/// after a timeout) commits records and their position after this engine last heard of them;
+/// then this engine's data path is fenced. The engine restarts it from the committed state it
+/// reads back, not from the older position it held: nothing is copied twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_restarted_after_a_fence_resumes_from_positions_another_writer_committed() {
+    let rig = Rig::new().await;
+    rig.create("m").await;
+    rig.source.add_topic("orders", 1, 5);
+    rig.op_ok("m", &["orders"], START).await;
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.destination_end("orders", 0), 5);
+    // The source stops answering this engine's data path; meanwhile the writer left behind
+    // copies three new records and commits them with their position.
+    rig.source.set_unreachable(true);
+    rig.source.produce("orders", 0, 3);
+    rig.world.destination.produce("orders", 0, 3);
+    let topic_ids = Arc::new(RwLock::new(HashMap::from([(
+        "orders".to_string(),
+        rig.source.topic_id("orders").expect("the topic's id"),
+    )])));
+    let encode = crate::engine::persist::progress_encoder("m".into(), topic_ids, Arc::default(), 4);
+    let progress = PartitionProgress {
+        topic: "orders".into(),
+        partition: 0,
+        next_source_offset: 8,
+        source_leader_epoch: Some(0),
+        destination_end_offset: 8,
+        last_record_timestamp: None,
+        records: 3,
+        bytes: 30,
+        runs: vec![Run::new(5, 5, 3)],
+    };
+    rig.world.state.append_foreign(&encode(&progress));
+    let assigns = rig.world.pipes.assigned("m").len();
+    rig.world.pipes.fence("m");
+    rig.until("the partition handed to a new data path", |_| {
+        (rig.world.pipes.assigned("m").len() > assigns).then_some(())
+    })
+    .await;
+    let spec = rig.world.pipes.assigned("m").last().cloned().expect("an assign");
+    assert_eq!((spec.next_source_offset, spec.destination_end_offset), (Some(8), 8), "{spec:?}");
+    rig.source.set_unreachable(false);
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.destination_end("orders", 0), 8, "copied once");
+}
+
 /// A start's data paths start before its state write and preparation, not after them: their
 /// clients' start-up (a consumer, a transactional producer, `init_transactions`: 100-300 ms on
 /// Kafka) overlaps the preparation's source reads, so a first start (a failback in particular)
-/// copies that much sooner. Here the source answers in 300 ms: the data paths run before any
-/// partition of the start is recorded PREPARING.
+/// copies that much sooner. Here every source call takes 300 ms: the start still has its
+/// preparation's reads ahead of it when its data paths run (started after the preparation, they
+/// would run just before the start ends).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_s_data_paths_start_before_its_preparation() {
     let rig = Rig::new().await;
     rig.create("m").await;
     rig.source.add_topic("orders", 2, 3);
-    rig.source.set_delay(Duration::from_millis(300));
+    let delay = Duration::from_millis(300);
+    rig.source.set_delay(delay);
     let start = {
         let engine = rig.engine.clone();
         let names = vec!["orders".to_string()];
         tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
-    };
-    let recorded = |state: &'static str| {
-        move |r: crate::store::StateRecord| match r {
-            crate::store::StateRecord::PartitionState(e) => e.value.filter(|v| v.topic == "orders" && v.state == state),
-            _ => None,
-        }
     };
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while rig.world.pipes.started("m") == 0 {
         assert!(tokio::time::Instant::now() < deadline, "no data path started");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert!(latest_record(&rig.world, recorded("PREPARING")).is_none(), "data paths started after the preparation");
+    let spawned = tokio::time::Instant::now();
     let r = start.await.expect("the start's task");
     assert_eq!(refusal(&r), None, "{r:?}");
+    let ahead = spawned.elapsed();
+    assert!(ahead >= delay * 8 / 10, "the data paths started {ahead:?} before the start ended: after its preparation");
     rig.source.set_delay(Duration::ZERO);
     rig.caught_up("m", "orders").await;
 }
