@@ -559,21 +559,6 @@ impl TransactionalWriter for FakeWriter {
             .collect())
     }
 
-    fn first_committed_from(&self, from: &[(Key, i64)], _timeout: Duration) -> Result<HashMap<Key, i64>, ClientError> {
-        let w = self.kafka.world();
-        let mut found = HashMap::new();
-        for (key, offset) in from {
-            let log = w.destination.get(key).map(Vec::as_slice).unwrap_or_default();
-            if log.iter().any(|e| e.offset >= *offset && matches!(e.state, State::Open(..))) {
-                return Err(ClientError("a transaction is still open".into()));
-            }
-            if let Some(e) = log.iter().find(|e| e.offset >= *offset && e.state == State::Committed) {
-                found.insert(key.clone(), e.offset);
-            }
-        }
-        Ok(found)
-    }
-
     fn committed_at(&self, topic: &str, partition: i32, offset: i64, _timeout: Duration) -> Result<bool, ClientError> {
         let w = self.kafka.world();
         let log = w.destination.get(&(topic.to_string(), partition));

@@ -349,11 +349,6 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         } else {
             self.txn_committed(&in_doubt).map_err(|e| PipeError::InDoubt(format!("after a timeout ({why}): {e}")))?
         };
-        if let Some(message) = self.written_by_another(&in_doubt, committed, &why)? {
-            self.broken = None;
-            self.on_fenced(message.clone());
-            return Err(PipeError::Fenced(message));
-        }
         tracing::warn!(
             mirror = %self.config.mirror,
             after = %why,
@@ -383,50 +378,6 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         }
         self.rewind_all();
         Ok(())
-    }
-
-    /// Whether another writer committed records to this data path's partitions after its last
-    /// commit (after the commit in doubt, when that one committed): `Some(why)` when one did.
-    ///
-    /// The replacement producer's init fenced every other writer with this transactional id. If
-    /// one of them committed meanwhile (this slot's new owner, when this process is the one left
-    /// behind, or a writer left behind by this one's previous incarnation), the positions held
-    /// here are behind the destination: resuming from them would copy those records a second
-    /// time, with the destination ends read afresh so that no append would look foreign. The
-    /// data path stops instead (as fenced), and the engine decides from the committed state.
-    fn written_by_another(
-        &self,
-        in_doubt: &[PartitionProgress],
-        committed: bool,
-        why: &str,
-    ) -> Result<Option<String>, PipeError> {
-        let ends: HashMap<Key, i64> = if committed {
-            in_doubt.iter().map(|p| ((p.topic.clone(), p.partition), p.destination_end_offset)).collect()
-        } else {
-            HashMap::new()
-        };
-        let from: Vec<(Key, i64)> = self
-            .parts
-            .iter()
-            .map(|(k, part)| (k.clone(), ends.get(k).copied().unwrap_or(part.committed_destination_end)))
-            .collect();
-        let found = self
-            .writer
-            .first_committed_from(&from, self.config.transaction_timeout)
-            .map_err(|e| PipeError::InDoubt(format!("after a timeout ({why}): {e}")))?;
-        let Some(((topic, partition), at)) = found.into_iter().min() else { return Ok(None) };
-        tracing::error!(
-            mirror = %self.config.mirror,
-            %topic,
-            partition,
-            offset = at,
-            "records this data path did not write were committed after its last commit; it stops"
-        );
-        Ok(Some(format!(
-            "after a timeout ({why}): records this data path did not write were committed to {topic}-{partition} \
-             at offset {at}, after its last commit: another writer with its transactional id took over (or a \
-             client wrote to the mirror topic); it stops so that nothing is copied twice"
-        )))
     }
 
     /// Whether the transaction of `in_doubt` committed, once the replacement producer's init has
