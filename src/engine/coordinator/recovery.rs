@@ -303,27 +303,28 @@ impl Coordinator {
         };
         let (mut loaded, _) = persist::load(&records, &self.config.sealer);
         let Some(stored) = loaded.mirrors.iter().find(|m| m.stored.spec.name == mirror) else { return true };
+        let committed: HashMap<(&str, i32), MirrorPosition> = stored
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().filter_map(|(p, rec)| Some(((t.name.as_str(), *p), rec.position?))))
+            .collect();
         let mut adopted = Vec::new();
-        for t in &stored.topics {
-            for (p, rec) in &t.partitions {
-                let (Some(theirs), Ok(rt)) = (rec.position, self.mirrors.partition_mut(mirror, &t.name, *p)) else {
-                    continue;
-                };
-                if !parts.iter().any(|(name, q)| *name == t.name && q == p) {
-                    continue;
-                }
-                if rt.record.position.is_none_or(|mine| adopt_position(mine, theirs)) {
-                    tracing::warn!(
-                        %mirror,
-                        topic = %t.name,
-                        partition = p,
-                        mine = ?rt.record.position,
-                        committed = ?theirs,
-                        "another writer of this slot committed after this process: resuming from its position"
-                    );
-                    rt.record.position = Some(theirs);
-                    adopted.push((t.name.clone(), *p));
-                }
+        for (t, p) in parts {
+            let (Some(&theirs), Ok(rt)) = (committed.get(&(t.as_str(), *p)), self.mirrors.partition_mut(mirror, t, *p))
+            else {
+                continue;
+            };
+            if rt.record.position.is_none_or(|mine| adopt_position(mine, theirs)) {
+                tracing::warn!(
+                    %mirror,
+                    topic = %t,
+                    partition = p,
+                    mine = ?rt.record.position,
+                    committed = ?theirs,
+                    "another writer of this slot committed after this process: resuming from its position"
+                );
+                rt.record.position = Some(theirs);
+                adopted.push((t.clone(), *p));
             }
         }
         if !adopted.is_empty() {
