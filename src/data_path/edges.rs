@@ -537,3 +537,72 @@ fn a_commit_refused_as_fenced_stops_the_data_path_without_re_initialising() {
     assert!(kafka.visible("orders", 0).is_empty());
     dp.shutdown();
 }
+
+/// A data path left behind: its commit timed out and its replacement producer is refused for a
+/// while, during which the slot's new owner copies and commits the same records. When the
+/// replacement finally comes (its init fences the new owner), the data path finds records it did
+/// not write committed after its last commit and stops, instead of resuming from its own, older
+/// positions and copying them a second time.
+#[test]
+fn a_replacement_that_finds_another_writer_s_commits_stops_instead_of_copying_them_again() {
+    let kafka = FakeKafka::default();
+    kafka.produce("orders", 0, 50, 0);
+    let mut old = Running::start(&kafka);
+    old.assign("orders", 0, None);
+    old.wait_mirrored("orders", 0, 50);
+    kafka.inject(Fault::Commit { kind: TxnErrorKind::TimedOut, applied: false });
+    for _ in 0..3 {
+        kafka.inject(Fault::Replace(TxnErrorKind::TimedOut));
+    }
+    kafka.produce("orders", 0, 10, 0);
+    old.wait_for(
+        "a refused replacement",
+        |e| matches!(e, PipeEvent::Retrying { message, .. } if message.contains("after a timeout")),
+    );
+    // The new owner: its init fences the old producer; it copies from the committed position.
+    let mut new = Running::start(&kafka);
+    new.assign("orders", 0, Some(50));
+    new.wait_mirrored("orders", 0, 60);
+    assert!(kafka.faults_left() > 0, "the old data path was replaced before the new owner committed: nothing tested");
+    old.wait_for(
+        "the old data path's stop",
+        |e| matches!(e, PipeEvent::Fenced { message } if message.contains("did not write")),
+    );
+    assert_copied(&kafka, "orders", 0, 60);
+    old.shutdown();
+    new.shutdown();
+}
+
+/// The check for another writer's commits after a re-created producer belongs to the partitions
+/// that stay: a release does not wait for it, or fail when it gets no answer. The partitions
+/// left wait for it (nothing is copied meanwhile) and resume once it passes.
+#[test]
+fn a_release_does_not_wait_for_the_check_for_another_writer_s_commits() {
+    let kafka = FakeKafka::default();
+    kafka.produce("orders", 0, 50, 0);
+    kafka.produce("orders", 1, 50, 0);
+    let mut dp = Running::start(&kafka);
+    dp.assign("orders", 0, None);
+    dp.assign("orders", 1, None);
+    dp.wait_mirrored("orders", 0, 50);
+    dp.wait_mirrored("orders", 1, 50);
+    kafka.inject(Fault::Commit { kind: TxnErrorKind::TimedOut, applied: false });
+    for _ in 0..3 {
+        kafka.inject(Fault::ReadCommitted);
+    }
+    kafka.produce("orders", 0, 10, 0);
+    dp.wait_for(
+        "a check without an answer",
+        |e| matches!(e, PipeEvent::Retrying { message, .. } if message.contains("another writer's commits")),
+    );
+    assert!(kafka.faults_left() > 0, "every check was answered before the release: nothing tested");
+    let finals = dp.release(&[("orders", 1)], Finish::Abort, false).expect("the release does not wait for the check");
+    assert_eq!(finals.len(), 1);
+    assert_eq!(finals[0].next_source_offset, Some(50));
+    // The partition that stays resumes once a check is answered, and copies each record once.
+    dp.wait_mirrored("orders", 0, 60);
+    assert_eq!(kafka.faults_left(), 0);
+    assert_copied(&kafka, "orders", 0, 60);
+    assert_copied(&kafka, "orders", 1, 50);
+    dp.shutdown();
+}

@@ -109,6 +109,8 @@ pub(super) enum Fault {
     Abort(TxnErrorKind),
     /// The next replacement producer's init fails.
     Replace(TxnErrorKind),
+    /// The next read for another writer's commits (`first_committed_from`) gets no answer.
+    ReadCommitted,
 }
 
 #[derive(Debug, Default)]
@@ -557,6 +559,24 @@ impl TransactionalWriter for FakeWriter {
             .iter()
             .map(|k| (k.clone(), w.destination.get(k).and_then(|l| l.last()).map_or(0, |e| e.offset + 1)))
             .collect())
+    }
+
+    fn first_committed_from(&self, from: &[(Key, i64)], _timeout: Duration) -> Result<HashMap<Key, i64>, ClientError> {
+        let mut w = self.kafka.world();
+        if w.fault(|f| matches!(f, Fault::ReadCommitted)).is_some() {
+            return Err(ClientError("no answer from the destination (injected)".into()));
+        }
+        let mut found = HashMap::new();
+        for (key, offset) in from {
+            let log = w.destination.get(key).map(Vec::as_slice).unwrap_or_default();
+            if log.iter().any(|e| e.offset >= *offset && matches!(e.state, State::Open(..))) {
+                return Err(ClientError("a transaction is still open".into()));
+            }
+            if let Some(e) = log.iter().find(|e| e.offset >= *offset && e.state == State::Committed) {
+                found.insert(key.clone(), e.offset);
+            }
+        }
+        Ok(found)
     }
 
     fn committed_at(&self, topic: &str, partition: i32, offset: i64, _timeout: Duration) -> Result<bool, ClientError> {

@@ -128,6 +128,10 @@ pub struct Pipe<S, W> {
     /// Set when a transactional request of the producer timed out: the producer is replaced
     /// (and the transaction's outcome learned) before anything else is mirrored.
     broken: Option<Broken>,
+    /// After a re-created producer: per partition, the destination offset from which a record
+    /// committed by another writer would show. Checked before anything is copied again
+    /// (`verify_no_other_writer`).
+    unverified: HashMap<Key, i64>,
     /// The thread's recent long steps, to explain a command that waited (see `log_wait`).
     steps: std::collections::VecDeque<Step>,
     /// When `fill` last looked for a command, and the command it found (handled next, before
@@ -215,6 +219,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             markers: None,
             reported_positions: HashMap::new(),
             broken: None,
+            unverified: HashMap::new(),
             steps: std::collections::VecDeque::new(),
             last_command_check: Instant::now(),
             held: None,
@@ -291,6 +296,17 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                 if self.parts.is_empty() {
                     continue;
                 }
+            }
+            if !self.unverified.is_empty()
+                && let Err(e) = self.verify_no_other_writer()
+            {
+                let PipeError::InDoubt(message) = e else {
+                    continue; // another writer's commits found: reported as Fenced
+                };
+                self.retry_attempt += 1;
+                self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
+                retry_at = Some(Instant::now() + backoff(self.retry_attempt));
+                continue;
             }
             let step = Instant::now();
             let end_now = self.fill(&rx);
@@ -385,6 +401,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         }
         self.fenced = true;
         self.parts.clear();
+        self.unverified.clear();
         self.source.unassign_all();
         self.emit(PipeEvent::Fenced { message });
     }

@@ -172,4 +172,8 @@ pub trait TransactionalWriter {
     /// Whether the record at `offset` is visible to a `read_committed` reader (its transaction
     /// committed), once the transaction is complete; waits up to `timeout`.
     fn committed_at(&self, topic: &str, partition: i32, offset: i64, timeout: Duration) -> Result<bool, ClientError>;
+    /// For each partition, the offset of the first record at or after the given offset that a
+    /// `read_committed` reader sees (markers and aborted records are skipped); partitions with
+    /// none are absent. Waits up to `timeout` for the partitions of each topic.
+    fn first_committed_from(&self, from: &[(Key, i64)], timeout: Duration) -> Result<HashMap<Key, i64>, ClientError>;
 }

@@ -362,6 +362,19 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             "producer re-created after a timed-out transactional request; resuming from the committed positions"
         );
         self.broken = None;
+        // The replacement's init fenced every other writer with this transactional id: before
+        // anything is copied again, the loop checks from the ends this data path committed (the
+        // commit in doubt included when it committed) that none of them committed meanwhile
+        // (`verify_no_other_writer`). An earlier check still pending keeps its older start.
+        let ends: HashMap<Key, i64> = if committed {
+            in_doubt.iter().map(|p| ((p.topic.clone(), p.partition), p.destination_end_offset)).collect()
+        } else {
+            HashMap::new()
+        };
+        for (key, part) in &self.parts {
+            let from = ends.get(key).copied().unwrap_or(part.committed_destination_end);
+            self.unverified.entry(key.clone()).or_insert(from);
+        }
         if committed {
             let mut progress = Vec::with_capacity(in_doubt.len());
             for p in in_doubt {
@@ -378,6 +391,48 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         }
         self.rewind_all();
         Ok(())
+    }
+
+    /// Before a data path whose producer was re-created copies anything again: whether another
+    /// writer committed records to its partitions after its last commit (after the commit in
+    /// doubt, when that one committed). Stops the data path as fenced when one did.
+    ///
+    /// The replacement producer's init fenced every other writer with this transactional id. If
+    /// one of them committed meanwhile (this slot's new owner, when this process is the one left
+    /// behind, or a writer left behind by this one's previous incarnation), the positions held
+    /// here are behind the destination: resuming from them would copy those records a second
+    /// time, with the destination ends read afresh so that no append would look foreign. The
+    /// data path stops instead, and the engine decides from the committed state.
+    ///
+    /// The check runs in the loop, before the next fill, and not in `recover` itself: a release
+    /// (a pause, a failover) must not wait for, or fail on, a read that only matters to the
+    /// partitions that stay. A read that fails is retried with backoff like a replacement that
+    /// failed; nothing is copied meanwhile.
+    pub(super) fn verify_no_other_writer(&mut self) -> Result<(), PipeError> {
+        self.unverified.retain(|key, _| self.parts.contains_key(key));
+        if self.unverified.is_empty() {
+            return Ok(());
+        }
+        let from: Vec<(Key, i64)> = self.unverified.iter().map(|(k, o)| (k.clone(), *o)).collect();
+        let found = self.writer.first_committed_from(&from, self.config.transaction_timeout).map_err(|e| {
+            PipeError::InDoubt(format!("checking for another writer's commits after a re-created producer: {e}"))
+        })?;
+        self.unverified.clear();
+        let Some(((topic, partition), at)) = found.into_iter().min() else { return Ok(()) };
+        tracing::error!(
+            mirror = %self.config.mirror,
+            %topic,
+            partition,
+            offset = at,
+            "records this data path did not write were committed after its last commit; it stops"
+        );
+        let message = format!(
+            "records this data path did not write were committed to {topic}-{partition} at offset {at}, after its \
+             last commit: another writer with its transactional id took over (or a client wrote to the mirror \
+             topic); it stops so that nothing is copied twice"
+        );
+        self.on_fenced(message.clone());
+        Err(PipeError::Fenced(message))
     }
 
     /// Whether the transaction of `in_doubt` committed, once the replacement producer's init has
@@ -497,6 +552,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         let mut out = Vec::new();
         let mut removed = Vec::new();
         for key in partitions {
+            self.unverified.remove(key);
             if let Some(part) = self.parts.remove(key) {
                 out.push(FinalPosition {
                     topic: key.0.clone(),

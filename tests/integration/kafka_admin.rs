@@ -517,3 +517,82 @@ async fn admin_wrappers_do_not_leak() {
     assert!(growth < 160 * 1024, "heap grew by {growth} bytes over {ROUNDS} rounds");
     eprintln!("heap growth over {ROUNDS} rounds of 9 admin calls: {growth} bytes");
 }
+
+/// The data path's check after it re-creates its producer: per partition, the first record a
+/// `read_committed` reader sees at or after an offset. Committed records are found; aborted ones,
+/// their markers and the commit markers are not; partitions of several topics are answered
+/// together (each topic read on its own, since an end-of-partition event names no topic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_committed_record_after_an_offset_skips_aborted_records_and_markers() {
+    let _rig = shared().await;
+    let a = TestTopic::create(Cluster::Destination, "first-committed-a", 2, &[]).await;
+    let b = TestTopic::create(Cluster::Destination, "first-committed-b", 2, &[]).await;
+    let (ta, tb) = (a.name.clone(), b.name.clone());
+    tokio::task::spawn_blocking(move || {
+        let p = producer(Cluster::Destination, &[("transactional.id", &unique("first-committed"))]);
+        p.init_transactions(Duration::from_secs(30)).unwrap();
+        let send = |topic: &str, partition: i32, n: usize| {
+            for i in 0..n {
+                let v = format!("r{i}");
+                p.send(rdkafka::producer::BaseRecord::<(), str>::to(topic).partition(partition).payload(&v))
+                    .map_err(|(e, _)| e)
+                    .unwrap();
+            }
+        };
+        // a-0: 3 committed (0-2, marker 3), 2 aborted (4-5, marker 6). a-1: 1 aborted (0, marker 1).
+        // b-0: 2 committed (0-1, marker 2). b-1: nothing.
+        p.begin_transaction().unwrap();
+        send(&ta, 0, 3);
+        send(&tb, 0, 2);
+        p.commit_transaction(Duration::from_secs(30)).unwrap();
+        p.begin_transaction().unwrap();
+        send(&ta, 0, 2);
+        send(&ta, 1, 1);
+        p.flush(Duration::from_secs(30)).unwrap();
+        p.abort_transaction(Duration::from_secs(30)).unwrap();
+    })
+    .await
+    .unwrap();
+    let config = kmirror::data_path::PipeConfig {
+        mirror: "first-committed".into(),
+        slot: 0,
+        source_bootstrap: Cluster::Source.bootstrap(),
+        source_properties: Default::default(),
+        destination_bootstrap: Cluster::Destination.bootstrap(),
+        destination_properties: Default::default(),
+        transactional_id: unique("first-committed-reader"),
+        commit_interval: Duration::from_secs(1),
+        early_commit_interval: Duration::from_millis(50),
+        commit_max_bytes: 1 << 20,
+        state_topic: "__mirror_state".into(),
+        transaction_timeout: Duration::from_secs(30),
+        prefetch_kbytes: 1024,
+        throttle: Default::default(),
+        shared_source_consumer: None,
+    };
+    let k = |t: &str, p: i32| (t.to_string(), p);
+    let from = vec![(k(&a.name, 0), 0), (k(&a.name, 1), 0), (k(&b.name, 0), 1), (k(&b.name, 1), 0)];
+    let c = config.clone();
+    let found = tokio::task::spawn_blocking(move || pipe::first_committed_from(&c, &from, Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("answered");
+    let want = std::collections::HashMap::from([(k(&a.name, 0), 0), (k(&b.name, 0), 1)]);
+    assert_eq!(found, want);
+    // After the last committed record of a-0 only its marker, aborted records and their marker
+    // follow: nothing there. The same from the end of the log and after b-0's last record.
+    let from = vec![(k(&a.name, 0), 3), (k(&a.name, 1), 2), (k(&b.name, 0), 2)];
+    let c = config.clone();
+    let found = tokio::task::spawn_blocking(move || pipe::first_committed_from(&c, &from, Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("answered");
+    assert!(found.is_empty(), "{found:?}");
+    let from = vec![(k(&a.name, 0), 7)];
+    let found =
+        tokio::task::spawn_blocking(move || pipe::first_committed_from(&config, &from, Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("answered");
+    assert!(found.is_empty(), "{found:?}");
+}

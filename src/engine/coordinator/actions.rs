@@ -316,9 +316,7 @@ impl Coordinator {
             .filter(|s| self.owns(*s))
             .collect();
         for slot in slots {
-            if self.mirrors.get(mirror).is_some_and(|m| !m.pipes.contains_key(&slot)) {
-                let _ = self.spawn_pipe(mirror, slot);
-            }
+            let _ = self.ensure_pipe(mirror, slot);
         }
     }
 

@@ -334,11 +334,7 @@ impl Coordinator {
         let mut ready = Vec::new();
         for name in &self.mirrors.names() {
             for slot in self.slots_of_mirror(name).intersection(&slots) {
-                if self.mirrors.get(name).is_some_and(|m| !m.pipes.contains_key(slot))
-                    && let Some(rx) = self.spawn_pipe(name, *slot)
-                {
-                    ready.push(rx);
-                }
+                ready.extend(self.ensure_pipe(name, *slot));
             }
         }
         self.wait_ready(ready).await;

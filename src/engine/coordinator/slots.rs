@@ -93,6 +93,15 @@ impl Coordinator {
         m.topics.values().flat_map(|t| t.partitions.values().map(|rt| rt.slot)).collect()
     }
 
+    /// Starts `mirror`'s data path for `slot` unless it has one (or the mirror is gone). Returns
+    /// the new data path's readiness, as [`spawn_pipe`](Self::spawn_pipe) does.
+    pub(super) fn ensure_pipe(&mut self, mirror: &str, slot: i32) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        if self.mirrors.get(mirror).is_none_or(|m| m.pipes.contains_key(&slot)) {
+            return None;
+        }
+        self.spawn_pipe(mirror, slot)
+    }
+
     /// Starts `mirror`'s data path for `slot`. Returns a receiver that resolves when its producer
     /// is initialised (and the slot's previous writer fenced).
     pub(super) fn spawn_pipe(&mut self, mirror: &str, slot: i32) -> Option<tokio::sync::oneshot::Receiver<()>> {
@@ -170,9 +179,7 @@ impl Coordinator {
             }
         }
         for (slot, specs) in by_slot {
-            if !self.mirrors.get(mirror).is_some_and(|m| m.pipes.contains_key(&slot)) {
-                let _ = self.spawn_pipe(mirror, slot);
-            }
+            let _ = self.ensure_pipe(mirror, slot);
             let Some(m) = self.mirrors.get_mut(mirror) else { return };
             if let Some(p) = m.pipes.get(&slot)
                 && p.tx.send(PipeCommand::Assign(specs)).is_err()

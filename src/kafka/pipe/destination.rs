@@ -437,6 +437,64 @@ impl TransactionalWriter for Destination {
         }
         Err(ClientError(OutcomeError::NoAnswer { topic: topic.to_string(), partition, offset }.to_string()))
     }
+
+    fn first_committed_from(&self, from: &[(Key, i64)], timeout: Duration) -> Result<HashMap<Key, i64>, ClientError> {
+        first_committed_from(&self.config, from, timeout)
+    }
+}
+
+/// For each destination partition, the offset of the first record at or after the given offset
+/// that a `read_committed` reader sees (markers and aborted records skipped); partitions with none
+/// are absent. Waits up to `timeout` for the partitions of each topic. Read with the data path's
+/// destination settings (`config`).
+pub fn first_committed_from(
+    config: &PipeConfig,
+    from: &[(Key, i64)],
+    timeout: Duration,
+) -> Result<HashMap<Key, i64>, ClientError> {
+    let mut found = HashMap::new();
+    let mut by_topic: std::collections::BTreeMap<&str, Vec<(i32, i64)>> = std::collections::BTreeMap::new();
+    for ((topic, partition), offset) in from {
+        by_topic.entry(topic.as_str()).or_default().push((*partition, *offset));
+    }
+    // One reader per topic: an end-of-partition event names the partition but not its topic,
+    // and a fresh reader cannot hand over an event of an earlier topic's assignment. Each
+    // topic has `timeout`: a slot holding partitions of many topics still gets through.
+    for (topic, parts) in by_topic {
+        let deadline = Instant::now() + timeout;
+        let consumer: BaseConsumer<EofReaderContext> = outcome_consumer_config(config)
+            .and_then(|cfg| create_with_context(&cfg, EofReaderContext, "destination outcome reader"))
+            .map_err(|e| ClientError(OutcomeError::Reader(e).to_string()))?;
+        let mut tpl = TopicPartitionList::new();
+        for (partition, offset) in &parts {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))
+                .map_err(|e| ClientError(OutcomeError::Position(e).to_string()))?;
+        }
+        consumer.assign(&tpl).map_err(|e| ClientError(OutcomeError::Assign(e).to_string()))?;
+        let mut open: std::collections::BTreeMap<i32, i64> = parts.iter().copied().collect();
+        while let Some((&partition, &offset)) = open.iter().next() {
+            if Instant::now() >= deadline {
+                return Err(ClientError(
+                    OutcomeError::NoAnswer { topic: topic.to_string(), partition, offset }.to_string(),
+                ));
+            }
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) if Message::topic(&m) == topic => {
+                    if open.remove(&Message::partition(&m)).is_some() {
+                        found.insert((topic.to_string(), Message::partition(&m)), Message::offset(&m));
+                    }
+                }
+                Some(Err(RdError::PartitionEOF(p))) => {
+                    open.remove(&p);
+                }
+                Some(Ok(_)) | None => {}
+                Some(Err(e)) => {
+                    tracing::debug!(mirror = %config.mirror, error = %e, "committed-records reader")
+                }
+            }
+        }
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod tests;
 pub use self::config::prefetch_kbytes;
 use self::config::*;
 use self::destination::Destination;
+pub use self::destination::first_committed_from;
 use self::source::Source;
 
 /// Starts a slot's data path on its own thread. Returns the command sender; events arrive on
