@@ -928,6 +928,8 @@ pub(crate) struct FakeWorld {
     tail: Mutex<Option<mpsc::UnboundedSender<crate::kafka::state_log::TailBatch>>>,
     /// How many times the engine asked the slot group to rebalance (`GroupMember::nudge`).
     nudges: Arc<std::sync::atomic::AtomicUsize>,
+    /// Source addresses whose clients cannot be created, with the client library's reason.
+    broken_source_clients: Mutex<HashMap<String, String>>,
 }
 
 /// `Ports::fence_writer` calls: how long each takes, and how many were in flight at once.
@@ -993,7 +995,14 @@ impl FakeWorld {
             written_at_join: Mutex::new(None),
             tail: Mutex::new(None),
             nudges: Arc::default(),
+            broken_source_clients: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// From now on a source client for `bootstrap` cannot be created, for `why` (a client
+    /// property the library refuses, a certificate file that is gone).
+    pub(crate) fn break_source_client(&self, bootstrap: &str, why: &str) {
+        lock(&self.broken_source_clients).insert(bootstrap.to_string(), why.to_string());
     }
 
     /// How many times the engine asked the slot group to rebalance.
@@ -1057,6 +1066,9 @@ impl Ports for FakeWorld {
         _properties: &BTreeMap<String, String>,
         _timeout: Duration,
     ) -> KafkaResult<Admin> {
+        if let Some(why) = lock(&self.broken_source_clients).get(bootstrap) {
+            return Err(KafkaError::Client(why.clone()));
+        }
         Ok(self.source(bootstrap) as Admin)
     }
 

@@ -91,6 +91,108 @@ pub(crate) trait ClusterAdmin: Send + Sync {
     fn delete_acls<'a>(&'a self, filters: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>>;
 }
 
+/// The admin of a mirror whose source client cannot be created (a client property the library
+/// refuses, a CA file that is gone): every call fails at once with that reason. The mirror stays
+/// listed and deletable, and its partitions name the reason instead of a timeout of a client built
+/// without the mirror's properties.
+pub(crate) struct UnusableAdmin {
+    why: String,
+}
+
+impl UnusableAdmin {
+    pub(crate) fn new(why: &KafkaError) -> UnusableAdmin {
+        // Shown only through `KafkaError`'s text, which is scrubbed of secrets; a client error
+        // names the property at fault.
+        let why = match why {
+            KafkaError::Client(message) => message.clone(),
+            other => other.to_string(),
+        };
+        UnusableAdmin { why }
+    }
+
+    fn fail<'a, T: Send + 'a>(&self) -> BoxFuture<'a, KafkaResult<T>> {
+        Box::pin(std::future::ready(Err(KafkaError::Client(self.why.clone()))))
+    }
+}
+
+impl ClusterAdmin for UnusableAdmin {
+    fn is_limited(&self) -> bool {
+        false
+    }
+    fn describe_cluster(&self) -> BoxFuture<'_, KafkaResult<ClusterDescription>> {
+        self.fail()
+    }
+    fn describe_topics<'a>(
+        &'a self,
+        _: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<TopicDescription>>>> {
+        self.fail()
+    }
+    fn describe_topic<'a>(&'a self, _: &'a str) -> BoxFuture<'a, KafkaResult<TopicDescription>> {
+        self.fail()
+    }
+    fn list_topics(&self) -> BoxFuture<'_, KafkaResult<Vec<String>>> {
+        self.fail()
+    }
+    fn list_offsets<'a>(
+        &'a self,
+        _: &'a [(String, i32, OffsetSpec)],
+        _: IsolationLevel,
+    ) -> BoxFuture<'a, KafkaResult<Vec<ListedOffset>>> {
+        self.fail()
+    }
+    fn describe_topic_configs<'a>(&'a self, _: &'a str) -> BoxFuture<'a, KafkaResult<Vec<ConfigEntry>>> {
+        self.fail()
+    }
+    fn alter_topic_configs<'a>(&'a self, _: &'a str, _: &'a [(String, ConfigOp)]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn create_topic<'a>(
+        &'a self,
+        _: &'a str,
+        _: i32,
+        _: i32,
+        _: &'a [(String, String)],
+    ) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn create_partitions<'a>(&'a self, _: &'a str, _: usize) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn delete_records<'a>(&'a self, _: &'a str, _: &'a [(i32, i64)]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn list_consumer_groups(&self) -> BoxFuture<'_, KafkaResult<Vec<GroupListing>>> {
+        self.fail()
+    }
+    fn describe_consumer_groups<'a>(
+        &'a self,
+        _: &'a [String],
+    ) -> BoxFuture<'a, KafkaResult<Vec<KafkaResult<GroupDescription>>>> {
+        self.fail()
+    }
+    fn list_consumer_group_offsets<'a>(
+        &'a self,
+        _: &'a str,
+        _: Option<&'a [(String, i32)]>,
+        _: bool,
+    ) -> BoxFuture<'a, KafkaResult<Vec<GroupOffset>>> {
+        self.fail()
+    }
+    fn alter_consumer_group_offsets<'a>(&'a self, _: &'a str, _: &'a [GroupOffset]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn describe_acls<'a>(&'a self, _: &'a AclFilter) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        self.fail()
+    }
+    fn create_acls<'a>(&'a self, _: &'a [AclBinding]) -> BoxFuture<'a, KafkaResult<()>> {
+        self.fail()
+    }
+    fn delete_acls<'a>(&'a self, _: &'a [AclFilter]) -> BoxFuture<'a, KafkaResult<Vec<AclBinding>>> {
+        self.fail()
+    }
+}
+
 /// The engine-level writer of `__mirror_state` (lifecycle transitions, mirror definitions,
 /// operations): every call is one transaction.
 pub(crate) trait StateStore: Send + Sync {

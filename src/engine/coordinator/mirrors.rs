@@ -16,15 +16,8 @@ impl Coordinator {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(mirror = %name, "cannot create source client: {e}");
-                // A broken client config: keep the mirror visible with the reason.
-                let Ok(a) = self.ports.connect_source(
-                    &stored.spec.source.bootstrap_servers,
-                    &BTreeMap::new(),
-                    Duration::from_secs(5),
-                ) else {
-                    return;
-                };
-                a
+                // A broken client config: keep the mirror visible, with the reason on every call.
+                Arc::new(UnusableAdmin::new(&e))
             }
         };
         let topic_ids = Arc::new(RwLock::new(HashMap::new()));

@@ -31,7 +31,7 @@ use self::actions::{Planned, assign_spec};
 use self::projection::{lag_records, next_to_mirror, source_writes_after_stop};
 use super::metadata;
 use super::persist::{self, Loaded, StoredMirror};
-use super::ports::{Admin, ClusterAdmin, Ports, StateStore, WriterRole};
+use super::ports::{Admin, ClusterAdmin, Ports, StateStore, UnusableAdmin, WriterRole};
 use super::snapshot::*;
 use super::*;
 

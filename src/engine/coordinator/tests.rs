@@ -486,6 +486,27 @@ async fn an_unreachable_source_refuses_creates_and_starts_but_does_not_fail_mirr
     rig.caught_up("m", "later").await;
 }
 
+/// A stored mirror whose source client can no longer be created (a certificate file gone after
+/// a redeploy) stays listed, and what it shows and refuses names that reason at once, not the
+/// timeout of some other client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_whose_source_client_cannot_be_created_names_the_reason() {
+    let rig = Rig::new().await;
+    rig.mirroring("m", "orders", 1, 3).await;
+    rig.source.add_topic("later", 1, 1);
+    let why = "ssl.ca.location failed: /etc/kmirror/source-ca.pem: No such file or directory";
+    rig.world.break_source_client(SOURCE, why);
+    let rig = rig.restart().await;
+    let seen = rig.until("the source check's error", |s| s.mirror("m")?.cluster_id_error.clone()).await;
+    assert!(seen.contains(why) && seen.contains("cannot create Kafka client"), "{seen}");
+    let refused = rig.op("m", &["later"], START).await;
+    assert_eq!(refusal(&refused), Some(ProblemKind::SourceUnreachable), "{refused:?}");
+    let message = format!("{refused:?}");
+    assert!(message.contains(why) && !message.contains("timed out"), "{message}");
+    assert!(rig.engine.snapshot().mirror("m").is_some(), "the mirror stays listed");
+    rig.engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_with_another_cluster_id_is_refused_and_halts_the_mirror() {
     let rig = Rig::new().await;
