@@ -426,6 +426,13 @@ fn publish_every(last_publish_took: Duration) -> Duration {
     (last_publish_took * 20).clamp(PUBLISH_EVERY_MIN, PUBLISH_EVERY)
 }
 
+/// How long a periodic tick's own work (retries due, the heartbeat, spawning refreshes) waits
+/// for its publish. Those ticks come every 500 ms whether or not anything changed, and an idle
+/// instance of 10,000 partitions then rebuilt its snapshot twice a second for nothing; what they
+/// change shows within a second, and what the refreshes they spawn bring back (lag, metadata)
+/// publishes as any background event does.
+const PUBLISH_AFTER_TICK: Duration = Duration::from_secs(1);
+
 /// How many earlier-layout fences a start-up runs at once (`Coordinator::fence_legacy`): enough
 /// for 16 mirrors in one round trip, few enough producers (each with its own threads) for a
 /// deployment of a thousand mirrors.
@@ -451,6 +458,8 @@ impl Coordinator {
         // `publish_every`: rebuilding the snapshot of thousands of partitions per commit cost more
         // CPU than the data path. Requests publish at once (in `handle`).
         let mut dirty = false;
+        // Only a periodic tick ran since the last publish (see `PUBLISH_AFTER_TICK`).
+        let mut ticked = false;
         let mut last_publish = tokio::time::Instant::now();
         let mut every = PUBLISH_EVERY;
         loop {
@@ -473,7 +482,8 @@ impl Coordinator {
                 _ = meta_tick.tick() => Wake::MetadataTick,
                 _ = retry_tick.tick() => Wake::RetryTick,
                 _ = heartbeat_tick.tick(), if self.group.is_some() => Wake::HeartbeatTick,
-                _ = tokio::time::sleep_until(last_publish + every), if dirty => Wake::PublishTick,
+                _ = tokio::time::sleep_until(last_publish + if dirty { every } else { PUBLISH_AFTER_TICK }),
+                    if dirty || ticked => Wake::PublishTick,
             };
             let began = Instant::now();
             let step = match wake {
@@ -499,33 +509,35 @@ impl Coordinator {
                 }
                 Wake::LagTick => {
                     self.spawn_lag_refresh();
-                    dirty = true;
+                    ticked = true;
                     "lag refresh"
                 }
                 Wake::MetadataTick => {
                     self.spawn_metadata_refresh(None);
                     self.spawn_failback_watch(None);
                     self.spawn_offset_map_prune(None);
-                    dirty = true;
+                    ticked = true;
                     "metadata refresh"
                 }
                 Wake::RetryTick => {
                     self.retry_due().await;
-                    dirty = true;
+                    ticked = true;
                     "retries"
                 }
                 Wake::HeartbeatTick => {
                     self.periodic_heartbeat().await;
-                    dirty = true;
+                    ticked = true;
                     "heartbeat"
                 }
                 Wake::PublishTick => "publish tick",
             };
             log_slow_step(step, began);
-            if dirty && last_publish.elapsed() >= every {
+            let since = last_publish.elapsed();
+            if (dirty && since >= every) || (ticked && since >= PUBLISH_AFTER_TICK) {
                 let began = Instant::now();
                 self.publish();
                 dirty = false;
+                ticked = false;
                 every = publish_every(began.elapsed());
                 last_publish = tokio::time::Instant::now();
                 log_slow_step("publish", began);
