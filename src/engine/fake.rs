@@ -1005,6 +1005,11 @@ impl FakeWorld {
         lock(&self.broken_source_clients).insert(bootstrap.to_string(), why.to_string());
     }
 
+    /// A source client for `bootstrap` can be created again (the file was put back).
+    pub(crate) fn mend_source_client(&self, bootstrap: &str) {
+        lock(&self.broken_source_clients).remove(bootstrap);
+    }
+
     /// How many times the engine asked the slot group to rebalance.
     pub(crate) fn nudges(&self) -> usize {
         self.nudges.load(std::sync::atomic::Ordering::SeqCst)

@@ -8,6 +8,7 @@ impl Coordinator {
     /// (`slots`).
     pub(super) fn add_mirror(&mut self, stored: StoredMirror) {
         let name = stored.spec.name.clone();
+        let mut source_client_error = None;
         let source_admin = match self.ports.connect_source(
             &stored.spec.source.bootstrap_servers,
             &stored.spec.source.properties,
@@ -17,6 +18,7 @@ impl Coordinator {
             Err(e) => {
                 tracing::error!(mirror = %name, "cannot create source client: {e}");
                 // A broken client config: keep the mirror visible, with the reason on every call.
+                source_client_error = Some(e.to_string());
                 Arc::new(UnusableAdmin::new(&e))
             }
         };
@@ -54,6 +56,7 @@ impl Coordinator {
             failbacks: BTreeMap::new(),
             failback_watch_in_flight: false,
             secret_error: None,
+            source_client_error,
             discovery: discovery::DiscoveryRt::default(),
         };
         self.mirrors.insert(name.clone(), m);

@@ -513,6 +513,7 @@ impl Coordinator {
                     "lag refresh"
                 }
                 Wake::MetadataTick => {
+                    self.retry_source_client(None).await;
                     self.spawn_metadata_refresh(None);
                     self.spawn_failback_watch(None);
                     self.spawn_offset_map_prune(None);
@@ -598,6 +599,7 @@ impl Coordinator {
                 let _ = reply.send(r);
             }
             Request::RefreshNow { mirror, reply } => {
+                self.retry_source_client(Some(&mirror)).await;
                 let r = if let Some(m) = self.mirrors.get_mut(&mirror) {
                     // Topics discovery refused are tried again by an explicit refresh.
                     m.discovery.retry_refused();

@@ -134,6 +134,11 @@ pub(super) struct MirrorRt {
     /// A secret of the mirror's definition that this instance cannot decrypt (sealed under a key
     /// it does not have): its data path is not started, and reports this.
     pub(super) secret_error: Option<String>,
+    /// Why the mirror's source client could not be created (a property the client library
+    /// refuses, a certificate file that is gone): `source_admin` is then an `UnusableAdmin` that
+    /// fails every call with it, and creating the client is tried again on each metadata refresh
+    /// (`retry_source_client`).
+    pub(super) source_client_error: Option<String>,
     /// The topic policy carried out (`discovery`).
     pub(super) discovery: discovery::DiscoveryRt,
 }

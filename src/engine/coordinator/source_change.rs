@@ -40,12 +40,46 @@ impl Coordinator {
             &m.stored.spec.source.properties,
             timeout,
         ) {
-            Ok(a) => m.source_admin = a,
+            Ok(a) => {
+                m.source_admin = a;
+                m.source_client_error = None;
+            }
             Err(e) => m.cluster_id_error = Some(e.to_string()),
         }
         // The data path's source consumer still runs with the old settings (a rotated password
         // would never reach it): replace it, resuming from committed positions.
         self.restart_data_path(mirror).await;
+    }
+
+    /// Tries again to create the source client of mirrors whose client could not be created
+    /// (`MirrorRt::source_client_error`; all mirrors, or only `only`): the file or setting at
+    /// fault may have been fixed in place. Once it can be created, the mirror gets it and new
+    /// data paths, as after a changed source connection.
+    pub(super) async fn retry_source_client(&mut self, only: Option<&str>) {
+        let broken: Vec<String> = self
+            .mirrors
+            .iter()
+            .filter(|(n, m)| m.source_client_error.is_some() && only.is_none_or(|o| o == n.as_str()))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let timeout = self.config.request_timeout.min(std::time::Duration::from_secs(10));
+        for mirror in broken {
+            let Some(m) = self.mirrors.get_mut(&mirror) else { continue };
+            match self.ports.connect_source(
+                &m.stored.spec.source.bootstrap_servers,
+                &m.stored.spec.source.properties,
+                timeout,
+            ) {
+                Ok(a) => {
+                    tracing::info!(%mirror, "the source client can be created again");
+                    m.source_admin = a;
+                    m.source_client_error = None;
+                    m.cluster_id_error = None;
+                    self.restart_data_path(&mirror).await;
+                }
+                Err(e) => m.source_client_error = Some(e.to_string()),
+            }
+        }
     }
 
     /// Replaces `mirror`'s data paths with ones built from its current settings (see the module's

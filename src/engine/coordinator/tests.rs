@@ -504,6 +504,18 @@ async fn a_mirror_whose_source_client_cannot_be_created_names_the_reason() {
     let message = format!("{refused:?}");
     assert!(message.contains(why) && !message.contains("timed out"), "{message}");
     assert!(rig.engine.snapshot().mirror("m").is_some(), "the mirror stays listed");
+    // Fixed in place: an explicit refresh creates the client, and the mirror carries on.
+    rig.world.mend_source_client(SOURCE);
+    rig.engine.refresh_now("m").await.unwrap();
+    rig.until("the source check passes", |s| {
+        (s.mirror("m")?.cluster_id_status == ClusterIdStatus::Ok && s.mirror("m")?.cluster_id_error.is_none())
+            .then_some(())
+    })
+    .await;
+    rig.op_ok("m", &["later"], START).await;
+    rig.caught_up("m", "later").await;
+    rig.source.produce("orders", 0, 2);
+    rig.caught_up("m", "orders").await;
     rig.engine.shutdown().await;
 }
 
