@@ -405,9 +405,10 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
     /// data path stops instead, and the engine decides from the committed state.
     ///
     /// The check runs in the loop, before the next fill, and not in `recover` itself: a release
-    /// (a pause, a failover) must not wait for, or fail on, a read that only matters to the
-    /// partitions that stay. A read that fails is retried with backoff like a replacement that
-    /// failed; nothing is copied meanwhile.
+    /// (a pause, a failover) must not fail on a read that only matters to the partitions that
+    /// stay; at most it waits for an attempt already under way (the transaction timeout per
+    /// topic). A read that fails is retried with backoff like a replacement that failed; nothing
+    /// is copied meanwhile.
     pub(super) fn verify_no_other_writer(&mut self) -> Result<(), PipeError> {
         self.unverified.retain(|key, _| self.parts.contains_key(key));
         if self.unverified.is_empty() {
