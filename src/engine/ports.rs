@@ -93,8 +93,8 @@ pub(crate) trait ClusterAdmin: Send + Sync {
 
 /// The admin of a mirror whose source client cannot be created (a client property the library
 /// refuses, a CA file that is gone): every call fails at once with that reason. The mirror stays
-/// listed and deletable, and its partitions name the reason instead of a timeout of a client built
-/// without the mirror's properties.
+/// listed, and what it shows names the reason instead of a timeout of a client built without the
+/// mirror's properties.
 pub(crate) struct UnusableAdmin {
     why: String,
 }
