@@ -288,9 +288,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                     let PipeError::InDoubt(message) = e else {
                         continue; // fenced: reported as Fenced
                     };
-                    self.retry_attempt += 1;
-                    self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
-                    retry_at = Some(Instant::now() + backoff(self.retry_attempt));
+                    retry_at = Some(self.retry_later(message));
                     continue;
                 }
                 if self.parts.is_empty() {
@@ -303,9 +301,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                 let PipeError::InDoubt(message) = e else {
                     continue; // another writer's commits found: reported as Fenced
                 };
-                self.retry_attempt += 1;
-                self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
-                retry_at = Some(Instant::now() + backoff(self.retry_attempt));
+                retry_at = Some(self.retry_later(message));
                 continue;
             }
             let step = Instant::now();
@@ -319,12 +315,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                     TxnOutcome::Committed => self.retry_attempt = 0,
                     TxnOutcome::Again => {}
                     TxnOutcome::Retry(_) if self.fenced => {} // already reported as fatal
-                    TxnOutcome::Retry(message) => {
-                        self.retry_attempt += 1;
-                        let backoff = backoff(self.retry_attempt);
-                        self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
-                        retry_at = Some(Instant::now() + backoff);
-                    }
+                    TxnOutcome::Retry(message) => retry_at = Some(self.retry_later(message)),
                     TxnOutcome::Fenced(message) => self.on_fenced(message),
                 }
             }
@@ -334,6 +325,13 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                 self.note_step("position report", step);
             }
         }
+    }
+
+    /// Counts a failed attempt, reports it, and returns when the next one is due (`backoff`).
+    fn retry_later(&mut self, message: String) -> Instant {
+        self.retry_attempt += 1;
+        self.emit(PipeEvent::Retrying { attempt: self.retry_attempt, message });
+        Instant::now() + backoff(self.retry_attempt)
     }
 
     /// Commands wait while the thread fills, commits or handles earlier commands: steps that
