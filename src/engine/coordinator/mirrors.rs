@@ -9,11 +9,7 @@ impl Coordinator {
     pub(super) fn add_mirror(&mut self, stored: StoredMirror) {
         let name = stored.spec.name.clone();
         let mut source_client_error = None;
-        let source_admin = match self.ports.connect_source(
-            &stored.spec.source.bootstrap_servers,
-            &stored.spec.source.properties,
-            self.config.request_timeout.min(Duration::from_secs(10)),
-        ) {
+        let source_admin = match self.connect_mirror_source(&stored.spec.source) {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(mirror = %name, "cannot create source client: {e}");
@@ -61,6 +57,15 @@ impl Coordinator {
         };
         self.mirrors.insert(name.clone(), m);
         self.check_secrets_open(&name);
+    }
+
+    /// A mirror's source admin client, from its stored connection settings.
+    pub(super) fn connect_mirror_source(&self, source: &SourceSpec) -> crate::kafka::KafkaResult<Admin> {
+        self.ports.connect_source(
+            &source.bootstrap_servers,
+            &source.properties,
+            self.config.request_timeout.min(Duration::from_secs(10)),
+        )
     }
 
     /// Marks `mirror`'s data path failed when a secret of its definition is still sealed (this

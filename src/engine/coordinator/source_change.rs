@@ -33,13 +33,10 @@ impl Coordinator {
         // topics) asks the new source for its remaining topics instead of using the old one's
         // facts.
         self.off_loop.drop_survey();
-        let timeout = self.config.request_timeout.min(std::time::Duration::from_secs(10));
+        let Some(m) = self.mirrors.get(mirror) else { return };
+        let connected = self.connect_mirror_source(&m.stored.spec.source);
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
-        match self.ports.connect_source(
-            &m.stored.spec.source.bootstrap_servers,
-            &m.stored.spec.source.properties,
-            timeout,
-        ) {
+        match connected {
             Ok(a) => {
                 m.source_admin = a;
                 m.source_client_error = None;
@@ -62,14 +59,11 @@ impl Coordinator {
             .filter(|(n, m)| m.source_client_error.is_some() && only.is_none_or(|o| o == n.as_str()))
             .map(|(n, _)| n.clone())
             .collect();
-        let timeout = self.config.request_timeout.min(std::time::Duration::from_secs(10));
         for mirror in broken {
+            let Some(m) = self.mirrors.get(&mirror) else { continue };
+            let connected = self.connect_mirror_source(&m.stored.spec.source);
             let Some(m) = self.mirrors.get_mut(&mirror) else { continue };
-            match self.ports.connect_source(
-                &m.stored.spec.source.bootstrap_servers,
-                &m.stored.spec.source.properties,
-                timeout,
-            ) {
+            match connected {
                 Ok(a) => {
                     tracing::info!(%mirror, "the source client can be created again");
                     m.source_admin = a;
