@@ -144,6 +144,8 @@ pub struct EngineFile {
     pub early_commit_interval_ms: Option<u64>,
     pub commit_max_bytes: Option<usize>,
     pub lag_refresh_interval_ms: Option<u64>,
+    /// 0: idle data paths stay open.
+    pub close_idle_data_paths_after_ms: Option<u64>,
     pub metadata_refresh_interval_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
     /// "per-slot" or "per-mirror": see `engine::SourceConsumers`.
@@ -596,6 +598,9 @@ pub fn resolve(file: Option<FileConfig>, o: &Overrides) -> Result<ServeConfig, C
     }
     if let Some(v) = ef.lag_refresh_interval_ms {
         engine.lag_refresh_interval = positive_ms("engine.lag_refresh_interval_ms", v)?;
+    }
+    if let Some(v) = ef.close_idle_data_paths_after_ms {
+        engine.close_idle_data_paths_after = (v > 0).then(|| Duration::from_millis(v));
     }
     if let Some(v) = &ef.source_consumers {
         engine.source_consumers = crate::engine::SourceConsumers::parse(v).ok_or_else(|| {

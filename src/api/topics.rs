@@ -760,6 +760,7 @@ mod tests {
         PartitionSnapshot {
             failed_in: None,
             resync_pending: false,
+            idle: false,
             topic: topic.to_string(),
             partition,
             state,

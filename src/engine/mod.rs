@@ -74,6 +74,10 @@ pub struct EngineConfig {
     pub commit_max_bytes: usize,
     /// How often lag and offsets are refreshed for the snapshot.
     pub lag_refresh_interval: Duration,
+    /// A slot's data path whose partitions have all had nothing to copy for this long is closed
+    /// (its clients' per-partition state freed); the lag refresh wakes its partitions when
+    /// their source has records (`coordinator::idle`). `None`: never closed.
+    pub close_idle_data_paths_after: Option<Duration>,
     /// Whose source consumer a mirror's slot data paths read with.
     pub source_consumers: SourceConsumers,
     /// How often each mirror's source metadata (cluster ID, topic IDs) is re-checked.
@@ -128,6 +132,7 @@ impl EngineConfig {
             early_commit_interval: Duration::from_millis(50),
             commit_max_bytes: 64 * 1024 * 1024,
             lag_refresh_interval: Duration::from_secs(1),
+            close_idle_data_paths_after: Some(Duration::from_secs(60)),
             source_consumers: SourceConsumers::PerSlot,
             metadata_refresh_interval: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),

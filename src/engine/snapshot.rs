@@ -481,6 +481,10 @@ pub struct PartitionSnapshot {
     pub failed_in: Option<PartitionState>,
     /// A start with truncation `resync` has not completed.
     pub resync_pending: bool,
+    /// A MIRRORING partition whose slot's data path this instance closed because it had nothing
+    /// to copy: the lag refresh hands it to a data path again when its source has new records.
+    #[serde(default)]
+    pub idle: bool,
 }
 
 impl PartitionSnapshot {

@@ -510,6 +510,7 @@ mod tests {
         PartitionSnapshot {
             failed_in: None,
             resync_pending: false,
+            idle: false,
             topic: topic.into(),
             partition: p,
             state,

@@ -40,6 +40,7 @@ fn partition(topic: &str, p: i32, state: PartitionState, lag: i64) -> PartitionS
     PartitionSnapshot {
         failed_in: None,
         resync_pending: false,
+        idle: false,
         topic: topic.to_string(),
         partition: p,
         state,

@@ -54,6 +54,8 @@ mod cluster_watch;
 mod refresh;
 // Slots: ownership and one data path per slot.
 mod slots;
+// Idle slots' data paths closed, their partitions woken when records arrive.
+mod idle;
 // Several instances: membership, the state tail, commands and takeovers.
 mod group;
 // Failback: adopting the old source's topic from the lineage in the source's state.
@@ -667,6 +669,9 @@ impl Coordinator {
         let kind = event.kind();
         let step = transition_with(&p.record, event, t, &self.config.retry_policy)?;
         p.record = step.next;
+        // A slot whose partitions just moved keeps its data path (`idle`): a pause is often
+        // followed by a resume.
+        p.active_at = tokio::time::Instant::now();
         if kind != EventKind::Progress {
             // Progress is persisted by the data path itself, in the transaction it describes.
             // A command for a partition another instance owns says so: its owner runs it even

@@ -208,5 +208,6 @@ pub(super) fn partition_snapshot(topic: &str, partition: i32, rt: &PartRt, t: Ti
         owner: None,
         failed_in: rec.failed_in(),
         resync_pending: rec.truncation.is_resync(),
+        idle: rt.idle && rec.state == PartitionState::Mirroring,
     }
 }

@@ -84,9 +84,12 @@ impl Coordinator {
                         }
                         if lag_records(rt) == 0 {
                             rt.caught_up_at = Some(t);
+                        } else if !rt.idle {
+                            rt.active_at = tokio::time::Instant::now();
                         }
                     }
                 }
+                self.idle_step(&mirror).await;
             }
             Internal::LogStarts { mirror, starts } => self.prune_offset_maps(&mirror, &starts).await,
             Internal::OffLoop(done) => self.off_loop_done(*done).await,
@@ -150,6 +153,7 @@ impl Coordinator {
                     };
                     rt.records_mirrored += p.records;
                     rt.bytes_mirrored += p.bytes;
+                    rt.active_at = tokio::time::Instant::now();
                     let epoch = p
                         .source_leader_epoch
                         .unwrap_or(-1)

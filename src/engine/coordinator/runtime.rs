@@ -41,6 +41,12 @@ pub(super) struct PartRt {
     pub(super) fetch_position: Option<i64>,
     /// The partition's slot (`slots`), computed once: the hash is asked for on every snapshot.
     pub(super) slot: i32,
+    /// Last time the partition had something to copy: a commit of its records, a lag refresh
+    /// that found it behind, a hand-over to a data path (`idle`).
+    pub(super) active_at: tokio::time::Instant,
+    /// A MIRRORING partition that no data path holds because its slot's data path was closed
+    /// while idle (`idle`); the lag refresh hands it to a new one when its source has records.
+    pub(super) idle: bool,
 }
 
 impl PartRt {
@@ -53,6 +59,8 @@ impl PartRt {
             bytes_mirrored: 0,
             caught_up_at: None,
             fetch_position: None,
+            active_at: tokio::time::Instant::now(),
+            idle: false,
         }
     }
 }

@@ -181,6 +181,14 @@ impl Coordinator {
         for (slot, specs) in by_slot {
             let _ = self.ensure_pipe(mirror, slot);
             let Some(m) = self.mirrors.get_mut(mirror) else { return };
+            // Held by a data path from now on: neither idle nor idle since long ago (`idle`).
+            let now = tokio::time::Instant::now();
+            for s in &specs {
+                if let Some(rt) = m.topics.get_mut(&s.topic).and_then(|t| t.partitions.get_mut(&s.partition)) {
+                    rt.idle = false;
+                    rt.active_at = now;
+                }
+            }
             if let Some(p) = m.pipes.get(&slot)
                 && p.tx.send(PipeCommand::Assign(specs)).is_err()
             {

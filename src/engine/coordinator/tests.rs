@@ -862,6 +862,54 @@ async fn a_pause_the_data_path_does_not_confirm_fails_then_is_retried_to_paused(
     assert_eq!(rig.destination_end("orders", 0), 4, "resumed from the committed position, nothing twice");
 }
 
+/// Every partition of `topic` is MIRRORING with its data path closed as idle.
+async fn all_idle(rig: &Rig, mirror: &str, topic: &str) {
+    rig.until(&format!("{topic} all idle"), |s| {
+        let t = s.mirror(mirror)?.topic(topic)?;
+        t.partitions.iter().all(|p| p.state == S::Mirroring && p.idle).then_some(())
+    })
+    .await;
+}
+
+/// A data path whose partitions have had nothing to copy is closed. Records arriving later wake
+/// only their partitions, which copy them once; pause, resume and failover work on idle ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_data_paths_close_and_new_records_wake_only_their_partitions() {
+    let mut c = config();
+    c.lag_refresh_interval = Duration::from_millis(50);
+    c.close_idle_data_paths_after = Some(Duration::from_millis(300));
+    let rig = Rig::with_config(c).await;
+    rig.mirroring("m", "orders", 4, 3).await;
+    all_idle(&rig, "m", "orders").await;
+    assert_eq!(rig.world.pipes.slots("m"), Vec::<i32>::new(), "no data path is left open");
+
+    let handed_before = rig.world.pipes.assigned("m").len();
+    rig.source.produce("orders", 2, 4);
+    rig.caught_up("m", "orders").await;
+    let handed: Vec<i32> = rig.world.pipes.assigned("m")[handed_before..].iter().map(|a| a.partition).collect();
+    assert_eq!(handed, vec![2], "only the partition with records is woken");
+    let ends: Vec<i64> = (0..4).map(|p| rig.destination_end("orders", p)).collect();
+    assert_eq!(ends, vec![3, 3, 7, 3], "the new records copied once, from the committed position");
+
+    // Idle again; a pause, records while paused and a resume copy each record once.
+    all_idle(&rig, "m", "orders").await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    rig.all_in("m", "orders", S::Paused).await;
+    rig.source.produce("orders", 0, 2);
+    rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
+    rig.caught_up("m", "orders").await;
+    assert_eq!(rig.destination_end("orders", 0), 5);
+
+    // A failover of idle partitions stops each at its destination end.
+    all_idle(&rig, "m", "orders").await;
+    rig.op_ok("m", &["orders"], LifecycleOp::Stop).await;
+    rig.all_in("m", "orders", S::Stopped).await;
+    for p in 0..4 {
+        let stop = rig.partition("m", "orders", p).destination_stop_offset;
+        assert_eq!(stop, Some(rig.destination_end("orders", p)), "partition {p}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     let rig = Rig::new().await;

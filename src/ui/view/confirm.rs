@@ -581,6 +581,7 @@ mod tests {
         PartitionSnapshot {
             failed_in: None,
             resync_pending: false,
+            idle: false,
             topic: "orders".into(),
             partition: p,
             state,
