@@ -427,6 +427,66 @@ async fn pause_holds_the_destination_still_and_resume_catches_up() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// Waits until every partition of `topic` is MIRRORING with its data path closed as idle.
+async fn wait_idle(eng: &TestEngine, mirror: &str, topic: &str) {
+    eventually(&format!("{topic} all idle"), Duration::from_secs(60), || async {
+        let snap = eng.handle.snapshot();
+        let t = snap.mirror(mirror)?.topic(topic)?;
+        (!t.partitions.is_empty() && t.partitions.iter().all(|p| p.state == PartitionState::Mirroring && p.idle))
+            .then_some(())
+    })
+    .await;
+}
+
+/// A mirror with nothing to copy closes its slots' data paths; records written later (an aborted
+/// transaction among them) wake their partitions and are copied exactly once, and a failover of
+/// idle partitions stops each at the destination's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_data_paths_close_and_new_records_wake_them() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Source, "idle", 3, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || produce(Cluster::Source, &name, &keyed(300, 3, "before"))).await.unwrap();
+    let mut config = TestEngine::config();
+    config.lag_refresh_interval = Duration::from_millis(200);
+    config.close_idle_data_paths_after = Some(Duration::from_secs(1));
+    let eng = TestEngine::with_config(config).await;
+    let mirror = unique("m-idle");
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_caught_up(&mirror, &topic.name, 3).await;
+    wait_idle(&eng, &mirror, &topic.name).await;
+
+    // Records to one partition, and an aborted transaction, while every data path is closed.
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Source, &name, &keyed(2, 1, "woken"));
+        produce_aborted(&name, 3, 30);
+        produce(Cluster::Source, &name, &keyed(60, 3, "after"));
+    })
+    .await
+    .unwrap();
+    eng.wait_caught_up(&mirror, &topic.name, 3).await;
+    assert_eq!(assert_same_content(&topic.name, 3).await, 362);
+    wait_idle(&eng, &mirror, &topic.name).await;
+
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
+    let ends = dest_ends(&topic.name, 3).await;
+    let snap = eng.handle.snapshot();
+    let stops: Vec<Option<i64>> = snap
+        .mirror(&mirror)
+        .unwrap()
+        .topic(&topic.name)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.destination_stop_offset)
+        .collect();
+    assert_eq!(stops, ends.iter().map(|e| Some(*e)).collect::<Vec<_>>());
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
 /// Whether the destination holds records of `topic`'s partition 0 that are written but not
 /// committed yet: the data path's transaction is open.
 async fn open_transaction_on(topic: &str) -> bool {
