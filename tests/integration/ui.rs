@@ -495,6 +495,21 @@ fn partitions_name_their_slot_and_owner() {
 }
 
 #[test]
+fn an_idle_partition_is_tagged_idle() {
+    let mut snap = snapshot();
+    let page = |snap: &Snapshot| {
+        let v = viewer(Role::Viewer);
+        pages::partitions(snap, "eu-west", None, &params(&[("prefix", "orders")]), &v, now(), Part::Live, None).unwrap()
+    };
+    assert!(!page(&snap).contains(">idle</span>"));
+    let orders = snap.mirrors[0].topics.iter_mut().find(|t| t.name == "orders").expect("orders");
+    orders.partitions[0].idle = true;
+    let html = page(&snap);
+    assert_eq!(html.matches(">idle</span>").count(), 1, "{html}");
+    assert!(html.contains("its data path is closed"));
+}
+
+#[test]
 fn instances_render() {
     let snap = snapshot();
     let live = pages::instances(&snap, &viewer(Role::Viewer), now(), Part::Live).unwrap();

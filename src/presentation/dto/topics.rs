@@ -102,6 +102,10 @@ pub struct Partition {
     /// The instance that owns the slot (`GET /api/v1/instances`); absent while no instance is
     /// known to own it.
     pub owner: Option<String>,
+    /// MIRRORING with its data path closed because it had nothing to copy for
+    /// `engine.close_idle_data_paths_after_ms`: the next lag refresh that finds new source
+    /// records hands it to a data path again. Shown by the instance that owns the slot.
+    pub idle: bool,
 }
 
 impl From<&PartitionSnapshot> for Partition {
@@ -133,6 +137,7 @@ impl From<&PartitionSnapshot> for Partition {
             source_writes_after_stop: p.source_writes_after_stop,
             slot: p.slot,
             owner: p.owner.clone(),
+            idle: p.idle,
         }
     }
 }

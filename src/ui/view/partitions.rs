@@ -67,6 +67,8 @@ pub struct PartitionRow {
     pub retry_count: u32,
     /// A STOPPED partition whose old source received records after the failover: how many.
     pub after_stop: Option<String>,
+    /// MIRRORING with its data path closed while it has nothing to copy.
+    pub idle: bool,
     /// The slot (state-topic partition) the partition belongs to.
     pub slot: i32,
     /// The instance owning the slot ([`NONE`] while none is known).
@@ -103,6 +105,7 @@ fn partition_row(mirror: &str, p: &PartitionSnapshot, this_instance: &str, now: 
         retries: if p.retry_count == 0 { String::new() } else { format!("retry {}", p.retry_count) },
         retry_count: p.retry_count,
         after_stop: p.source_writes_after_stop.filter(|n| *n > 0).map(format::int),
+        idle: p.idle,
         slot: p.slot,
         owner: p.owner.clone().unwrap_or_else(|| NONE.into()),
         owner_known: p.owner.is_some(),
