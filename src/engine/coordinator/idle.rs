@@ -129,6 +129,22 @@ impl Coordinator {
             "closing idle data paths: nothing to copy for {} s",
             after.as_secs()
         );
-        self.shut_down_pipes(mirror, Some(&closing), false).await;
+        let pipes: Vec<PipeRt> = closing.iter().filter_map(|s| m.pipes.remove(s)).collect();
+        let (pipes, threads): (Vec<PipeRt>, Vec<_>) = pipes
+            .into_iter()
+            .map(|mut p| {
+                let thread = p.join.take();
+                (p, thread)
+            })
+            .unzip();
+        futures_util::future::join_all(pipes.into_iter().map(|p| p.shut_down(false))).await;
+        // The clients end on their threads after the reply; what they held goes back to the
+        // system only once they are gone (see `kafka::release_freed_memory`).
+        tokio::task::spawn_blocking(move || {
+            for t in threads.into_iter().flatten() {
+                let _ = t.join();
+            }
+            crate::kafka::release_freed_memory();
+        });
     }
 }
