@@ -63,7 +63,13 @@ impl Coordinator {
     async fn wake_idle(&mut self, mirror: &str) {
         let owned = self.owned.clone();
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
-        if m.fenced || m.secret_error.is_some() {
+        // A halted mirror (fenced, or its source now another cluster) copies nothing, and one
+        // whose clients cannot be made waits for them (`retry_source_client` restarts it).
+        if m.fenced
+            || m.cluster_id_status == ClusterIdStatus::Mismatch
+            || m.secret_error.is_some()
+            || m.source_client_error.is_some()
+        {
             return;
         }
         let now = tokio::time::Instant::now();
