@@ -582,17 +582,21 @@ def latency_md(lat, meta):
 def idle_md(idl):
     L = ["## Idle partitions", "",
          "Mirrored partitions without traffic (topics of 100 partitions): RSS (median of 15 samples) and CPU over "
-         "30 s after a settle time; kmirror one instance with the default slots, MM2 a fresh JVM per step "
-         "(live heap after a full GC).", "",
-         "| mirror | partitions | RSS MiB | CPU % of a core | JVM heap after GC MiB |", "|---|---|---|---|---|"]
+         "30 s after a settle time; kmirror one instance with the default slots, sampled once it shows its "
+         "partitions `idle` (a slot's data path is closed after 60 s with nothing to copy, "
+         "`engine.close_idle_data_paths_after_ms`), MM2 a fresh JVM per step (live heap after a full GC).", "",
+         "| mirror | partitions | shown idle | RSS MiB | CPU % of a core | JVM heap after GC MiB |",
+         "|---|---|---|---|---|---|"]
     for who, d in idl.items():
         for st in d["steps"]:
+            shown = st.get("idle_partitions")
+            shown = "–" if shown is None else f"{shown:,}"
             if st.get("cannot"):
-                L.append(f"| {NAMES[who]} | {st['partitions']:,} | **{st['error']}** | | |")
+                L.append(f"| {NAMES[who]} | {st['partitions']:,} | {shown} | **{st['error']}** | | |")
                 continue
             heap = st.get("heap_used_kib")
-            L.append(f"| {NAMES[who]} | {st['partitions']:,} | {st['rss_kib'] / 1024:.1f} | {st['cpu_pct']:.1f} | "
-                     f"{'–' if heap is None else f'{heap / 1024:.1f}'} |")
+            L.append(f"| {NAMES[who]} | {st['partitions']:,} | {shown} | {st['rss_kib'] / 1024:.1f} | "
+                     f"{st['cpu_pct']:.1f} | {'–' if heap is None else f'{heap / 1024:.1f}'} |")
     L.append("")
     for who, d in idl.items():
         if d.get("rss_kib_per_partition") is not None:

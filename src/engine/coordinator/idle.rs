@@ -132,8 +132,7 @@ impl Coordinator {
             %mirror,
             slots = ?closing,
             partitions,
-            "closing idle data paths: nothing to copy for {} s",
-            after.as_secs()
+            "closing idle data paths: nothing to copy for {after:?}"
         );
         let pipes: Vec<PipeRt> = closing.iter().filter_map(|s| m.pipes.remove(s)).collect();
         let (pipes, threads): (Vec<PipeRt>, Vec<_>) = pipes

@@ -268,6 +268,14 @@ impl Coordinator {
         for s in slots {
             self.owned.remove(s);
         }
+        // Whether their partitions are idle is the new owner's to say.
+        for m in self.mirrors.values_mut() {
+            for rt in m.topics.values_mut().flat_map(|t| t.partitions.values_mut()) {
+                if slots.contains(&rt.slot) {
+                    rt.idle = false;
+                }
+            }
+        }
         let names: Vec<String> = self.mirrors.keys().cloned().collect();
         for name in names {
             self.shut_down_pipes(&name, Some(slots), false).await;
