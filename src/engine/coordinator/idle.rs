@@ -29,24 +29,56 @@ fn quiet(rt: &PartRt, now: tokio::time::Instant, after: Duration) -> bool {
         && now.saturating_duration_since(rt.active_at) >= after
 }
 
-/// Whether the data path of a slot may be closed, by its partitions: every one at rest (PAUSED,
-/// STOPPED, UNKNOWN, or MIRRORING and [`quiet`]) and none moved for `after` (a pause is often
-/// followed by a resume, which would need the data path again).
+/// A data path that holds at least this many quiet partitions, and more quiet than active ones,
+/// is rebuilt with only its active ones: its clients then forget the quiet partitions' topics.
+/// Fewer are not worth the busy partitions' pause (an aborted transaction, a new producer).
+const REBUILD_AT_QUIET: usize = 100;
+
+/// How the partitions of one slot stand, for closing or rebuilding its data path.
 #[derive(Default)]
 struct SlotLook {
-    keep: bool,
+    /// A partition PREPARING, PAUSING, STOPPING or FAILED: something is under way, leave it.
+    transient: bool,
+    /// A PAUSED, STOPPED or UNKNOWN partition that moved less than `after` ago (a pause is
+    /// often followed by a resume, which would need the data path again).
+    moved: bool,
+    /// MIRRORING partitions the data path holds, [`quiet`] or not.
+    quiet: Vec<(String, i32)>,
+    active: Vec<(String, i32)>,
+}
+
+/// What to do with a slot's data path.
+enum Verdict {
+    Leave,
+    /// Every partition is at rest: close it.
+    Close,
+    /// Many partitions are quiet: start over with the active ones only.
+    Rebuild { active: Vec<(String, i32)> },
 }
 
 impl SlotLook {
-    fn see(&mut self, rt: &PartRt, now: tokio::time::Instant, after: Duration) {
-        let at_rest = match rt.record.state {
-            PartitionState::Mirroring => rt.idle || quiet(rt, now, after),
+    fn see(&mut self, topic: &str, partition: i32, rt: &PartRt, now: tokio::time::Instant, after: Duration) {
+        match rt.record.state {
+            PartitionState::Mirroring if rt.idle => {}
+            PartitionState::Mirroring if quiet(rt, now, after) => self.quiet.push((topic.to_string(), partition)),
+            PartitionState::Mirroring => self.active.push((topic.to_string(), partition)),
             PartitionState::Paused | PartitionState::Stopped | PartitionState::Unknown => {
-                now.saturating_duration_since(rt.active_at) >= after
+                self.moved |= now.saturating_duration_since(rt.active_at) < after;
             }
-            _ => false,
-        };
-        self.keep |= !at_rest;
+            _ => self.transient = true,
+        }
+    }
+
+    fn verdict(self) -> Verdict {
+        if self.transient {
+            Verdict::Leave
+        } else if self.active.is_empty() {
+            if self.moved { Verdict::Leave } else { Verdict::Close }
+        } else if self.quiet.len() >= REBUILD_AT_QUIET && self.quiet.len() > self.active.len() {
+            Verdict::Rebuild { active: self.active }
+        } else {
+            Verdict::Leave
+        }
     }
 }
 
@@ -96,7 +128,8 @@ impl Coordinator {
     }
 
     /// Closes `mirror`'s data paths (of slots owned here) whose MIRRORING partitions have all
-    /// had nothing to copy for `after`, and with no partition of the slot in a transition.
+    /// had nothing to copy for `after`, with no partition of the slot in a transition; rebuilds
+    /// those holding many such partitions with their active ones only.
     async fn close_idle(&mut self, mirror: &str, after: Duration) {
         let Some(m) = self.mirrors.get(mirror) else { return };
         if m.fenced || m.pipes.is_empty() {
@@ -104,35 +137,53 @@ impl Coordinator {
         }
         let now = tokio::time::Instant::now();
         let mut looks: BTreeMap<i32, SlotLook> = BTreeMap::new();
-        for rt in m.topics.values().flat_map(|t| t.partitions.values()) {
-            if !m.pipes.contains_key(&rt.slot) {
+        for (t, topic) in &m.topics {
+            for (p, rt) in &topic.partitions {
+                if m.pipes.contains_key(&rt.slot) {
+                    looks.entry(rt.slot).or_default().see(t, *p, rt, now, after);
+                }
+            }
+        }
+        let mut closing = BTreeSet::new();
+        let mut reassign = Vec::new();
+        for (slot, look) in looks {
+            if !self.owns(slot) || m.restart_pipe_at.contains_key(&slot) {
                 continue;
             }
-            looks.entry(rt.slot).or_default().see(rt, now, after);
+            match look.verdict() {
+                Verdict::Leave => {}
+                Verdict::Close => {
+                    closing.insert(slot);
+                }
+                Verdict::Rebuild { active } => {
+                    closing.insert(slot);
+                    reassign.extend(active);
+                }
+            }
         }
-        let closing: BTreeSet<i32> = m
-            .pipes
-            .keys()
-            .copied()
-            .filter(|s| self.owns(*s) && !m.restart_pipe_at.contains_key(s))
-            .filter(|s| looks.get(s).is_some_and(|l| !l.keep))
-            .collect();
         if closing.is_empty() {
             return;
         }
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
+        let keep: HashSet<&(String, i32)> = reassign.iter().collect();
         let mut partitions = 0usize;
-        for rt in m.topics.values_mut().flat_map(|t| t.partitions.values_mut()) {
-            if closing.contains(&rt.slot) && rt.record.state == PartitionState::Mirroring {
-                rt.idle = true;
-                partitions += 1;
+        for (t, topic) in &mut m.topics {
+            for (p, rt) in &mut topic.partitions {
+                if closing.contains(&rt.slot)
+                    && rt.record.state == PartitionState::Mirroring
+                    && !keep.contains(&(t.clone(), *p))
+                {
+                    rt.idle = true;
+                    partitions += 1;
+                }
             }
         }
         tracing::info!(
             %mirror,
             slots = ?closing,
-            partitions,
-            "closing idle data paths: nothing to copy for {after:?}"
+            idle = partitions,
+            active = reassign.len(),
+            "closing data paths of idle partitions: nothing to copy for {after:?}"
         );
         let pipes: Vec<PipeRt> = closing.iter().filter_map(|s| m.pipes.remove(s)).collect();
         let (pipes, threads): (Vec<PipeRt>, Vec<_>) = pipes
@@ -151,5 +202,13 @@ impl Coordinator {
             }
             crate::kafka::release_freed_memory();
         });
+        // The active partitions of a rebuilt slot go on in a new data path, from their committed
+        // positions (its producer's start fences the closed one's, should it linger).
+        // UNFINISHED: the closed data path's last `Committed` events may still be queued behind
+        // this step, so `record.position` can be stale here and the new data path would copy
+        // those records again. Release the rebuilt slots' partitions first with
+        // `unassign_many(.., Finish::Commit, false)` and `apply_final` their positions, as
+        // `source_change` does, before shutting the data path down.
+        self.reassign_mirroring(mirror, &reassign).await;
     }
 }
