@@ -82,7 +82,7 @@ pub(super) fn pipe_problem(e: &PipeError) -> Problem {
 }
 
 /// The partition error for a release that did not happen.
-fn pipe_error_code(e: &PipeError) -> ErrorCode {
+pub(super) fn pipe_error_code(e: &PipeError) -> ErrorCode {
     match e {
         PipeError::Fenced(_) => ErrorCode::ProducerFenced,
         PipeError::Fence(_) | PipeError::InDoubt(_) => ErrorCode::DestinationUnavailable,

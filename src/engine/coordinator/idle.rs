@@ -52,8 +52,12 @@ enum Verdict {
     Leave,
     /// Every partition is at rest: close it.
     Close,
-    /// Many partitions are quiet: start over with the active ones only.
-    Rebuild { active: Vec<(String, i32)> },
+    /// Many partitions are quiet: start over with the active ones only (`held`: all the data
+    /// path holds).
+    Rebuild {
+        active: Vec<(String, i32)>,
+        held: Vec<(String, i32)>,
+    },
 }
 
 impl SlotLook {
@@ -75,7 +79,8 @@ impl SlotLook {
         } else if self.active.is_empty() {
             if self.moved { Verdict::Leave } else { Verdict::Close }
         } else if self.quiet.len() >= REBUILD_AT_QUIET && self.quiet.len() > self.active.len() {
-            Verdict::Rebuild { active: self.active }
+            let held = self.quiet.iter().chain(&self.active).cloned().collect();
+            Verdict::Rebuild { active: self.active, held }
         } else {
             Verdict::Leave
         }
@@ -146,6 +151,7 @@ impl Coordinator {
         }
         let mut closing = BTreeSet::new();
         let mut reassign = Vec::new();
+        let mut release = Vec::new();
         for (slot, look) in looks {
             if !self.owns(slot) || m.restart_pipe_at.contains_key(&slot) {
                 continue;
@@ -155,14 +161,48 @@ impl Coordinator {
                 Verdict::Close => {
                     closing.insert(slot);
                 }
-                Verdict::Rebuild { active } => {
+                Verdict::Rebuild { active, held } => {
                     closing.insert(slot);
                     reassign.extend(active);
+                    release.extend(held);
                 }
             }
         }
         if closing.is_empty() {
             return;
+        }
+        // A rebuilt slot's data path commits what it holds and says where each partition stands
+        // before it goes, as a source change does: its last commits' events could otherwise
+        // still be queued behind this step, and the new data path would start from older
+        // positions. A slot whose release fails keeps its data path.
+        if !release.is_empty() {
+            for released in self.unassign_many(mirror, release, Finish::Commit, false).await {
+                match released.outcome {
+                    Ok(finals) => {
+                        for f in &finals {
+                            self.apply_final(mirror, &f.topic, f);
+                        }
+                    }
+                    Err(e) => {
+                        // As for a pause the data path did not confirm: the partitions go FAILED
+                        // (retryable) and their retry hands them to a data path again.
+                        tracing::warn!(%mirror, "an idle data path was not rebuilt: its release failed ({e})");
+                        if let Some(slot) = released.partitions.first().and_then(|(t, p)| self.slot_of(mirror, t, *p)) {
+                            closing.remove(&slot);
+                        }
+                        let gone: HashSet<&(String, i32)> = released.partitions.iter().collect();
+                        reassign.retain(|k| !gone.contains(k));
+                        for (t, p) in &released.partitions {
+                            let message = format!("the data path did not confirm the release: {e}; retried");
+                            self.fail(mirror, t, *p, actions::pipe_error_code(&e), message);
+                        }
+                        let _ = self.flush().await;
+                    }
+                }
+            }
+            if closing.is_empty() {
+                return;
+            }
         }
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         let keep: HashSet<&(String, i32)> = reassign.iter().collect();
@@ -204,11 +244,6 @@ impl Coordinator {
         });
         // The active partitions of a rebuilt slot go on in a new data path, from their committed
         // positions (its producer's start fences the closed one's, should it linger).
-        // UNFINISHED: the closed data path's last `Committed` events may still be queued behind
-        // this step, so `record.position` can be stale here and the new data path would copy
-        // those records again. Release the rebuilt slots' partitions first with
-        // `unassign_many(.., Finish::Commit, false)` and `apply_final` their positions, as
-        // `source_change` does, before shutting the data path down.
         self.reassign_mirroring(mirror, &reassign).await;
     }
 }

@@ -910,6 +910,47 @@ async fn idle_data_paths_close_and_new_records_wake_only_their_partitions() {
     }
 }
 
+/// A data path holding many quiet partitions beside busy ones is rebuilt with the busy ones only:
+/// the quiet ones show idle, the busy ones copy every record once across the rebuild, and a quiet
+/// one with records later is woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_with_many_quiet_partitions_is_rebuilt_with_its_busy_ones() {
+    let mut c = config();
+    c.lag_refresh_interval = Duration::from_millis(50);
+    c.close_idle_data_paths_after = Some(Duration::from_millis(300));
+    let rig = Rig::with_config(c).await;
+    rig.mirroring("m", "quiet", 800, 1).await;
+    rig.mirroring("m", "busy", 4, 1).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producing = {
+        let (source, stop) = (Arc::clone(&rig.source), Arc::clone(&stop));
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                source.produce("busy", i % 4, 1);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    all_idle(&rig, "m", "quiet").await;
+    let busy_idle = rig.engine.snapshot().mirror("m").unwrap().topic("busy").unwrap().partitions.iter().any(|p| p.idle);
+    assert!(!busy_idle, "busy partitions are never idle");
+    let held = rig.world.pipes.held("m");
+    assert!(held.iter().all(|(t, _)| t == "busy"), "the data paths hold the busy partitions only: {} held", held.len());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    producing.await.unwrap();
+    rig.caught_up("m", "busy").await;
+    for p in 0..4 {
+        let end = rig.source.partitions("busy")[p as usize].end;
+        assert_eq!(rig.destination_end("busy", p), end, "busy-{p}: every record once across the rebuild");
+    }
+    rig.source.produce("quiet", 7, 2);
+    rig.caught_up("m", "quiet").await;
+    assert_eq!(rig.destination_end("quiet", 7), 3);
+    assert_eq!(rig.destination_end("quiet", 8), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     let rig = Rig::new().await;
