@@ -487,6 +487,51 @@ async fn idle_data_paths_close_and_new_records_wake_them() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// A slot's data path holding many quiet partitions beside busy ones is rebuilt with the busy
+/// ones only: the quiet partitions show idle while records keep flowing, every busy record is
+/// copied once across the rebuild, and a quiet partition with records later is woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_path_with_many_quiet_partitions_keeps_only_its_busy_ones() {
+    let _rig = shared().await;
+    let quiet = TestTopic::create(Cluster::Source, "quiet", 600, &[]).await;
+    let busy = TestTopic::create(Cluster::Source, "busy", 2, &[]).await;
+    let mut config = TestEngine::config();
+    config.lag_refresh_interval = Duration::from_millis(300);
+    config.close_idle_data_paths_after = Some(Duration::from_secs(2));
+    let eng = TestEngine::with_config(config).await;
+    let mirror = unique("m-rebuild");
+    eng.create_mirror(&mirror).await;
+    // Records flow to the busy topic from before the start, so its slots never become wholly
+    // quiet: their quiet partitions can only become idle through a rebuild.
+    let traffic = Traffic::start(&busy.name, 2);
+    eng.op_ok(&mirror, &[&quiet.name, &busy.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    eng.wait_state(&mirror, &quiet.name, PartitionState::Mirroring).await;
+    eng.wait_state(&mirror, &busy.name, PartitionState::Mirroring).await;
+    wait_idle(&eng, &mirror, &quiet.name).await;
+    let snap = eng.handle.snapshot();
+    let busy_idle =
+        snap.mirror(&mirror).and_then(|m| m.topic(&busy.name)).is_some_and(|t| t.partitions.iter().any(|p| p.idle));
+    assert!(!busy_idle, "a partition with records flowing is never idle");
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    assert!(produced > 0);
+    eng.wait_caught_up(&mirror, &busy.name, 2).await;
+    assert_same_content(&busy.name, 2).await;
+
+    let name = quiet.name.clone();
+    tokio::task::spawn_blocking(move || {
+        produce(Cluster::Source, &name, &keyed(3, 1, "woken"));
+    })
+    .await
+    .unwrap();
+    eng.wait_caught_up(&mirror, &quiet.name, 600).await;
+    assert_eq!(dest_ends(&quiet.name, 1).await, vec![3], "the woken partition copied its records once");
+    eng.op_ok(&mirror, &[&quiet.name, &busy.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let admin = Cluster::Destination.admin();
+    let _ = admin.delete_topic(&quiet.name).await;
+    let _ = admin.delete_topic(&busy.name).await;
+}
+
 /// Whether the destination holds records of `topic`'s partition 0 that are written but not
 /// committed yet: the data path's transaction is open.
 async fn open_transaction_on(topic: &str) -> bool {
