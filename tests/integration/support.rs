@@ -155,7 +155,15 @@ impl TestTopic {
     pub async fn create(cluster: Cluster, prefix: &str, partitions: i32, configs: &[(&str, &str)]) -> TestTopic {
         let name = unique(prefix);
         let configs: Vec<(String, String)> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        cluster.admin().create_topic(&name, partitions, 1, &configs).await.expect("create topic");
+        let admin = cluster.admin();
+        admin.create_topic(&name, partitions, 1, &configs).await.expect("create topic");
+        // CreateTopics answers before every metadata request sees the topic: a start right
+        // after it could be refused as "does not exist on the source cluster".
+        eventually(&format!("topic {name} in the metadata"), Duration::from_secs(30), || async {
+            let d = admin.describe_topic(&name).await.ok()?;
+            (d.partitions.len() == usize::try_from(partitions).unwrap_or(0)).then_some(())
+        })
+        .await;
         TestTopic { name, cluster }
     }
 }

@@ -15,6 +15,14 @@
 //! checked, exactly as after a producer failure. Only the partitions that have records are
 //! woken, so the new data path's clients know only the topics with work.
 //!
+//! A slot rarely goes wholly quiet when some of a mirror's topics are busy: each topic's
+//! partitions are spread over all the slots. So a data path that holds at least
+//! [`REBUILD_AT_QUIET`] quiet partitions, more than its active ones, is rebuilt: it commits and
+//! releases everything it holds (the final positions applied, as a source change does), closes,
+//! and a new data path takes the active partitions from those positions. The quiet ones are
+//! idle from then on, and its clients forget their topics. The busy partitions pause for the
+//! restart (a commit, a new producer): at most once per quiet spell of that many partitions.
+//!
 //! The cost: an idle partition's first new records wait for the next lag refresh (1 s, or
 //! partitions × 1 ms for larger mirrors) and the new data path's start (~0.1-0.3 s).
 
