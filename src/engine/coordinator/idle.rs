@@ -39,7 +39,7 @@ fn quiet(rt: &PartRt, now: tokio::time::Instant, after: Duration) -> bool {
 
 /// A data path that holds at least this many quiet partitions, and more quiet than active ones,
 /// is rebuilt with only its active ones: its clients then forget the quiet partitions' topics.
-/// Fewer are not worth the busy partitions' pause (an aborted transaction, a new producer).
+/// Fewer are not worth the busy partitions' pause (a commit, a new producer and its start).
 const REBUILD_AT_QUIET: usize = 100;
 
 /// How the partitions of one slot stand, for closing or rebuilding its data path.
