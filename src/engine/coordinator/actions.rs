@@ -82,7 +82,7 @@ pub(super) fn pipe_problem(e: &PipeError) -> Problem {
 }
 
 /// The partition error for a release that did not happen.
-pub(super) fn pipe_error_code(e: &PipeError) -> ErrorCode {
+fn pipe_error_code(e: &PipeError) -> ErrorCode {
     match e {
         PipeError::Fenced(_) => ErrorCode::ProducerFenced,
         PipeError::Fence(_) | PipeError::InDoubt(_) => ErrorCode::DestinationUnavailable,
@@ -220,9 +220,8 @@ impl Coordinator {
                     }
                     Err(e) => {
                         tracing::warn!(%mirror, partitions = parts.len(), "the data path did not release partitions: {e}");
+                        self.release_unconfirmed(mirror, &parts, &e);
                         for (t, p) in &parts {
-                            let message = format!("the data path did not confirm the release: {e}; retried");
-                            self.fail(mirror, t, *p, pipe_error_code(&e), message);
                             failed.entry(t.clone()).or_insert_with(|| pipe_problem(&e));
                             not_released.insert((t.clone(), *p));
                         }
@@ -317,6 +316,15 @@ impl Coordinator {
             .collect();
         for slot in slots {
             let _ = self.ensure_pipe(mirror, slot);
+        }
+    }
+
+    /// `parts` go FAILED (retryable) after a release their data path did not confirm: it may
+    /// still hold them, and their retry releases (or hands them over) again.
+    pub(super) fn release_unconfirmed(&mut self, mirror: &str, parts: &[(String, i32)], e: &PipeError) {
+        for (t, p) in parts {
+            let message = format!("the data path did not confirm the release: {e}; retried");
+            self.fail(mirror, t, *p, pipe_error_code(e), message);
         }
     }
 

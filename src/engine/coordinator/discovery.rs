@@ -177,7 +177,7 @@ impl Coordinator {
         }
         // Only the owner of the mirror's slot acts, and only while it may write and the mirror
         // is not halted.
-        let halted = m.fenced || m.cluster_id_status == ClusterIdStatus::Mismatch || m.secret_error.is_some();
+        let halted = m.halted();
         if !self.owns_mirror(mirror) || self.fenced.is_some() || halted {
             return;
         }

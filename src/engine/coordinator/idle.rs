@@ -110,11 +110,7 @@ impl Coordinator {
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
         // A halted mirror (fenced, or its source now another cluster) copies nothing, and one
         // whose clients cannot be made waits for them (`retry_source_client` restarts it).
-        if m.fenced
-            || m.cluster_id_status == ClusterIdStatus::Mismatch
-            || m.secret_error.is_some()
-            || m.source_client_error.is_some()
-        {
+        if m.halted() || m.source_client_error.is_some() {
             return;
         }
         let now = tokio::time::Instant::now();
@@ -200,10 +196,7 @@ impl Coordinator {
                         }
                         let gone: HashSet<&(String, i32)> = released.partitions.iter().collect();
                         reassign.retain(|k| !gone.contains(k));
-                        for (t, p) in &released.partitions {
-                            let message = format!("the data path did not confirm the release: {e}; retried");
-                            self.fail(mirror, t, *p, actions::pipe_error_code(&e), message);
-                        }
+                        self.release_unconfirmed(mirror, &released.partitions, &e);
                         let _ = self.flush().await;
                     }
                 }
@@ -213,13 +206,13 @@ impl Coordinator {
             }
         }
         let Some(m) = self.mirrors.get_mut(mirror) else { return };
-        let keep: HashSet<&(String, i32)> = reassign.iter().collect();
+        let keep: HashSet<(&str, i32)> = reassign.iter().map(|(t, p)| (t.as_str(), *p)).collect();
         let mut partitions = 0usize;
         for (t, topic) in &mut m.topics {
             for (p, rt) in &mut topic.partitions {
                 if closing.contains(&rt.slot)
                     && rt.record.state == PartitionState::Mirroring
-                    && !keep.contains(&(t.clone(), *p))
+                    && !keep.contains(&(t.as_str(), *p))
                 {
                     rt.idle = true;
                     partitions += 1;

@@ -152,6 +152,12 @@ pub(super) struct MirrorRt {
 }
 
 impl MirrorRt {
+    /// Whether the mirror copies nothing until an operator acts: fenced, its source now another
+    /// cluster, or a secret of its definition this instance cannot open.
+    pub(super) fn halted(&self) -> bool {
+        self.fenced || self.cluster_id_status == ClusterIdStatus::Mismatch || self.secret_error.is_some()
+    }
+
     /// Failed-over topics whose old source received records after the failover.
     pub(super) fn topics_written_after_stop(&self) -> Vec<String> {
         self.topics

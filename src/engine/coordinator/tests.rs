@@ -862,6 +862,14 @@ async fn a_pause_the_data_path_does_not_confirm_fails_then_is_retried_to_paused(
     assert_eq!(rig.destination_end("orders", 0), 4, "resumed from the committed position, nothing twice");
 }
 
+/// Lag read every 50 ms and data paths closed after 300 ms with nothing to copy.
+fn idle_config() -> EngineConfig {
+    let mut c = config();
+    c.lag_refresh_interval = Duration::from_millis(50);
+    c.close_idle_data_paths_after = Some(Duration::from_millis(300));
+    c
+}
+
 /// Every partition of `topic` is MIRRORING with its data path closed as idle.
 async fn all_idle(rig: &Rig, mirror: &str, topic: &str) {
     rig.until(&format!("{topic} all idle"), |s| {
@@ -875,10 +883,7 @@ async fn all_idle(rig: &Rig, mirror: &str, topic: &str) {
 /// only their partitions, which copy them once; pause, resume and failover work on idle ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_data_paths_close_and_new_records_wake_only_their_partitions() {
-    let mut c = config();
-    c.lag_refresh_interval = Duration::from_millis(50);
-    c.close_idle_data_paths_after = Some(Duration::from_millis(300));
-    let rig = Rig::with_config(c).await;
+    let rig = Rig::with_config(idle_config()).await;
     rig.mirroring("m", "orders", 4, 3).await;
     all_idle(&rig, "m", "orders").await;
     assert_eq!(rig.world.pipes.slots("m"), Vec::<i32>::new(), "no data path is left open");
@@ -915,10 +920,7 @@ async fn idle_data_paths_close_and_new_records_wake_only_their_partitions() {
 /// one with records later is woken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_path_with_many_quiet_partitions_is_rebuilt_with_its_busy_ones() {
-    let mut c = config();
-    c.lag_refresh_interval = Duration::from_millis(50);
-    c.close_idle_data_paths_after = Some(Duration::from_millis(300));
-    let rig = Rig::with_config(c).await;
+    let rig = Rig::with_config(idle_config()).await;
     rig.mirroring("m", "quiet", 800, 1).await;
     rig.mirroring("m", "busy", 4, 1).await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
