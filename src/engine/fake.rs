@@ -607,6 +607,8 @@ struct FakePipe {
     script: Mutex<PipeScript>,
     /// Ended (shut down, fenced): the thread leaves.
     ended: std::sync::atomic::AtomicBool,
+    /// `Committed` events held back (`FakePipes::delay_commit_events`), with when they were made.
+    late: Mutex<Vec<(std::time::Instant, PipeEvent)>>,
 }
 
 impl std::fmt::Debug for FakePipe {
@@ -636,6 +638,9 @@ struct PipesInner {
     fail_next_start: Option<(String, u32)>,
     /// How each unassign of each mirror's data paths ended the open transaction, in order.
     finishes: HashMap<String, Vec<(crate::data_path::Finish, bool)>>,
+    /// Mirrors whose data paths hold their `Committed` events back this long (see
+    /// `FakePipes::delay_commit_events`).
+    commit_event_delay: HashMap<String, Duration>,
 }
 
 /// The data paths of every mirror.
@@ -704,6 +709,18 @@ impl FakePipes {
         held
     }
 
+    /// `mirror`'s data paths, running and future, send each `Committed` event only once it is
+    /// `delay` old, or right after they answer a command: the coordinator then hears of commits
+    /// after later replies, as with a real data path whose events still queue behind the
+    /// coordinator's current step (a reply comes on its own channel).
+    pub(crate) fn delay_commit_events(&self, mirror: &str, delay: Duration) {
+        lock(&self.inner).commit_event_delay.insert(mirror.to_string(), delay);
+    }
+
+    fn commit_event_delay(&self, mirror: &str) -> Option<Duration> {
+        lock(&self.inner).commit_event_delay.get(mirror).copied()
+    }
+
     /// The next `n` data paths started fail (`PipeEvent::Failed`).
     pub(crate) fn fail_next_starts(&self, message: &str, n: u32) {
         lock(&self.inner).fail_next_start = (n > 0).then(|| (message.to_string(), n));
@@ -747,7 +764,7 @@ impl FakePipes {
 
 impl FakePipe {
     /// Mirrors every held partition up to its source end, in one transaction.
-    fn mirror(&self) {
+    fn mirror(&self, pipes: &FakePipes) {
         let mut held = lock(&self.held);
         if self.ended.load(Ordering::SeqCst) {
             return;
@@ -823,7 +840,21 @@ impl FakePipe {
             h.destination_next = p.destination_end_offset;
             h.destination_end = p.destination_end_offset;
         }
-        let _ = self.events.send(PipeEvent::Committed(progress));
+        if pipes.commit_event_delay(&self.config.mirror).is_some() {
+            lock(&self.late).push((std::time::Instant::now(), PipeEvent::Committed(progress)));
+        } else {
+            let _ = self.events.send(PipeEvent::Committed(progress));
+        }
+    }
+
+    /// Sends the held-back `Committed` events at least `older_than` old (all of them with `None`),
+    /// in the order they were made.
+    fn send_late(&self, older_than: Option<Duration>) {
+        let mut late = lock(&self.late);
+        let due = late.iter().take_while(|(at, _)| older_than.is_none_or(|d| at.elapsed() >= d)).count();
+        for (_, ev) in late.drain(..due) {
+            let _ = self.events.send(ev);
+        }
     }
 
     /// Carries out one command; true when the data path ends.
@@ -1282,6 +1313,7 @@ impl Ports for FakeWorld {
             held: Mutex::new(BTreeMap::new()),
             script: Mutex::new(PipeScript::default()),
             ended: std::sync::atomic::AtomicBool::new(false),
+            late: Mutex::new(Vec::new()),
         });
         lock(&self.pipes.inner).running.insert((mirror.clone(), slot), Arc::clone(&pipe));
         let pipes = Arc::clone(&self.pipes);
@@ -1289,19 +1321,27 @@ impl Ports for FakeWorld {
             let _ = pipe.events.send(PipeEvent::Ready);
             loop {
                 if pipe.ended.load(Ordering::SeqCst) {
-                    // Like a fenced pipe: the thread ends and every later command goes unanswered.
+                    // Like a fenced pipe: the thread ends and every later command goes unanswered
+                    // (what it committed before is still reported).
+                    pipe.send_late(None);
                     return;
                 }
                 match rx.recv_timeout(Duration::from_millis(2)) {
                     Ok(cmd) => {
-                        if pipe.command(&pipes, cmd) {
+                        let ended = pipe.command(&pipes, cmd);
+                        // Held-back commit events go out behind the command's reply.
+                        pipe.send_late(None);
+                        if ended {
                             return;
                         }
                     }
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 }
-                pipe.mirror();
+                pipe.mirror(&pipes);
+                if let Some(delay) = pipes.commit_event_delay(&pipe.config.mirror) {
+                    pipe.send_late(Some(delay));
+                }
             }
         })?;
         Ok((tx, join))
