@@ -59,6 +59,10 @@ def estimate(a):
     if steps:
         # per step: the settle time, then 15 samples 2 s apart
         t["idle"] = 15 + top / 2000 + start_s(top) + len(steps) * (a.idle_settle + 32)
+        if a.idle_busy:
+            # partitions beside busy ones: a sample with every data path open, ~70 s until the
+            # quiet ones show idle, another sample; the all-idle sample then waits ~60 s more
+            t["idle"] += 2 * (a.idle_settle + 32) + 70 + 60
         if a.mm2_idle:
             for p in steps:
                 # a step MM2 cannot take is found in its log within a minute
@@ -87,7 +91,7 @@ def main():
     p = argparse.ArgumentParser()
     for name in ("size-mib", "idle-settle", "lat-secs", "lat-warmup"):
         p.add_argument("--" + name, type=float, default=0)
-    for name in ("rounds", "scenarios", "lat-scenarios", "lat-runs", "mm2-idle", "failover-partitions",
+    for name in ("rounds", "scenarios", "lat-scenarios", "lat-runs", "mm2-idle", "idle-busy", "failover-partitions",
                  "failover-runs", "takeover-runs", "failback-runs", "build"):
         p.add_argument("--" + name, type=int, default=0)
     for name in ("contenders", "lat-mirrors", "idle-steps", "failover-rates"):

@@ -255,6 +255,9 @@ def idle(raw):
             if ok[hi].get("heap_used_kib") and ok[lo].get("heap_used_kib"):
                 d["heap_kib_per_partition"] = (ok[hi]["heap_used_kib"] - ok[lo]["heap_used_kib"]) / (hi - lo)
         out[who] = d
+    beside = [load(p) for p in sorted(glob.glob(os.path.join(raw, "idle-beside-busy.*.json")))]
+    if beside and "kmirror" in out:
+        out["kmirror"]["beside_busy"] = beside
     return out
 
 
@@ -598,6 +601,23 @@ def idle_md(idl):
             L.append(f"| {NAMES[who]} | {st['partitions']:,} | {shown} | {st['rss_kib'] / 1024:.1f} | "
                      f"{st['cpu_pct']:.1f} | {'–' if heap is None else f'{heap / 1024:.1f}'} |")
     L.append("")
+    beside = idl.get("kmirror", {}).get("beside_busy") or []
+    if beside:
+        L += ["Idle partitions beside busy ones: some of the largest step's topics under load from right after "
+              "its catch-up, so every slot's data path holds quiet partitions beside busy ones. Sampled twice "
+              "under the same load, with the same settle time and samples: while the data paths still hold every "
+              "partition (within the first 60 s), and once kmirror has rebuilt them with their active partitions "
+              "only (a data path with 100 or more quiet partitions, more than its active ones) and the quiet ones "
+              "show `idle`. A busy partition that got no record for 60 s counts as quiet (it is woken at the next "
+              "lag refresh that finds records). The load then stops and the all-idle sample above follows.", "",
+              "| partitions | under load | records/s | data paths | shown idle | RSS MiB | CPU % of a core |",
+              "|---|---|---|---|---|---|---|"]
+        for st in beside:
+            for key, what in (("open", "holding every partition"), ("rebuilt", "rebuilt with the busy ones")):
+                x = st[key]
+                L.append(f"| {st['partitions']:,} | {st['busy_partitions']:,} | {st['busy_records_s']:,} | {what} | "
+                         f"{x['idle_partitions']:,} | {x['rss_kib'] / 1024:.1f} | {x['cpu_pct']:.1f} |")
+        L.append("")
     for who, d in idl.items():
         if d.get("rss_kib_per_partition") is not None:
             extra = (f"; live heap {d['heap_kib_per_partition']:.1f} KiB" if d.get("heap_kib_per_partition") is not None else "")
