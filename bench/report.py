@@ -607,16 +607,19 @@ def idle_md(idl):
               "its catch-up, so every slot's data path holds quiet partitions beside busy ones. Sampled twice "
               "under the same load, with the same settle time and samples: while the data paths still hold every "
               "partition (within the first 60 s), and once kmirror has rebuilt them with their active partitions "
-              "only (a data path with 100 or more quiet partitions, more than its active ones) and the quiet ones "
-              "show `idle`. A busy partition that got no record for 60 s counts as quiet (it is woken at the next "
-              "lag refresh that finds records). The load then stops and the all-idle sample above follows.", "",
-              "| partitions | under load | records/s | data paths | shown idle | RSS MiB | CPU % of a core |",
-              "|---|---|---|---|---|---|---|"]
+              "only (a data path with 100 or more quiet partitions, more than its active ones), the quiet ones "
+              "show `idle` and what the first minute left behind is copied. A busy partition that got no record for 60 s counts as quiet (it is woken at the next "
+              "lag refresh that finds records). *copied*: records/s kmirror committed during the samples; below the "
+              "load's rate, the mirror was falling behind. The load then stops and the all-idle sample above follows.", "",
+              "| partitions | under load | load records/s | data paths | shown idle | copied records/s | RSS MiB | CPU % of a core |",
+              "|---|---|---|---|---|---|---|---|"]
         for st in beside:
             for key, what in (("open", "holding every partition"), ("rebuilt", "rebuilt with the busy ones")):
                 x = st[key]
+                copied = x.get("copied_records_s")
                 L.append(f"| {st['partitions']:,} | {st['busy_partitions']:,} | {st['busy_records_s']:,} | {what} | "
-                         f"{x['idle_partitions']:,} | {x['rss_kib'] / 1024:.1f} | {x['cpu_pct']:.1f} |")
+                         f"{x['idle_partitions']:,} | {'–' if copied is None else f'{copied:,}'} | "
+                         f"{x['rss_kib'] / 1024:.1f} | {x['cpu_pct']:.1f} |")
         L.append("")
     for who, d in idl.items():
         if d.get("rss_kib_per_partition") is not None:
