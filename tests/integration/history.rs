@@ -157,11 +157,22 @@ async fn the_estimate_of_a_mirror_catching_up_is_finite_and_shrinks() {
 
     // The last answer seen goes into the failure message: what the estimate said instead.
     let last = std::sync::Mutex::new(Value::Null);
-    let first = eventually_or("a finite estimate", Duration::from_secs(90), || async {
-        let h = history(&srv, &tp).await;
-        *last.lock().unwrap() = json!({"eta": h["eta"], "snapshot": eng.handle.snapshot().mirror(&mirror).and_then(|m| m.topic(&t.name)).map(|t| format!("{:?}", t.partitions))});
-        h["eta"]["seconds"].as_u64().filter(|_| h["eta"]["status"] == "eta").map(|s| (s, h))
-    }, || last.lock().unwrap().to_string())
+    let first = eventually_or(
+        "a finite estimate",
+        Duration::from_secs(90),
+        || async {
+            let h = history(&srv, &tp).await;
+            let partitions = eng
+                .handle
+                .snapshot()
+                .mirror(&mirror)
+                .and_then(|m| m.topic(&t.name))
+                .map(|t| format!("{:?}", t.partitions));
+            *last.lock().unwrap() = json!({"eta": h["eta"], "snapshot": partitions});
+            h["eta"]["seconds"].as_u64().filter(|_| h["eta"]["status"] == "eta").map(|s| (s, h))
+        },
+        || last.lock().unwrap().to_string(),
+    )
     .await;
     let (first_seconds, h) = first;
     assert!(h["eta"]["text"].as_str().is_some_and(|t| t.starts_with("about ")), "{h}");
