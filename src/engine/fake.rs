@@ -1339,8 +1339,9 @@ impl Ports for FakeWorld {
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 }
                 pipe.mirror(&pipes);
-                if let Some(delay) = pipes.commit_event_delay(&pipe.config.mirror) {
-                    pipe.send_late(Some(delay));
+                // Looked up only with events held back: the delay's map is shared by every data path.
+                if !lock(&pipe.late).is_empty() {
+                    pipe.send_late(pipes.commit_event_delay(&pipe.config.mirror));
                 }
             }
         })?;
