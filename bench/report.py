@@ -602,11 +602,27 @@ def idle_md(idl):
                      f"{st['cpu_pct']:.1f} | {'–' if heap is None else f'{heap / 1024:.1f}'} |")
     L.append("")
     beside = idl.get("kmirror", {}).get("beside_busy") or []
+
+    def idle_before(st, idl):
+        """Partitions idle before the beside-busy step started: recorded, or for runs that did not
+        record it the previous kmirror step's less the busy ones (those runs loaded the first
+        topics, which belonged to earlier steps and were woken by the load)."""
+        if st.get("idle_before") is not None:
+            return st["idle_before"]
+        steps = [x["partitions"] for x in idl.get("kmirror", {}).get("steps", []) if x["partitions"] < st["partitions"]]
+        return max(max(steps, default=0) - st["busy_partitions"], 0)
+
     if beside:
-        L += ["Idle partitions beside busy ones: some of the largest step's topics under load from right after "
-              "its catch-up, so every slot's data path holds quiet partitions beside busy ones. Sampled twice "
+        # Runs that recorded `idle_before` started the load before the step's start call; earlier
+        # ones right after its catch-up, on topics of earlier steps.
+        since = ("the last of the largest step's topics under load from before its start" if
+                 all(st.get("idle_before") is not None for st in beside) else
+                 "the first few topics under load from right after the largest step's catch-up")
+        L += [f"Idle partitions beside busy ones: {since}, so every slot's data path holds quiet partitions "
+              "beside busy ones. Sampled twice "
               "under the same load, with the same settle time and samples: while the data paths still hold every "
-              "partition (within the first 60 s), and once kmirror has rebuilt them with their active partitions "
+              "partition (within 60 s of the quiet ones' catch-up; on a slow start some are rebuilt earlier, "
+              "and the row says so), and once kmirror has rebuilt them with their active partitions "
               "only (a data path with 100 or more quiet partitions, more than its active ones), the quiet ones "
               "show `idle` and what the first minute left behind is copied. A busy partition that got no record for 60 s counts as quiet (it is woken at the next "
               "lag refresh that finds records). *copied*: records/s kmirror committed during the samples; below the "
@@ -616,6 +632,12 @@ def idle_md(idl):
         for st in beside:
             for key, what in (("open", "holding every partition"), ("rebuilt", "rebuilt with the busy ones")):
                 x = st[key]
+                if key == "open":
+                    # Partitions idle beyond those of the earlier steps (idle before this one, whose
+                    # data paths had closed): some data paths were rebuilt before the sample ended.
+                    early = x["idle_partitions"] - idle_before(st, idl)
+                    if early > 0:
+                        what = f"first minute ({early:,} of the step's partitions already idle)"
                 copied = x.get("copied_records_s")
                 L.append(f"| {st['partitions']:,} | {st['busy_partitions']:,} | {st['busy_records_s']:,} | {what} | "
                          f"{x['idle_partitions']:,} | {'–' if copied is None else f'{copied:,}'} | "
