@@ -20,13 +20,15 @@
 //!
 //! A map is one `Vec<Run>` (24 bytes a run), sorted and searched with binary search; nothing else
 //! is allocated per run. Because every transaction ends with a marker, the run count grows with the
-//! number of transactions that touched the partition, not with the record count: at the default
-//! 250 ms commit interval a partition that is busy all the time gains up to 345,600 runs (≈ 8 MB) a
-//! day, and a trickle (a transaction ends early once caught up, at most every 50 ms) up to four
-//! times that. The engine keeps this bounded by dropping the batches the destination no longer has
-//! ([`OffsetMap::prune_stretches_below`] with the partition's log start offset, which also names
-//! the state records to delete), so a map holds the history of the destination's retention, and
-//! by choosing the commit interval with this cost in mind.
+//! number of transactions that touched the partition, not with the record count (and never more
+//! than one run per record). With the default engine settings a partition draining a backlog gains
+//! about one run a second (transactions of `engine.commit_interval_ms`, 1,000: 86,400 runs, ≈ 2 MB,
+//! a day); one whose mirror keeps up with a steady flow gains up to twenty a second (a transaction
+//! ends early once caught up, at most every `engine.early_commit_interval_ms`, 50: up to 1,728,000
+//! runs, ≈ 41 MB, a day). The engine keeps this bounded by dropping the batches the destination no
+//! longer has ([`OffsetMap::prune_stretches_below`] with the partition's log start offset, which
+//! also names the state records to delete), so a map holds the history of the destination's
+//! retention, and by choosing the commit intervals with this cost in mind.
 
 use std::fmt;
 
