@@ -60,10 +60,10 @@ def estimate(a):
         # per step: the settle time, then 15 samples 2 s apart
         t["idle"] = 15 + top / 2000 + start_s(top) + len(steps) * (a.idle_settle + 32)
         if a.idle_busy:
-            # partitions beside busy ones: a sample with every data path open, ~70 s until the
-            # quiet ones show idle, ~30 s to copy the backlog, another sample; the all-idle
-            # sample then waits ~60 s more
-            t["idle"] += (5 + 32) + 70 + 30 + (a.idle_settle + 32) + 60
+            # partitions beside busy ones: a sample with every data path open right after the
+            # catch-up, ~70 s until the quiet ones show idle, ~30 s to copy the backlog, another
+            # sample; the all-idle sample then waits ~60 s more
+            t["idle"] += 32 + 70 + 30 + (a.idle_settle + 32) + 60
         if a.mm2_idle:
             for p in steps:
                 # a step MM2 cannot take is found in its log within a minute
