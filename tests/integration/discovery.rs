@@ -333,18 +333,25 @@ async fn a_policy_preview_lists_what_the_change_then_does() {
     eng.wait_state(&mirror, &a1.name, PartitionState::Mirroring).await;
     eng.wait_state(&mirror, &a2.name, PartitionState::Mirroring).await;
     eng.wait_state(&mirror, &b1.name, PartitionState::Stopped).await;
-    let ops: Vec<_> =
-        eng.handle.operations().into_iter().filter(|o| o.mirror == mirror && o.requested_by == "discovery").collect();
-    let started: BTreeSet<String> = ops
-        .iter()
-        .filter(|o| o.kind == OperationKind::Start)
-        .flat_map(|o| o.results.iter().filter(|r| r.ok).map(|r| r.topic.clone()))
-        .collect();
-    let stopped: BTreeSet<String> = ops
-        .iter()
-        .filter(|o| o.kind == OperationKind::Stop)
-        .flat_map(|o| o.results.iter().filter(|r| r.ok).map(|r| r.topic.clone()))
-        .collect();
+    // A discovery run is recorded as one operation when its last batch answers, which can be
+    // after its partitions are already mirroring: wait for both operations, then compare.
+    let (started, stopped) = eventually("discovery's start and stop operations", Duration::from_secs(60), || async {
+        let ops: Vec<_> = eng
+            .handle
+            .operations()
+            .into_iter()
+            .filter(|o| o.mirror == mirror && o.requested_by == "discovery")
+            .collect();
+        let topics = |kind: OperationKind| -> BTreeSet<String> {
+            ops.iter()
+                .filter(|o| o.kind == kind)
+                .flat_map(|o| o.results.iter().filter(|r| r.ok).map(|r| r.topic.clone()))
+                .collect()
+        };
+        let (started, stopped) = (topics(OperationKind::Start), topics(OperationKind::Stop));
+        (!started.is_empty() && !stopped.is_empty()).then_some((started, stopped))
+    })
+    .await;
     assert_eq!(started, [a1.name.clone(), a2.name.clone()].into());
     assert_eq!(stopped, [b1.name.clone()].into());
 
