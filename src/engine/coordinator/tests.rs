@@ -222,6 +222,20 @@ async fn until<T>(engine: &EngineHandle, what: &str, f: impl Fn(&Snapshot) -> Op
     }
 }
 
+/// Polls `done` every 5 ms for up to [`DEADLINE`]; whether it came to hold. For what the fakes
+/// record (assigns, calls, stored records), which the engine's snapshot, and so [`until`], does
+/// not show. Callers assert on the result, or on the exact figure after it.
+async fn polled(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !done() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
+
 /// The data path's state as shown to operators, as text.
 fn data_path(snap: &Snapshot, mirror: &str) -> String {
     serde_json::to_string(&snap.mirror(mirror).expect("mirror").data_path).expect("serialisable")
@@ -273,6 +287,9 @@ async fn pause_releases_the_partitions_and_resume_continues_from_the_pause_point
     let assigned_before = rig.world.pipes.assigned("m").len();
     rig.op_ok("m", &["orders"], LifecycleOp::Resume).await;
     rig.caught_up("m", "orders").await;
+    // Partition 1 has nothing new: it is caught up as soon as the resume's MIRRORING is
+    // published, which can be before its slot's data path has taken the assign.
+    polled(|| rig.world.pipes.assigned("m").len() >= assigned_before + 2).await;
     let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
     assert_eq!(resumed.len(), 2, "{resumed:?}");
     assert!(resumed.iter().all(|s| s.next_source_offset == Some(5) && s.destination_next_offset == 5), "{resumed:?}");
@@ -1039,11 +1056,7 @@ async fn a_start_s_data_paths_start_before_its_preparation() {
         let names = vec!["orders".to_string()];
         tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
     };
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while rig.world.pipes.started("m") == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no data path started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    assert!(polled(|| rig.world.pipes.started("m") > 0).await, "no data path started");
     let spawned = tokio::time::Instant::now();
     let r = start.await.expect("the start's task");
     assert_eq!(refusal(&r), None, "{r:?}");
@@ -1076,11 +1089,7 @@ async fn a_start_whose_last_step_cannot_be_recorded_fails_then_is_retried_to_mir
         }
         _ => None,
     };
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while latest_record(&rig.world, preparing).is_none() {
-        assert!(tokio::time::Instant::now() < deadline, "the start recorded nothing PREPARING");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    assert!(polled(|| latest_record(&rig.world, preparing).is_some()).await, "the start recorded nothing PREPARING");
     rig.world.state.set_mode(WriteMode::Unavailable);
     let r = start.await.expect("the start's task");
     assert!(refusal(&r).is_some(), "{r:?}");
@@ -1112,11 +1121,8 @@ async fn a_record_the_state_topic_did_not_take_is_stored_once_it_does() {
     };
     assert_eq!(stored().as_deref(), Some("PAUSING"), "the PAUSED record was not taken");
     rig.world.state.set_mode(WriteMode::Accept);
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while stored().as_deref() != Some("PAUSED") {
-        assert!(tokio::time::Instant::now() < deadline, "the stored record stayed {:?}", stored());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    polled(|| stored().as_deref() == Some("PAUSED")).await;
+    assert_eq!(stored().as_deref(), Some("PAUSED"), "the stored record did not become PAUSED");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1142,6 +1148,9 @@ async fn a_data_path_whose_producer_fails_is_restarted_from_committed_positions(
     rig.source.produce("orders", 0, 2);
     rig.caught_up("m", "orders").await;
     assert_eq!(rig.world.pipes.started("m"), 2 * slots, "a new data path per slot");
+    // Only partition 0 has new records: partition 1's new data path may not have taken its
+    // assign yet when partition 0 is caught up.
+    polled(|| rig.world.pipes.assigned("m").len() >= assigned_before + 2).await;
     let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
     assert_eq!(resumed.len(), 2, "{resumed:?}");
     assert!(resumed.iter().all(|s| s.next_source_offset == Some(3)), "{resumed:?}");
@@ -1254,10 +1263,7 @@ async fn a_restart_restores_every_state_and_resumes_from_committed_positions() {
 
     // Only the MIRRORING partitions are handed to the new data path, from where they were. (The
     // snapshot can show them caught up before the assign: their positions are loaded.)
-    let deadline = std::time::Instant::now() + DEADLINE;
-    while rig.world.pipes.assigned("m").len() < assigned_before + 2 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    polled(|| rig.world.pipes.assigned("m").len() >= assigned_before + 2).await;
     let resumed = &rig.world.pipes.assigned("m")[assigned_before..];
     assert_eq!(resumed.len(), 2, "{resumed:?}");
     assert!(
@@ -1889,18 +1895,11 @@ async fn tail_batches_that_queued_up_complete_their_takeovers_together() {
     // the tail's batches arrive.
     g.rig.world.destination.set_delay(Duration::from_millis(300));
     g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !g
-        .rig
-        .world
-        .destination
-        .list_offsets_calls()
-        .iter()
-        .any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
-    {
-        assert!(tokio::time::Instant::now() < deadline, "the takeover never read the state topic's end");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let read_state_end = || {
+        let calls = g.rig.world.destination.list_offsets_calls();
+        calls.iter().any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
+    };
+    assert!(polled(read_state_end).await, "the takeover never read the state topic's end");
     g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
     g.tail.send(TailBatch { records: Vec::new(), positions: vec![(1, 3)] }).unwrap();
     g.rig
@@ -1999,11 +1998,7 @@ impl StartRig {
             let names = self.topics.clone();
             tokio::spawn(async move { engine.lifecycle("m", TopicSelector::Names(names), START, false, actor()).await })
         };
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        while self.g.rig.world.pipes.assigned("m").is_empty() {
-            assert!(tokio::time::Instant::now() < deadline, "the start assigned nothing");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        assert!(polled(|| !self.g.rig.world.pipes.assigned("m").is_empty()).await, "the start assigned nothing");
         start
     }
 
@@ -2112,10 +2107,7 @@ async fn a_takeover_during_a_long_start_completes_between_two_topics() {
     // Every partition of the start runs on this instance, slot 0's included. The data paths take
     // the last assigns from their queues on their own threads, after the start has answered.
     let held = || rig.g.rig.world.pipes.held("m").len();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while held() < 2 * LONG_START_TOPICS && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    polled(|| held() >= 2 * LONG_START_TOPICS).await;
     assert_eq!(held(), 2 * LONG_START_TOPICS, "every partition, slot 0's included");
     rig.shutdown().await;
 }
@@ -2359,6 +2351,9 @@ async fn a_mirrored_topic_that_comes_to_match_an_exclusion_is_stopped_and_never_
     let update = MirrorUpdate { topic_exclude: Some(vec!["__.*".into(), ".*\\.test".into()]), ..Default::default() };
     rig.engine.update_mirror("m", update, actor()).await.unwrap();
     rig.all_in("m", "orders.test", S::Stopped).await;
+    // STOPPED can be published (between topics) before discovery records its operation; the
+    // count is published after it.
+    rig.until("the stop counted", |s| (s.mirror("m")?.discovery.topics_stopped_total >= 1).then_some(())).await;
     let stops: Vec<OperationView> = rig
         .engine
         .operations()
@@ -2546,17 +2541,11 @@ async fn a_waiting_promote_holds_no_other_stop_or_pause() {
         tokio::spawn(async move { engine.promote("m", names(&["a"]), Duration::from_secs(60), actor()).await });
     // The promote is waiting: it has read the source's last stable offsets of its partition.
     let promote_read = vec![("a".to_string(), 0, OffsetSpec::Latest)];
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !rig
-        .source
-        .list_offsets_calls()
-        .iter()
-        .any(|(i, req)| *i == IsolationLevel::ReadCommitted && *req == promote_read)
-    {
-        assert!(tokio::time::Instant::now() < deadline, "the promote never read the source");
-        tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let read_source = || {
+        let calls = rig.source.list_offsets_calls();
+        calls.iter().any(|(i, req)| *i == IsolationLevel::ReadCommitted && *req == promote_read)
+    };
+    assert!(polled(read_source).await, "the promote never read the source");
     for (topic, op) in [("b", LifecycleOp::Stop), ("c", LifecycleOp::Pause)] {
         let r = tokio::time::timeout(DEADLINE, rig.op("m", &[topic], op)).await;
         let r = r.unwrap_or_else(|_| panic!("{op:?} of {topic} waited for the promote"));
@@ -2783,11 +2772,7 @@ async fn slots_nobody_owns_make_the_group_rebalance() {
             s.cluster.instances.iter().any(|i| i.id == "kmirror-zz").then_some(())
         })
         .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while g.rig.world.nudges() == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no rebalance was asked for slot 3");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(polled(|| g.rig.world.nudges() > 0).await, "no rebalance was asked for slot 3");
     assert!(began.elapsed() >= group::HEARTBEAT_EVERY, "asked before the grace period: {:?}", began.elapsed());
     assert_eq!(g.rig.world.nudges(), 1, "asked once per grace period");
 
