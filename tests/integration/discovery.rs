@@ -69,12 +69,13 @@ async fn on_destination(topic: &str) -> bool {
     }
 }
 
-/// The topics discovery started for `mirror`, one entry per (operation, topic) that succeeded.
-fn discovery_starts(eng: &TestEngine, mirror: &str) -> Vec<String> {
+/// The topics discovery started (`kind` Start) or stopped (Stop) for `mirror`, one entry per
+/// (operation, topic) that succeeded.
+fn discovery_topics(eng: &TestEngine, mirror: &str, kind: OperationKind) -> Vec<String> {
     eng.handle
         .operations()
         .into_iter()
-        .filter(|o| o.mirror == mirror && o.requested_by == "discovery" && o.kind == OperationKind::Start)
+        .filter(|o| o.mirror == mirror && o.requested_by == "discovery" && o.kind == kind)
         .flat_map(|o| o.results.into_iter().filter(|r| r.ok).map(|r| r.topic))
         .collect()
 }
@@ -99,7 +100,7 @@ async fn topics_created_later_that_match_the_policy_are_mirrored_exactly() {
     create_with_policy(&eng, &mirror, vec![format!(r"{esc}\.orders\..*")], exclude).await;
     // An idle run writes nothing: nothing matches yet.
     wait_runs(&eng, &mirror, 1).await;
-    assert!(discovery_starts(&eng, &mirror).is_empty());
+    assert!(discovery_topics(&eng, &mirror, OperationKind::Start).is_empty());
 
     // Created after the mirror: three that match, one excluded, one that does not match.
     let matching = [
@@ -141,7 +142,7 @@ async fn topics_created_later_that_match_the_policy_are_mirrored_exactly() {
     assert!(m.discovery.runs_here);
 
     // Each discovered topic was started once, by discovery, in the operation log.
-    let mut started = discovery_starts(&eng, &mirror);
+    let mut started = discovery_topics(&eng, &mirror, OperationKind::Start);
     started.sort();
     let mut expected: Vec<String> = matching.iter().map(|t| t.name.clone()).collect();
     expected.sort();
@@ -336,18 +337,7 @@ async fn a_policy_preview_lists_what_the_change_then_does() {
     // A discovery run is recorded as one operation when its last batch answers, which can be
     // after its partitions are already mirroring: wait for both operations, then compare.
     let (started, stopped) = eventually("discovery's start and stop operations", Duration::from_secs(60), || async {
-        let ops: Vec<_> = eng
-            .handle
-            .operations()
-            .into_iter()
-            .filter(|o| o.mirror == mirror && o.requested_by == "discovery")
-            .collect();
-        let topics = |kind: OperationKind| -> BTreeSet<String> {
-            ops.iter()
-                .filter(|o| o.kind == kind)
-                .flat_map(|o| o.results.iter().filter(|r| r.ok).map(|r| r.topic.clone()))
-                .collect()
-        };
+        let topics = |kind| discovery_topics(&eng, &mirror, kind).into_iter().collect::<BTreeSet<_>>();
         let (started, stopped) = (topics(OperationKind::Start), topics(OperationKind::Stop));
         // The counters are published just after the run's operation is recorded.
         let counted = eng.handle.snapshot().mirror(&mirror)?.discovery.topics_started_total >= 2;
