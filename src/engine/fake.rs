@@ -476,6 +476,8 @@ struct StateInner {
     generations: HashMap<String, u64>,
     /// Transactions committed (engine writer and data paths).
     transactions: u64,
+    /// Per read of the state topic, the partitions it asked for (`None`: all of them).
+    reads: Vec<Option<Vec<i32>>>,
 }
 
 /// The state topic on the destination, with Kafka's transactional-id fencing.
@@ -493,6 +495,7 @@ impl FakeState {
                 next_offset: HashMap::new(),
                 mode: WriteMode::Accept,
                 generations: HashMap::new(),
+                reads: Vec::new(),
                 transactions: 0,
             }),
         })
@@ -528,6 +531,18 @@ impl FakeState {
     /// Every record written so far.
     pub(crate) fn records(&self) -> Vec<LogRecord> {
         lock(&self.inner).records.clone()
+    }
+
+    /// A read of the state topic: the records of the partitions in `only` (all when `None`).
+    fn read(&self, only: Option<&[i32]>) -> Vec<LogRecord> {
+        let mut s = lock(&self.inner);
+        s.reads.push(only.map(<[i32]>::to_vec));
+        s.records.iter().filter(|r| only.is_none_or(|only| only.contains(&r.partition))).cloned().collect()
+    }
+
+    /// The partitions each read of the state topic asked for, in order (`None`: all of them).
+    pub(crate) fn reads(&self) -> Vec<Option<Vec<i32>>> {
+        lock(&self.inner).reads.clone()
     }
 
     fn append(&self, transactional_id: &str, generation: u64, records: &[StateWrite]) -> Result<(), StateWriteError> {
@@ -1115,8 +1130,12 @@ impl Ports for FakeWorld {
         Box::pin(std::future::ready(r))
     }
 
-    fn read_state<'a>(&'a self, _config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
-        let r = self.destination_check("read state").map(|()| self.state.records());
+    fn read_state<'a>(
+        &'a self,
+        _config: &'a EngineConfig,
+        only: Option<&'a [i32]>,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+        let r = self.destination_check("read state").map(|()| self.state.read(only));
         Box::pin(std::future::ready(r))
     }
 

@@ -258,8 +258,13 @@ pub(crate) trait Ports: Send + Sync {
     ) -> KafkaResult<Admin>;
     /// Creates the state topic on the destination if needed; returns its partition count.
     fn ensure_state_topic<'a>(&'a self, topic: &'a str, partitions: i32) -> BoxFuture<'a, KafkaResult<i32>>;
-    /// Every committed record of the state topic, from the beginning up to its end.
-    fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
+    /// Every committed record of the state topic (of its partitions in `only`, when given), from
+    /// the beginning up to its end.
+    fn read_state<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        only: Option<&'a [i32]>,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>>;
     /// Opens a state writer of this instance for `role`; opening it fences any earlier writer of
     /// the same instance and role (a previous incarnation, or a duplicate instance id).
     fn open_state_writer<'a>(
@@ -548,12 +553,17 @@ impl Ports for KafkaPorts {
         Box::pin(state_log::ensure_state_topic(&self.destination, topic, partitions))
     }
 
-    fn read_state<'a>(&'a self, config: &'a EngineConfig) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
+    fn read_state<'a>(
+        &'a self,
+        config: &'a EngineConfig,
+        only: Option<&'a [i32]>,
+    ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
         Box::pin(state_log::read_to_end(
             &self.destination,
             &config.destination_bootstrap,
             &config.destination_properties,
             &config.state_topic,
+            only,
             config.request_timeout * 4,
         ))
     }
@@ -625,7 +635,7 @@ impl Ports for KafkaPorts {
     ) -> BoxFuture<'a, KafkaResult<Vec<LogRecord>>> {
         Box::pin(async move {
             let admin = KafkaAdmin::connect(bootstrap, properties, timeout)?;
-            let r = match state_log::read_to_end(&admin, bootstrap, properties, topic, timeout * 4).await {
+            let r = match state_log::read_to_end(&admin, bootstrap, properties, topic, None, timeout * 4).await {
                 Err(e) if e.is(crate::kafka::KafkaErrorKind::UnknownTopicOrPartition) => Ok(Vec::new()),
                 r => r,
             };

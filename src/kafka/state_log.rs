@@ -66,17 +66,27 @@ pub async fn ensure_state_topic(admin: &KafkaAdmin, topic: &str, partitions: i32
     }
 }
 
-/// Reads every committed record of `topic` from the beginning up to its last stable offset.
+/// Reads every committed record of `topic` (of its partitions in `only`, when given) from the
+/// beginning up to its last stable offset. A partition in `only` that the topic does not have is
+/// left out.
 pub async fn read_to_end(
     admin: &KafkaAdmin,
     bootstrap: &str,
     properties: &BTreeMap<String, String>,
     topic: &str,
+    only: Option<&[i32]>,
     timeout: Duration,
 ) -> KafkaResult<Vec<LogRecord>> {
     let d = admin.describe_topic(topic).await?;
-    let requests: Vec<(String, i32, OffsetSpec)> =
-        d.partitions.iter().map(|p| (topic.to_string(), p.partition, OffsetSpec::Latest)).collect();
+    let requests: Vec<(String, i32, OffsetSpec)> = d
+        .partitions
+        .iter()
+        .filter(|p| only.is_none_or(|only| only.contains(&p.partition)))
+        .map(|p| (topic.to_string(), p.partition, OffsetSpec::Latest))
+        .collect();
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
     let ends = admin.list_offsets(&requests, IsolationLevel::ReadCommitted).await?;
     let starts: Vec<(String, i32, OffsetSpec)> =
         requests.iter().map(|(t, p, _)| (t.clone(), *p, OffsetSpec::Earliest)).collect();

@@ -1313,18 +1313,38 @@ async fn sigkill_under_load_is_exactly_once() {
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
 }
 
+/// A new engine mirroring a new 2-partition source topic named after `what`, with traffic on it
+/// and every partition MIRRORING: the topic, the engine, the mirror's name and the traffic.
+async fn mirroring_under_traffic(what: &str) -> (TestTopic, TestEngine, String, Traffic) {
+    let topic = TestTopic::create(Cluster::Source, what, 2, &[]).await;
+    let eng = TestEngine::start().await;
+    let mirror = unique(&format!("m-{what}"));
+    eng.create_mirror(&mirror).await;
+    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
+    let traffic = Traffic::start(&topic.name, 2);
+    eng.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    (topic, eng, mirror, traffic)
+}
+
+/// Ends `traffic` on `topic` (2 partitions), waits until `eng` copied all of it, checks every
+/// partition is MIRRORING and the copy exact, then stops the mirror and the engine and deletes
+/// the destination topic.
+async fn finish_exactly_once(eng: TestEngine, mirror: &str, topic: &TestTopic, traffic: Traffic) {
+    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
+    eng.wait_caught_up(mirror, &topic.name, 2).await;
+    assert!(eng.states(mirror, &topic.name).iter().all(|s| *s == PartitionState::Mirroring));
+    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
+    eng.op_ok(mirror, &[&topic.name], LifecycleOp::Stop).await;
+    eng.stop().await;
+    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
 /// A second engine with the same instance id takes over: the first one's writes fail, it stops
 /// mirroring and says why; the second continues exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_instance_fences_the_first() {
     let _rig = shared().await;
-    let topic = TestTopic::create(Cluster::Source, "fence", 2, &[]).await;
-    let first = TestEngine::start().await;
-    let mirror = unique("m-fence");
-    first.create_mirror(&mirror).await;
-    first.op_ok(&mirror, &[&topic.name], LifecycleOp::Start { truncation: Truncation::None }).await;
-    let traffic = Traffic::start(&topic.name, 2);
-    first.wait_state(&mirror, &topic.name, PartitionState::Mirroring).await;
+    let (topic, first, mirror, traffic) = mirroring_under_traffic("fence").await;
 
     let second = TestEngine::with_config(first.config.clone()).await;
     eventually("first instance reports it was fenced", Duration::from_secs(60), || async {
@@ -1351,6 +1371,37 @@ async fn a_second_instance_fences_the_first() {
     first.stop().await;
     second.stop().await;
     let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+}
+
+/// Another producer takes a slot's transactional id under load (as a data path left behind by an
+/// earlier process can): the slot's data path is fenced, and the engine restarts it from the
+/// positions the state topic holds for that slot (a read of the slot's state partition and the
+/// mirror's), so the copy goes on exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_data_path_restarts_from_its_slot_s_committed_state() {
+    let _rig = shared().await;
+    let (topic, eng, mirror, traffic) = mirroring_under_traffic("slot-fence").await;
+    eventually("records copied before the fence", Duration::from_secs(60), || async {
+        let snap = eng.handle.snapshot();
+        let t = snap.mirror(&mirror)?.topic(&topic.name)?;
+        t.partitions.iter().all(|p| p.mirrored_source_offset.is_some_and(|o| o > 0)).then_some(())
+    })
+    .await;
+    let topic_id = Cluster::Source.admin().describe_topic(&topic.name).await.expect("describe").topic_id.to_string();
+    let n = std::num::NonZeroU32::new(eng.config.state_partitions as u32).expect("state partitions");
+    let slots: std::collections::BTreeSet<i32> =
+        (0..2).map(|p| kmirror::store::partitioning::state_partition(&mirror, &topic_id, p, n)).collect();
+    let ids: Vec<String> =
+        slots.iter().map(|slot| format!("{}.slot-{slot}.mirror.{mirror}", eng.config.cluster_name)).collect();
+    tokio::task::spawn_blocking(move || {
+        for id in ids {
+            let p = producer(Cluster::Destination, &[("transactional.id", &id)]);
+            p.init_transactions(Duration::from_secs(30)).expect("the slot's transactional id taken over");
+        }
+    })
+    .await
+    .unwrap();
+    finish_exactly_once(eng, &mirror, &topic, traffic).await;
 }
 
 /// The destination broker goes away under load and comes back: the data path retries with
@@ -1380,13 +1431,7 @@ async fn destination_outage_retries_and_recovers_exactly_once() {
     })
     .await;
     tokio::task::spawn_blocking(|| rig(&["start", "destination"])).await.unwrap();
-    let produced = tokio::task::spawn_blocking(move || traffic.finish()).await.unwrap();
-    eng.wait_caught_up(&mirror, &topic.name, 2).await;
-    assert!(eng.states(&mirror, &topic.name).iter().all(|s| *s == PartitionState::Mirroring));
-    assert_eq!(assert_same_content(&topic.name, 2).await, produced);
-    eng.op_ok(&mirror, &[&topic.name], LifecycleOp::Stop).await;
-    eng.stop().await;
-    let _ = Cluster::Destination.admin().delete_topic(&topic.name).await;
+    finish_exactly_once(eng, &mirror, &topic, traffic).await;
 }
 
 /// Failback onto a topic that already holds records (the old primary): refused unless the start

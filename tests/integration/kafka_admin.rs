@@ -596,3 +596,60 @@ async fn the_first_committed_record_after_an_offset_skips_aborted_records_and_ma
             .expect("answered");
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// A state read can be limited to some partitions: it returns their committed records only
+/// (not another partition's, not an aborted transaction's), and leaves out a partition the topic
+/// does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_read_of_some_partitions_returns_their_committed_records_only() {
+    let _rig = shared().await;
+    let topic = TestTopic::create(Cluster::Destination, "state-read-some", 4, &[]).await;
+    let name = topic.name.clone();
+    tokio::task::spawn_blocking(move || {
+        let p = producer(Cluster::Destination, &[("transactional.id", &unique("state-read-some"))]);
+        p.init_transactions(Duration::from_secs(30)).unwrap();
+        let send = |partition: i32, n: usize, what: &str| {
+            for i in 0..n {
+                let v = format!("{what}-{partition}-{i}");
+                p.send(rdkafka::producer::BaseRecord::<str, str>::to(&name).partition(partition).key(&v).payload(&v))
+                    .map_err(|(e, _)| e)
+                    .unwrap();
+            }
+        };
+        // Committed: 3 on partition 0, 2 on 1, 1 on 2. Aborted: 1 on 1. Partition 3: nothing.
+        p.begin_transaction().unwrap();
+        send(0, 3, "committed");
+        send(1, 2, "committed");
+        send(2, 1, "committed");
+        p.commit_transaction(Duration::from_secs(30)).unwrap();
+        p.begin_transaction().unwrap();
+        send(1, 1, "aborted");
+        p.flush(Duration::from_secs(30)).unwrap();
+        p.abort_transaction(Duration::from_secs(30)).unwrap();
+    })
+    .await
+    .unwrap();
+    let admin = Cluster::Destination.admin();
+    let bootstrap = Cluster::Destination.bootstrap();
+    let props = std::collections::BTreeMap::new();
+    let read = |only: Option<&'static [i32]>| {
+        let (admin, bootstrap, props, name) = (&admin, &bootstrap, &props, &topic.name);
+        async move {
+            let mut got: Vec<(i32, String)> =
+                state_log::read_to_end(admin, bootstrap, props, name, only, Duration::from_secs(30))
+                    .await
+                    .expect("the state read answers")
+                    .into_iter()
+                    .map(|r| (r.partition, String::from_utf8(r.value.expect("a value")).expect("utf-8")))
+                    .collect();
+            got.sort();
+            got
+        }
+    };
+    let some = read(Some(&[1, 3, 9])).await;
+    assert_eq!(some, vec![(1, "committed-1-0".to_string()), (1, "committed-1-1".to_string())]);
+    assert!(read(Some(&[3])).await.is_empty());
+    let all = read(None).await;
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert!(all.iter().all(|(_, v)| v.starts_with("committed-")), "{all:?}");
+}

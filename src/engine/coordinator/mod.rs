@@ -222,7 +222,7 @@ pub(super) async fn start_with_ports(
         ports.ensure_state_topic(&config.state_topic, config.state_partitions).await.map_err(dest_err)?;
 
     // First read: which mirrors exist.
-    let records = read_state(&config, &*ports).await?;
+    let records = read_state(&config, &*ports, None).await?;
     let in_group = matches!(config.ownership, Ownership::Group { .. });
     let (mut loaded, warnings) = persist::load(&records, &config.sealer);
     for w in &warnings {
@@ -338,7 +338,7 @@ pub(super) async fn start_with_ports(
         }
     }
     coord.wait_ready(ready).await;
-    let records = read_state(&config, &*ports).await?;
+    let records = read_state(&config, &*ports, None).await?;
     let (mut loaded, _) = persist::load(&records, &config.sealer);
     *coord.offset_maps.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.offset_maps);
     *coord.operations.write().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut loaded.operations).into();
@@ -379,8 +379,13 @@ async fn next_of<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
     }
 }
 
-async fn read_state(config: &EngineConfig, ports: &dyn Ports) -> Result<Vec<state_log::LogRecord>, EngineError> {
-    ports.read_state(config).await.map_err(|e| state_read_error(&config.state_topic, &e))
+/// The state topic's committed records: all of them, or those of the partitions in `only`.
+async fn read_state(
+    config: &EngineConfig,
+    ports: &dyn Ports,
+    only: Option<&[i32]>,
+) -> Result<Vec<state_log::LogRecord>, EngineError> {
+    ports.read_state(config, only).await.map_err(|e| state_read_error(&config.state_topic, &e))
 }
 
 /// Why the state topic could not be read. A state topic that is gone (deleted between its

@@ -271,7 +271,7 @@ impl Coordinator {
             .into_iter()
             .filter(|(t, p)| self.slot_of(mirror, t, *p) == Some(slot))
             .collect();
-        if !self.in_group() && !self.adopt_committed_positions(mirror, &mirroring).await {
+        if !self.in_group() && !self.adopt_committed_positions(mirror, slot, &mirroring).await {
             return;
         }
         self.reassign_mirroring(mirror, &mirroring).await;
@@ -283,18 +283,21 @@ impl Coordinator {
     /// ahead of the ones here. A writer left behind (this process's or an earlier instance's, whose
     /// producer was re-created after a timeout) may have committed records and their positions
     /// after this process last heard of them; resuming from the older positions would copy those
-    /// records again, and the destination ends, read afresh, would not show it. Reading the state
-    /// topic costs what a start-up read does; it happens only after a producer failure.
+    /// records again, and the destination ends, read afresh, would not show it. Only two state
+    /// partitions are read: the slot's, which holds the positions of `parts` (all of them in
+    /// `slot`), and the mirror's, which holds the mirror and topic records they are loaded with.
     ///
     /// Standalone only: in a group a fenced slot is let go and taken over from the state tail.
     /// Returns false when the state could not be read: the partitions then go FAILED (retried;
     /// their preparation compares the destination with their positions before anything is
     /// copied).
-    async fn adopt_committed_positions(&mut self, mirror: &str, parts: &[(String, i32)]) -> bool {
+    async fn adopt_committed_positions(&mut self, mirror: &str, slot: i32, parts: &[(String, i32)]) -> bool {
         if parts.is_empty() {
             return true;
         }
-        let records = match read_state(&self.config, &*self.ports).await {
+        let only: Vec<i32> =
+            BTreeSet::from([slot, super::slots::mirror_slot(mirror, self.state_partitions)]).into_iter().collect();
+        let records = match read_state(&self.config, &*self.ports, Some(&only)).await {
             Ok(records) => records,
             Err(e) => {
                 let message = format!("the committed positions could not be read after a producer failure: {e}");

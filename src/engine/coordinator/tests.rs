@@ -994,7 +994,8 @@ async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
 /// A writer left behind (a data path of an earlier incarnation whose producer was re-created
 /// after a timeout) commits records and their position after this engine last heard of them;
 /// then this engine's data path is fenced. The engine restarts it from the committed state it
-/// reads back, not from the older position it held: nothing is copied twice.
+/// reads back, not from the older position it held: nothing is copied twice. It reads back only
+/// the slot's state partition and the mirror's, not the whole state topic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_path_restarted_after_a_fence_resumes_from_positions_another_writer_committed() {
     let rig = Rig::new().await;
@@ -1033,6 +1034,14 @@ async fn a_data_path_restarted_after_a_fence_resumes_from_positions_another_writ
     .await;
     let spec = rig.world.pipes.assigned("m").last().cloned().expect("an assign");
     assert_eq!((spec.next_source_offset, spec.destination_end_offset), (Some(8), 8), "{spec:?}");
+    let topic_id = rig.source.topic_id("orders").expect("the topic's id");
+    let n = std::num::NonZeroU32::new(4).expect("4 state partitions");
+    let wanted: BTreeSet<i32> = BTreeSet::from([
+        crate::store::partitioning::state_partition("m", &topic_id, 0, n),
+        crate::store::partitioning::mirror_partition("m", n),
+    ]);
+    let reads = rig.world.state.reads();
+    assert_eq!(reads.last(), Some(&Some(wanted.into_iter().collect())), "{reads:?}");
     rig.source.set_unreachable(false);
     rig.caught_up("m", "orders").await;
     assert_eq!(rig.destination_end("orders", 0), 8, "copied once");
