@@ -1376,10 +1376,12 @@ async fn a_second_instance_fences_the_first() {
 /// Another producer takes a slot's transactional id under load (as a data path left behind by an
 /// earlier process can): the slot's data path is fenced, and the engine restarts it from the
 /// positions the state topic holds for that slot (a read of the slot's state partition and the
-/// mirror's), so the copy goes on exactly once.
+/// mirror's), so the copy goes on exactly once. The restarted data path fenced the other
+/// producer in turn: its next transaction fails (which also shows the ids were the slots').
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fenced_data_path_restarts_from_its_slot_s_committed_state() {
     let _rig = shared().await;
+    let probe = TestTopic::create(Cluster::Destination, "slot-fence-probe", 1, &[]).await;
     let (topic, eng, mirror, traffic) = mirroring_under_traffic("slot-fence").await;
     eventually("records copied before the fence", Duration::from_secs(60), || async {
         let snap = eng.handle.snapshot();
@@ -1393,15 +1395,29 @@ async fn a_fenced_data_path_restarts_from_its_slot_s_committed_state() {
         (0..2).map(|p| kmirror::store::partitioning::state_partition(&mirror, &topic_id, p, n)).collect();
     let ids: Vec<String> =
         slots.iter().map(|slot| format!("{}.slot-{slot}.mirror.{mirror}", eng.config.cluster_name)).collect();
-    tokio::task::spawn_blocking(move || {
+    let others = tokio::task::spawn_blocking(move || {
+        let mut others = Vec::new();
         for id in ids {
             let p = producer(Cluster::Destination, &[("transactional.id", &id)]);
             p.init_transactions(Duration::from_secs(30)).expect("the slot's transactional id taken over");
+            others.push(p);
         }
+        others
     })
     .await
     .unwrap();
     finish_exactly_once(eng, &mirror, &topic, traffic).await;
+    let name = probe.name.clone();
+    tokio::task::spawn_blocking(move || {
+        for p in others {
+            p.begin_transaction().expect("a transaction begins locally");
+            let sent = p.send(rdkafka::producer::BaseRecord::<(), str>::to(&name).payload("probe"));
+            let committed = sent.is_ok() && p.commit_transaction(Duration::from_secs(30)).is_ok();
+            assert!(!committed, "the engine's restarted data path did not take its slot's transactional id back");
+        }
+    })
+    .await
+    .unwrap();
 }
 
 /// The destination broker goes away under load and comes back: the data path retries with
