@@ -1109,8 +1109,7 @@ async fn failed_partitions_are_recovered_through_the_api() {
     .await
     .unwrap();
     let destination = Cluster::Destination.admin();
-    let compact = [("cleanup.policy".to_string(), ConfigOp::Set("compact".into()))];
-    destination.alter_topic_configs(&topic.name, &compact).await.expect("compact the destination copy");
+    set_topic_config(Cluster::Destination, &topic.name, "cleanup.policy", "compact").await;
     let r = srv
         .post(&format!("{mp}/topics:start"), OPERATOR, json!({"topics": [topic.name], "truncation": "resync"}))
         .await;

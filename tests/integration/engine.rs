@@ -1643,11 +1643,10 @@ async fn a_transaction_refused_part_way_is_retried_without_false_foreign_writes(
     let destination = Cluster::Destination.admin();
     // The metadata manager does not run in this engine (refresh interval 1 h): a limit set on
     // the destination copy stays until the test lifts it.
-    let limit = [("max.message.bytes".to_string(), kmirror::kafka::ConfigOp::Set("1024".into()))];
     let unlimit = [("max.message.bytes".to_string(), kmirror::kafka::ConfigOp::Delete)];
     const ROUNDS: usize = 4;
     for round in 0..ROUNDS {
-        destination.alter_topic_configs(&bad.name, &limit).await.expect("limit destination");
+        set_topic_config(Cluster::Destination, &bad.name, "max.message.bytes", "1024").await;
         // The refused record first, so the attempts carry the good topic's records too.
         let (g, b) = (good.name.clone(), bad.name.clone());
         tokio::task::spawn_blocking(move || {
@@ -1722,8 +1721,7 @@ async fn a_failed_resync_writes_nothing_and_every_retry_redoes_the_deletion() {
     .await
     .unwrap();
     let destination = Cluster::Destination.admin();
-    let policy = |p: &str| [("cleanup.policy".to_string(), kmirror::kafka::ConfigOp::Set(p.into()))];
-    destination.alter_topic_configs(&topic.name, &policy("compact")).await.expect("compact the destination copy");
+    set_topic_config(Cluster::Destination, &topic.name, "cleanup.policy", "compact").await;
     let before = dest_ends(&topic.name, 2).await;
 
     let r = eng

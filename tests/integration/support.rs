@@ -145,6 +145,21 @@ where
     }
 }
 
+/// Sets `topic`'s `name` config to `value` on `cluster` and waits until the broker shows it. The
+/// AlterConfigs answer comes when the change is in the metadata log, before the broker has applied
+/// it: a request right after it (a DeleteRecords the new policy must refuse) can still meet the
+/// old value.
+pub async fn set_topic_config(cluster: Cluster, topic: &str, name: &str, value: &str) {
+    let admin = cluster.admin();
+    let op = [(name.to_string(), kmirror::kafka::ConfigOp::Set(value.into()))];
+    admin.alter_topic_configs(topic, &op).await.unwrap_or_else(|e| panic!("set {name}={value} on {topic}: {e}"));
+    eventually(&format!("{topic}'s {name} at {value}"), Duration::from_secs(30), || async {
+        let configs = admin.describe_topic_configs(topic).await.ok()?;
+        configs.iter().any(|e| e.name == name && e.value.as_deref() == Some(value)).then_some(())
+    })
+    .await;
+}
+
 /// A topic that is deleted when the test ends (also when it fails).
 pub struct TestTopic {
     pub name: String,
