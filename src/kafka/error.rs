@@ -225,7 +225,18 @@ impl KafkaError {
     /// What kmirror makes of the Kafka error code, when the failure came from Kafka.
     #[must_use]
     pub fn kind(&self) -> Option<KafkaErrorKind> {
-        self.code().map(KafkaCode::kind)
+        match self {
+            // librdkafka fails a request over a connection whose TLS handshake failed with `_SSL`,
+            // or with `_TRANSPORT` and the broker's failure text when the request meets the
+            // torn-down connection first ("...certificate verify failed (after 17ms in state
+            // SSL_HANDSHAKE)"): the same cause either way.
+            KafkaError::Kafka { code, message, .. }
+                if code.name == "_TRANSPORT" && message.contains("in state SSL_HANDSHAKE") =>
+            {
+                Some(KafkaErrorKind::Ssl)
+            }
+            _ => self.code().map(KafkaCode::kind),
+        }
     }
 
     /// True when Kafka answered with an error of this kind.
@@ -280,6 +291,27 @@ mod tests {
         assert_eq!(gone, ["UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"]);
         let timeout = KafkaError::Timeout { operation: "x", resource: "y".into(), after: Duration::from_secs(1) };
         assert_eq!(timeout.kind(), None, "not an answer from Kafka");
+    }
+
+    /// A failed TLS handshake is a TLS failure whether librdkafka fails the request with `_SSL`
+    /// or with `_TRANSPORT` and the handshake's text; another transport failure is not.
+    #[test]
+    fn a_transport_error_in_the_tls_handshake_is_a_tls_failure() {
+        let transport = |message: &str| KafkaError::Kafka {
+            operation: "DescribeCluster",
+            resource: "cluster".into(),
+            code: KafkaCode { code: -195, name: "_TRANSPORT".into() },
+            message: message.into(),
+        };
+        let handshake = transport(
+            "ssl://127.0.0.1:19095/bootstrap: error:0A000086:SSL routines::certificate verify failed \
+             (after 17ms in state SSL_HANDSHAKE)",
+        );
+        assert!(handshake.is(KafkaErrorKind::Ssl), "{handshake}");
+        let refused =
+            transport("127.0.0.1:19095/bootstrap: Connect to ipv4#127.0.0.1:19095 failed: Connection refused");
+        assert_eq!(refused.kind(), Some(KafkaErrorKind::Other), "{refused}");
+        assert!(refused.is_no_answer() && handshake.is_no_answer(), "the code still says no answer");
     }
 
     fn kafka(name: &str) -> KafkaError {
