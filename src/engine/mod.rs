@@ -21,6 +21,7 @@
 //! transactional state writer, and admin clients for the destination and each source.
 
 mod coordinator;
+pub use coordinator::slot_transactional_id;
 // The lineage a failback starts from, found in the source's state (issue 18).
 mod failback;
 pub use failback::{LineagePartition, TopicLineage};

@@ -1394,7 +1394,7 @@ async fn a_fenced_data_path_restarts_from_its_slot_s_committed_state() {
     let slots: std::collections::BTreeSet<i32> =
         (0..2).map(|p| kmirror::store::partitioning::state_partition(&mirror, &topic_id, p, n)).collect();
     let ids: Vec<String> =
-        slots.iter().map(|slot| format!("{}.slot-{slot}.mirror.{mirror}", eng.config.cluster_name)).collect();
+        slots.iter().map(|slot| engine::slot_transactional_id(&eng.config.cluster_name, *slot, &mirror)).collect();
     let others = tokio::task::spawn_blocking(move || {
         let mut others = Vec::new();
         for id in ids {

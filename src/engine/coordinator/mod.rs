@@ -54,6 +54,7 @@ mod cluster_watch;
 mod refresh;
 // Slots: ownership and one data path per slot.
 mod slots;
+pub use slots::slot_transactional_id;
 // Idle slots' data paths closed, their partitions woken when records arrive.
 mod idle;
 // Several instances: membership, the state tail, commands and takeovers.

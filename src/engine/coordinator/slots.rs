@@ -19,7 +19,7 @@ use super::*;
 use crate::data_path::FinalPosition;
 
 /// The transactional id of `mirror`'s data path for `slot` in the deployment `cluster`.
-pub(super) fn slot_transactional_id(cluster: &str, slot: i32, mirror: &str) -> String {
+pub fn slot_transactional_id(cluster: &str, slot: i32, mirror: &str) -> String {
     format!("{cluster}.slot-{slot}.mirror.{mirror}")
 }
 

@@ -1035,11 +1035,7 @@ async fn a_data_path_restarted_after_a_fence_resumes_from_positions_another_writ
     let spec = rig.world.pipes.assigned("m").last().cloned().expect("an assign");
     assert_eq!((spec.next_source_offset, spec.destination_end_offset), (Some(8), 8), "{spec:?}");
     let topic_id = rig.source.topic_id("orders").expect("the topic's id");
-    let n = std::num::NonZeroU32::new(4).expect("4 state partitions");
-    let wanted: BTreeSet<i32> = BTreeSet::from([
-        crate::store::partitioning::state_partition("m", &topic_id, 0, n),
-        crate::store::partitioning::mirror_partition("m", n),
-    ]);
+    let wanted = BTreeSet::from([slots::slot_of_partition("m", &topic_id, 0, 4), slots::mirror_slot("m", 4)]);
     let reads = rig.world.state.reads();
     assert_eq!(reads.last(), Some(&Some(wanted.into_iter().collect())), "{reads:?}");
     rig.source.set_unreachable(false);
