@@ -55,8 +55,12 @@
 //!   and leaves again (its share goes back to the instances). The engine calls it when slots
 //!   have had no owner for longer than a session timeout should allow.
 //!
-//! - `heartbeat.interval.ms` = session/4 (at most 3 s), `enable.auto.commit=false`,
-//!   `auto.offset.reset=latest`, and a `max.poll.interval.ms` of at least 5 minutes (and above
+//! - `heartbeat.interval.ms` = session/10 (at most 1 s). A crashed member's session ends one
+//!   session timeout after its last heartbeat, so up to one interval before the timeout has
+//!   passed since the crash, and the other members hear of the rebalance at their next
+//!   heartbeat, up to one interval later: the slots move a session timeout ± one interval after
+//!   a crash (6 s ± 0.6 s with a 6 s session; a quarter of the session made it ± 1.5 s).
+//! - `enable.auto.commit=false`, `auto.offset.reset=latest`, and a `max.poll.interval.ms` of at least 5 minutes (and above
 //!   the revoke bound): the thread polls every 100 ms, except while a revoke waits for its owner
 //!   (at most [`MembershipConfig::revoke_timeout`]). The classic protocol also uses
 //!   `max.poll.interval.ms` as the rebalance timeout the coordinator waits for members to
@@ -109,7 +113,7 @@ pub const DEFAULT_REVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The largest heartbeat interval, whatever the session timeout.
-const MAX_HEARTBEAT: Duration = Duration::from_secs(3);
+const MAX_HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// The smallest `max.poll.interval.ms` (librdkafka's default).
 const MIN_MAX_POLL: Duration = Duration::from_secs(300);
@@ -220,9 +224,10 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `heartbeat.interval.ms`: a quarter of the session, at most 3 s, at least 1 ms.
+/// `heartbeat.interval.ms`: a tenth of the session, at most 1 s, at least 1 ms (see the module
+/// docs: it bounds how far a takeover strays from the session timeout).
 fn heartbeat_interval(session: Duration) -> Duration {
-    (session / 4).min(MAX_HEARTBEAT).max(Duration::from_millis(1))
+    (session / 10).min(MAX_HEARTBEAT).max(Duration::from_millis(1))
 }
 
 /// `max.poll.interval.ms`: at least librdkafka's 5-minute default, never below the session
@@ -695,7 +700,7 @@ mod tests {
             ("group.protocol", "classic"),
             ("partition.assignment.strategy", "cooperative-sticky"),
             ("session.timeout.ms", "10000"),
-            ("heartbeat.interval.ms", "2500"),
+            ("heartbeat.interval.ms", "1000"),
             ("max.poll.interval.ms", "300000"),
             ("enable.auto.commit", "false"),
             ("auto.offset.reset", "latest"),
@@ -719,9 +724,9 @@ mod tests {
     #[test]
     fn timings_follow_the_session_timeout() {
         let s = |secs| Duration::from_secs(secs);
-        assert_eq!(heartbeat_interval(s(6)), Duration::from_millis(1500));
-        assert_eq!(heartbeat_interval(s(10)), Duration::from_millis(2500));
-        assert_eq!(heartbeat_interval(s(45)), s(3));
+        assert_eq!(heartbeat_interval(s(6)), Duration::from_millis(600));
+        assert_eq!(heartbeat_interval(s(10)), s(1));
+        assert_eq!(heartbeat_interval(s(45)), s(1));
         assert_eq!(max_poll_interval(s(10), s(30)), s(300));
         assert_eq!(max_poll_interval(s(10), s(600)), s(660));
         assert_eq!(max_poll_interval(s(400), s(30)), s(400));
@@ -730,7 +735,7 @@ mod tests {
         c.revoke_timeout = s(300);
         let built = c.client_config().unwrap();
         assert_eq!(built.get("session.timeout.ms"), Some("6000"));
-        assert_eq!(built.get("heartbeat.interval.ms"), Some("1500"));
+        assert_eq!(built.get("heartbeat.interval.ms"), Some("600"));
         assert_eq!(built.get("max.poll.interval.ms"), Some("360000"));
     }
 

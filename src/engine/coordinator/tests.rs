@@ -1920,6 +1920,51 @@ async fn tail_batches_that_queued_up_complete_their_takeovers_together() {
     g.shutdown().await;
 }
 
+/// Group ownership: a takeover waits briefly for the state tail to reach every assigned slot's
+/// end, so slots the tail reads a fetch apart are restored in one step (after `kill -9` each
+/// extra step cost a state write, offset reads and a heartbeat); a slot the tail does not reach
+/// within the wait does not hold back the others, and is taken over once the tail reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_waits_briefly_for_the_tail_to_reach_all_its_slots() {
+    use crate::kafka::membership::MembershipEvent;
+    use crate::kafka::state_log::TailBatch;
+    // Slots 0 and 1: their previous owners committed three state records each.
+    let g = GroupRig::new(&[2, 3], 3).await;
+    let state_topic = config().state_topic;
+    g.rig.world.destination.produce(&state_topic, 1, 3);
+    let owned = |slots: &'static [i32]| {
+        move |s: &Snapshot| s.cluster.instances.iter().any(|i| i.this && i.slots == slots).then_some(())
+    };
+    let read_state_end = || {
+        let calls = g.rig.world.destination.list_offsets_calls();
+        calls.iter().any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
+    };
+    g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
+    assert!(polled(read_state_end).await, "the takeover never read the state topic's end");
+    // The tail reads slot 0's end, and slot 1's a fetch later (the pause stands for that fetch;
+    // nothing is synchronised by it).
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(1, 3)] }).unwrap();
+    g.rig.until("slots 0 and 1 taken over", owned(&[0, 1, 2, 3])).await;
+    let heartbeats = g.heartbeats();
+    assert!(
+        !heartbeats.iter().any(|slots| slots == &[0, 2, 3] || slots == &[1, 2, 3]),
+        "one slot was taken over before the other: {heartbeats:?}"
+    );
+    // Slot 1 again, with a tail that does not reach its end: slot 0 is not held back for it.
+    g.revoke(0).await;
+    g.revoke(1).await;
+    g.rig.world.destination.produce(&state_topic, 0, 2);
+    g.rig.world.destination.produce(&state_topic, 1, 2);
+    g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 5)] }).unwrap();
+    g.rig.until("slot 0 taken over without slot 1", owned(&[0, 2, 3])).await;
+    g.tail.send(TailBatch { records: Vec::new(), positions: vec![(1, 5)] }).unwrap();
+    g.rig.until("slot 1 taken over once the tail reached it", owned(&[0, 1, 2, 3])).await;
+    g.shutdown().await;
+}
+
 /// Group ownership: a pause the state topic did not take fails the partitions this instance owns
 /// (retried here); one another instance owns shows its stored record again, not a FAILED that
 /// nobody records or retries (its retries run on its owner, who never heard of the pause).

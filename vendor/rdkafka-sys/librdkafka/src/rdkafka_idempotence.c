@@ -399,15 +399,21 @@ static void rd_kafka_idemp_pid_timer_cb(rd_kafka_timers_t *rkts, void *arg) {
  * @locality any
  * @locks none
  */
+static void rd_kafka_idemp_pid_timer_restart_ms(rd_kafka_t *rk,
+                                                int ms,
+                                                const char *reason) {
+        rd_kafka_dbg(rk, EOS, "TXN", "Starting PID FSM timer (%d ms): %s",
+                     ms, reason);
+        rd_kafka_timer_start_oneshot(&rk->rk_timers, &rk->rk_eos.pid_tmr,
+                                     rd_true, 1000 * (rd_ts_t)ms,
+                                     rd_kafka_idemp_pid_timer_cb, rk);
+}
+
 static void rd_kafka_idemp_pid_timer_restart(rd_kafka_t *rk,
                                              rd_bool_t immediate,
                                              const char *reason) {
-        rd_kafka_dbg(rk, EOS, "TXN", "Starting PID FSM timer%s: %s",
-                     immediate ? " (fire immediately)" : "", reason);
-        rd_kafka_timer_start_oneshot(&rk->rk_timers, &rk->rk_eos.pid_tmr,
-                                     rd_true,
-                                     1000 * (immediate ? 1 : 500 /*500ms*/),
-                                     rd_kafka_idemp_pid_timer_cb, rk);
+        rd_kafka_idemp_pid_timer_restart_ms(rk, immediate ? 1 : 500 /*500ms*/,
+                                            reason);
 }
 
 
@@ -455,6 +461,24 @@ void rd_kafka_idemp_request_pid_failed(rd_kafka_broker_t *rkb,
         rk->rk_eos.txn_init_err = err;
 
         rd_kafka_idemp_set_state(rk, RD_KAFKA_IDEMP_STATE_REQ_PID);
+
+        /* kmirror patch 0004: CONCURRENT_TRANSACTIONS is the expected
+         * answer while the coordinator aborts the transaction of the
+         * producer this one fences (the previous owner of the
+         * transactional.id); the abort takes milliseconds. Retry after
+         * 20 ms, doubling up to the usual 500 ms, as AddPartitionsToTxn
+         * does (20 ms) instead of a flat 500 ms, and say it at debug level
+         * only: it is not a problem. */
+        if (err == RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS) {
+                int n = rk->rk_eos.pid_concurrent_retries++;
+                int ms = n >= 5 ? 500 : 20 << n; /* 20, 40, 80, 160, 320 */
+                rd_kafka_wrunlock(rk);
+                rd_kafka_dbg(rk, EOS, "GETPID", "%s: retrying in %d ms",
+                             errstr, ms);
+                rd_kafka_idemp_pid_timer_restart_ms(rk, ms, errstr);
+                return;
+        }
+        rk->rk_eos.pid_concurrent_retries = 0;
 
         rd_kafka_wrunlock(rk);
 
@@ -505,6 +529,7 @@ void rd_kafka_idemp_pid_update(rd_kafka_broker_t *rkb,
                              rd_kafka_pid2str(pid));
         rk->rk_eos.pid = pid;
         rk->rk_eos.epoch_cnt++;
+        rk->rk_eos.pid_concurrent_retries = 0; /* kmirror patch 0004 */
 
         /* The idempotence state change will trigger the transaction manager,
          * see rd_kafka_txn_idemp_state_change(). */

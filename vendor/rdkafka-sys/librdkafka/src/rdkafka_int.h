@@ -565,6 +565,12 @@ struct rd_kafka_s {
                 /**< Last InitProducerIdRequest error. */
                 rd_kafka_resp_err_t txn_init_err;
 
+                /**< kmirror patch 0004: InitProducerId requests refused
+                 *   in a row with CONCURRENT_TRANSACTIONS (the previous
+                 *   producer's transaction is being aborted), for the
+                 *   retry's backoff. Reset when a PID is acquired. */
+                int pid_concurrent_retries;
+
                 /**< Waiting for transaction coordinator query response */
                 rd_bool_t txn_wait_coord;
 
