@@ -360,19 +360,29 @@ impl Coordinator {
     /// A slot the tail has not reached by then is restored when it does, as before; the wait
     /// holds the loop no longer than `init_transactions` just did.
     async fn await_takeover_tail(&mut self) {
-        let deadline = tokio::time::Instant::now() + TAKEOVER_TAIL_WAIT;
+        let began = tokio::time::Instant::now();
+        let deadline = began + TAKEOVER_TAIL_WAIT;
         let mut read: Option<TailBatch> = None;
         loop {
-            let waiting = {
+            let behind: Vec<i32> = {
                 let Some(g) = self.group.as_ref() else { return };
                 let position = |slot: i32| {
                     read.as_ref()
                         .and_then(|b| b.positions.iter().rev().find(|(p, _)| *p == slot).map(|(_, o)| *o))
                         .or_else(|| g.positions.get(&slot).copied())
                 };
-                g.pending.iter().any(|(s, end)| end.is_some_and(|end| end != 0 && position(*s).is_none_or(|p| p < end)))
+                g.pending
+                    .iter()
+                    .filter(|(s, end)| end.is_some_and(|end| end != 0 && position(**s).is_none_or(|p| p < end)))
+                    .map(|(s, _)| *s)
+                    .collect()
             };
-            let Some(rx) = self.tail_rx.as_mut().filter(|_| waiting) else { break };
+            if behind.is_empty() {
+                let waited_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+                tracing::debug!(waited_ms, "takeover: the state tail has read every slot to its end");
+                break;
+            }
+            let Some(rx) = self.tail_rx.as_mut() else { break };
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(b)) => match read.as_mut() {
                     Some(r) => {
@@ -381,7 +391,15 @@ impl Coordinator {
                     }
                     None => read = Some(b),
                 },
-                Ok(None) | Err(_) => break,
+                Ok(None) | Err(_) => {
+                    tracing::info!(
+                        slots = ?behind,
+                        "takeover: the state tail has not read these slots to their end within {} ms; \
+                         each is restored once it has",
+                        TAKEOVER_TAIL_WAIT.as_millis()
+                    );
+                    break;
+                }
             }
         }
         match read {
