@@ -466,8 +466,8 @@ void rd_kafka_idemp_request_pid_failed(rd_kafka_broker_t *rkb,
          * answer while the coordinator aborts the transaction of the
          * producer this one fences (the previous owner of the
          * transactional.id); the abort takes milliseconds. Retry after
-         * 20 ms, doubling up to the usual 500 ms, as AddPartitionsToTxn
-         * does (20 ms) instead of a flat 500 ms, and say it at debug level
+         * 20 ms (AddPartitionsToTxn retries this error after 20 ms too),
+         * doubling up to the usual 500 ms, and say it at debug level
          * only: it is not a problem. */
         if (err == RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS) {
                 int n = rk->rk_eos.pid_concurrent_retries++;
