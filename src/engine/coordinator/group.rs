@@ -51,6 +51,11 @@ pub(super) struct Group {
     unowned_since: Option<tokio::time::Instant>,
     /// The last time this instance asked the group to rebalance, for its pacing.
     nudged_at: Option<tokio::time::Instant>,
+    /// This instance's commands that lost to a record in a transient state (a takeover's
+    /// PREPARING, most often), by (mirror, source topic id, partition), with when they lost:
+    /// tried again once the partition's record leaves that state (see
+    /// [`Coordinator::command_lost`]).
+    deferred_commands: BTreeMap<(String, String, i32), (PartitionStateValue, tokio::time::Instant)>,
     pub(super) tail: Option<Box<dyn Background>>,
 }
 
@@ -71,6 +76,7 @@ impl Group {
             rejoined_at: None,
             unowned_since: None,
             nudged_at: None,
+            deferred_commands: BTreeMap::new(),
             tail: None,
         }
     }
@@ -98,6 +104,10 @@ impl Group {
             .collect()
     }
 }
+
+/// How long a command that lost to a record in a transient state waits for the partition to
+/// leave it (a takeover's PREPARING lasts seconds); dropped with a note after that.
+const DEFERRED_COMMAND_FOR: Duration = Duration::from_secs(120);
 
 /// How long a takeover waits for the state tail to reach its slots' ends before it restores the
 /// slots the tail has read (see [`Coordinator::await_takeover_tail`]).
@@ -732,10 +742,57 @@ impl Coordinator {
                 tracing::warn!(%mirror, %topic, "command from another instance: {}", p.detail);
             }
         }
+        self.retry_deferred_commands(&decoded).await;
         for command in lost_commands {
             self.command_lost(command).await;
         }
         self.finish_takeovers().await;
+    }
+
+    /// Deferred lost commands (see [`Coordinator::command_lost`]) whose partition the tail just
+    /// brought a record of: a newer command for it (anyone's) replaces them; otherwise, once the
+    /// partition's record has left its transient state, they are applied again (or dropped, if
+    /// they no longer apply). Those waiting longer than [`DEFERRED_COMMAND_FOR`] are dropped.
+    async fn retry_deferred_commands(&mut self, decoded: &[StateRecord]) {
+        let Some(g) = self.group.as_mut() else { return };
+        if g.deferred_commands.is_empty() {
+            return;
+        }
+        let mut due = Vec::new();
+        for rec in decoded {
+            let StateRecord::PartitionState(e) = rec else { continue };
+            let key = (e.key.mirror.clone(), e.key.topic_id.clone(), e.key.partition);
+            let Some(v) = &e.value else {
+                g.deferred_commands.remove(&key);
+                continue;
+            };
+            if v.command.is_some() {
+                if g.deferred_commands.remove(&key).is_some() {
+                    tracing::info!(mirror = %key.0, partition = key.2, "a deferred command was replaced by a newer one");
+                }
+                continue;
+            }
+            let transient = v.state.parse::<PartitionState>().is_ok_and(PartitionState::is_transient);
+            if !transient && let Some((cmd, _)) = g.deferred_commands.remove(&key) {
+                due.push(cmd);
+            }
+        }
+        g.deferred_commands.retain(|(mirror, _, partition), (v, at)| {
+            let keep = at.elapsed() < DEFERRED_COMMAND_FOR;
+            if !keep {
+                tracing::warn!(
+                    %mirror,
+                    partition,
+                    command = ?v.command,
+                    "a command that lost to a takeover was dropped: the partition stayed in a transient state for {} s",
+                    DEFERRED_COMMAND_FOR.as_secs()
+                );
+            }
+            keep
+        });
+        for cmd in due {
+            self.command_lost(cmd).await;
+        }
     }
 
     /// A command this instance recorded for a partition another one owns lost to the stored
@@ -763,6 +820,19 @@ impl Coordinator {
                 // Records it (and, should this instance own the partition by now, runs it).
                 for (topic, p) in self.run_actions(mirror, planned).await {
                     tracing::warn!(%mirror, %topic, "command recorded again: {}", p.detail);
+                }
+            }
+            // The record that won is on its way to another state (a takeover's PREPARING, which
+            // refuses a pause, becomes MIRRORING within seconds): the command waits for it, as
+            // an operator refused in PREPARING would ask again. Without this, a pause accepted
+            // right after a rebalance was dropped for the partitions a takeover had just loaded.
+            Err(e)
+                if self.mirrors.partition(mirror, &topic, partition).is_ok_and(|rt| rt.record.state.is_transient()) =>
+            {
+                tracing::info!(%mirror, %topic, partition, command = ?v.command, "a command of this instance lost to a record in a transient state; it is applied again once the partition leaves it ({e})");
+                if let Some(g) = self.group.as_mut() {
+                    let key = (v.mirror.clone(), v.topic_id.clone(), v.partition);
+                    g.deferred_commands.insert(key, (v, tokio::time::Instant::now()));
                 }
             }
             Err(e) => {

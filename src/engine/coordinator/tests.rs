@@ -1659,6 +1659,42 @@ async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
     g.shutdown().await;
 }
 
+/// Group ownership: a pause that lost to the new owner's takeover record (PREPARING, where a
+/// pause is refused) is not dropped: once the owner's record says MIRRORING, this instance
+/// records the pause again, for the owner to run. Dropping it lost a pause accepted right after a
+/// rebalance (seen in the three-instance test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_lost_to_a_takeover_is_recorded_again_once_the_partition_mirrors() {
+    let (g, _) = GroupRig::partition_0_elsewhere().await;
+    g.echo_own_writes();
+    let before = g.own_record("orders", 0);
+    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    let pause = g.own_record("orders", 0);
+    assert_eq!(pause.state, "PAUSING");
+    // The new owner's takeover record (PREPARING) took the pause's epoch first.
+    let mut preparing = before.clone();
+    preparing.previous_state = Some(before.state.clone());
+    preparing.state = "PREPARING".into();
+    g.echo_own_writes_after(vec![g.other_record(preparing, pause.state_epoch)]);
+    let shown = |state: PartitionState, epoch: u64| {
+        move |s: &Snapshot| {
+            let p = s.mirror("m")?.topic("orders")?.partitions.iter().find(|p| p.partition == 0)?.clone();
+            (p.state == state && p.state_epoch == epoch).then_some(())
+        }
+    };
+    g.rig.until("the owner's PREPARING shown", shown(S::Preparing, pause.state_epoch)).await;
+    // The owner's restore ends.
+    let mut mirroring = before.clone();
+    mirroring.previous_state = Some("PREPARING".into());
+    g.echo_own_writes_after(vec![g.other_record(mirroring, pause.state_epoch + 1)]);
+    let epoch = pause.state_epoch + 2;
+    g.rig.until("the pause recorded again", shown(S::Pausing, epoch)).await;
+    let again = g.own_record("orders", 0);
+    assert_eq!((again.state.as_str(), again.state_epoch, again.command.as_deref()), ("PAUSING", epoch, Some("pause")));
+    assert_eq!(again.previous_state.as_deref(), Some("MIRRORING"), "on top of the owner's MIRRORING");
+    g.shutdown().await;
+}
+
 /// Group ownership: a lost command that no longer applies to the record that won (the owner
 /// failed the partition over meanwhile) is dropped, not forced through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
