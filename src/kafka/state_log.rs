@@ -145,6 +145,15 @@ pub struct TailBatch {
     pub positions: Vec<(i32, i64)>,
 }
 
+impl TailBatch {
+    /// Adds `later`, read after this batch: its records after these, its positions last (a
+    /// partition's latest position is its last entry).
+    pub fn append(&mut self, later: TailBatch) {
+        self.records.extend(later.records);
+        self.positions.extend(later.positions);
+    }
+}
+
 /// Follows every partition of the state topic (`read_committed`, outside any group) and hands
 /// what it reads to `batches`: how every instance sees what the others write (DESIGN.md
 /// section 10). A thread of its own; ends when [`StateTail::stop`] is called or the receiver is

@@ -396,10 +396,7 @@ impl Coordinator {
             let Some(rx) = self.tail_rx.as_mut() else { break };
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(b)) => match read.as_mut() {
-                    Some(r) => {
-                        r.records.extend(b.records);
-                        r.positions.extend(b.positions);
-                    }
+                    Some(r) => r.append(b),
                     None => read = Some(b),
                 },
                 Ok(None) | Err(_) => {
@@ -595,8 +592,7 @@ impl Coordinator {
         // they complete are restored in one step (each restore asks Kafka; on a busy
         // destination a takeover spent 3-5 s per batch, one after another).
         while let Some(more) = self.tail_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
-            batch.records.extend(more.records);
-            batch.positions.extend(more.positions);
+            batch.append(more);
         }
         let Some(g) = self.group.as_mut() else { return };
         for (p, o) in &batch.positions {

@@ -1604,6 +1604,20 @@ impl GroupRig {
         (g, slot)
     }
 
+    /// [`GroupRig::partition_0_elsewhere`], its records read back, then a pause of "orders" sent
+    /// here, computed from this instance's view: returns the rig, partition 0's record the pause
+    /// was computed from, and the pause's record.
+    async fn pause_sent_from_a_view() -> (GroupRig, crate::store::PartitionStateValue, crate::store::PartitionStateValue)
+    {
+        let (g, _) = GroupRig::partition_0_elsewhere().await;
+        g.echo_own_writes();
+        let before = g.own_record("orders", 0);
+        g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+        let pause = g.own_record("orders", 0);
+        assert_eq!((pause.state.as_str(), pause.command.as_deref()), ("PAUSING", Some("pause")));
+        (g, before, pause)
+    }
+
     fn slot_of(&self, topic: &str, partition: i32) -> i32 {
         self.rig.partition("m", topic, partition).slot
     }
@@ -1630,29 +1644,26 @@ impl GroupRig {
     }
 }
 
+/// Partition 0 of "m"'s "orders" shown in `state` at `epoch` (for [`Rig::until`]).
+fn orders_0_shown(state: PartitionState, epoch: u64) -> impl Fn(&Snapshot) -> Option<()> {
+    move |s: &Snapshot| {
+        let p = s.mirror("m")?.topic("orders")?.partitions.iter().find(|p| p.partition == 0)?;
+        (p.state == state && p.state_epoch == epoch).then_some(())
+    }
+}
+
 /// Group ownership: a pause sent to this instance for a partition another one owns, computed
 /// from a view one record behind (the new owner's takeover record had not reached this
 /// instance's tail): its record loses to the stored epoch, and this instance records the pause
 /// again on top of the record that won, for the owner to run. Without that, the pause was lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
-    let (g, _) = GroupRig::partition_0_elsewhere().await;
-    g.echo_own_writes();
-    let before = g.own_record("orders", 0);
     // The pause is recorded with the next epoch after this instance's view...
-    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
-    let pause = g.own_record("orders", 0);
-    assert_eq!((pause.state.as_str(), pause.command.as_deref()), ("PAUSING", Some("pause")));
+    let (g, before, pause) = GroupRig::pause_sent_from_a_view().await;
     // ...which the new owner's takeover record took first in the log.
     g.echo_own_writes_after(vec![g.other_record(before.clone(), pause.state_epoch)]);
     let epoch = pause.state_epoch + 1;
-    g.rig
-        .until("the pause recorded again", |s| {
-            let t = s.mirror("m")?.topic("orders")?;
-            let p = t.partitions.iter().find(|x| x.partition == 0)?;
-            (p.state == S::Pausing && p.state_epoch == epoch).then_some(())
-        })
-        .await;
+    g.rig.until("the pause recorded again", orders_0_shown(S::Pausing, epoch)).await;
     let again = g.own_record("orders", 0);
     assert_eq!((again.state.as_str(), again.state_epoch, again.command.as_deref()), ("PAUSING", epoch, Some("pause")));
     assert_eq!(again.previous_state.as_deref(), Some("MIRRORING"), "on top of the record that won");
@@ -1665,30 +1676,19 @@ async fn a_command_that_lost_to_a_newer_record_is_recorded_again() {
 /// rebalance (seen in the three-instance test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_lost_to_a_takeover_is_recorded_again_once_the_partition_mirrors() {
-    let (g, _) = GroupRig::partition_0_elsewhere().await;
-    g.echo_own_writes();
-    let before = g.own_record("orders", 0);
-    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
-    let pause = g.own_record("orders", 0);
-    assert_eq!(pause.state, "PAUSING");
+    let (g, before, pause) = GroupRig::pause_sent_from_a_view().await;
     // The new owner's takeover record (PREPARING) took the pause's epoch first.
     let mut preparing = before.clone();
     preparing.previous_state = Some(before.state.clone());
     preparing.state = "PREPARING".into();
     g.echo_own_writes_after(vec![g.other_record(preparing, pause.state_epoch)]);
-    let shown = |state: PartitionState, epoch: u64| {
-        move |s: &Snapshot| {
-            let p = s.mirror("m")?.topic("orders")?.partitions.iter().find(|p| p.partition == 0)?.clone();
-            (p.state == state && p.state_epoch == epoch).then_some(())
-        }
-    };
-    g.rig.until("the owner's PREPARING shown", shown(S::Preparing, pause.state_epoch)).await;
+    g.rig.until("the owner's PREPARING shown", orders_0_shown(S::Preparing, pause.state_epoch)).await;
     // The owner's restore ends.
     let mut mirroring = before.clone();
     mirroring.previous_state = Some("PREPARING".into());
     g.echo_own_writes_after(vec![g.other_record(mirroring, pause.state_epoch + 1)]);
     let epoch = pause.state_epoch + 2;
-    g.rig.until("the pause recorded again", shown(S::Pausing, epoch)).await;
+    g.rig.until("the pause recorded again", orders_0_shown(S::Pausing, epoch)).await;
     let again = g.own_record("orders", 0);
     assert_eq!((again.state.as_str(), again.state_epoch, again.command.as_deref()), ("PAUSING", epoch, Some("pause")));
     assert_eq!(again.previous_state.as_deref(), Some("MIRRORING"), "on top of the owner's MIRRORING");
@@ -1699,12 +1699,8 @@ async fn a_command_that_lost_to_a_takeover_is_recorded_again_once_the_partition_
 /// failed the partition over meanwhile) is dropped, not forced through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_command_that_no_longer_applies_is_dropped() {
-    let (g, _) = GroupRig::partition_0_elsewhere().await;
-    g.echo_own_writes();
-    let mut before = g.own_record("orders", 0);
-    g.rig.op_ok("m", &["orders"], LifecycleOp::Pause).await;
+    let (g, mut before, pause) = GroupRig::pause_sent_from_a_view().await;
     let writes = g.rig.world.state.records().len();
-    let pause = g.own_record("orders", 0);
     // The owner had stopped the partition.
     before.previous_state = Some(before.state.clone());
     before.state = "STOPPED".into();
