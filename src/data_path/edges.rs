@@ -79,13 +79,19 @@ impl Running {
     /// end is where the data path expects its first record.
     fn assign(&self, topic: &str, partition: i32, next: Option<i64>) {
         let end = self.kafka.destination(topic, partition).last().map_or(0, |e| e.offset + 1);
+        self.assign_read_at(topic, partition, next, end);
+    }
+
+    /// [`Running::assign`] with the destination end as the engine read it (`read_end`), which
+    /// may be older than the destination's end now.
+    fn assign_read_at(&self, topic: &str, partition: i32, next: Option<i64>, read_end: i64) {
         let spec = AssignSpec {
             topic: topic.into(),
             partition,
             next_source_offset: next,
             source_leader_epoch: None,
-            destination_next_offset: end,
-            destination_end_offset: end,
+            destination_next_offset: read_end,
+            destination_end_offset: read_end,
         };
         self.commands.send(PipeCommand::Assign(vec![spec])).unwrap();
     }
@@ -388,6 +394,60 @@ fn a_partition_released_mid_batch_keeps_exactly_its_committed_records_and_resume
     dp.assign("orders", 0, Some(next));
     dp.wait_mirrored("orders", 0, 20_000);
     assert_copied(&kafka, "orders", 0, 20_000);
+    dp.shutdown();
+}
+
+/// A slot's data path is replaced (an idle slot's rebuild, a new producer) or a partition comes
+/// back after a pause: the engine reads the destination end right after the previous
+/// transaction's commit returned, but the transaction coordinator writes the commit marker after
+/// that, so the end read is the marker's offset and our first record lands one later. That is
+/// ours, not a foreign write; a record two later is.
+#[test]
+fn a_partition_assigned_before_the_previous_commit_s_marker_landed_goes_on_after_it() {
+    let kafka = FakeKafka::default();
+    kafka.produce("orders", 0, 20, 0);
+    kafka.produce("orders", 1, 20, 0);
+    let mut dp = Running::start(&kafka);
+    dp.assign("orders", 0, None);
+    dp.assign("orders", 1, None);
+    dp.wait_mirrored("orders", 0, 20);
+    dp.wait_mirrored("orders", 1, 20);
+    let finals = dp.release(&[("orders", 0), ("orders", 1)], Finish::Commit, false).unwrap();
+    dp.shutdown();
+    let final_of = |p: i32| finals.iter().find(|f| f.partition == p).unwrap().clone();
+    let marker = |p: i32| kafka.destination("orders", p).last().unwrap().clone();
+    // Both logs end with the last commit's marker, right after the committed records.
+    for p in [0, 1] {
+        assert_eq!(marker(p).state, State::Marker);
+        assert_eq!(marker(p).offset, final_of(p).destination_end_offset);
+    }
+    kafka.produce("orders", 0, 20, 0);
+    kafka.produce("orders", 1, 20, 0);
+    // The new data path gets partition 0's end as read before the marker, and partition 1's
+    // as read before the marker and a foreign record behind it.
+    kafka.foreign_write("orders", 1);
+    let mut dp = Running::start(&kafka);
+    dp.assign_read_at("orders", 0, final_of(0).next_source_offset, marker(0).offset);
+    dp.assign_read_at("orders", 1, final_of(1).next_source_offset, final_of(1).destination_end_offset);
+    dp.wait_mirrored("orders", 0, 40);
+    assert_copied(&kafka, "orders", 0, 40);
+    let (next, end) = committed_state(&kafka, "orders", 0).unwrap();
+    assert_eq!((next, end), (40, kafka.visible("orders", 0).last().unwrap().offset + 1));
+    let failed = dp.wait_for("partition 1's foreign write", |e| matches!(e, PipeEvent::PartitionFailed { .. }));
+    let PipeEvent::PartitionFailed {
+        partition: 1,
+        fault: PartitionFault::ForeignWrite { expected_offset, found_offset },
+        ..
+    } = failed
+    else {
+        panic!("{failed:?}");
+    };
+    assert_eq!(*found_offset, expected_offset + 2, "our record landed behind the marker and the foreign record");
+    assert!(
+        !dp.seen.iter().any(|e| matches!(e, PipeEvent::PartitionFailed { partition: 0, .. })),
+        "partition 0 failed: {:?}",
+        dp.seen
+    );
     dp.shutdown();
 }
 

@@ -58,10 +58,13 @@ struct Part {
     /// `expected_next_destination` assumes a commit marker after our last batch (true after our
     /// own commit; false when it was read from the broker).
     after_commit: bool,
-    /// `expected_next_destination` was read right after an abort. The coordinator writes the
-    /// abort marker after EndTxn has returned, so the read may have come before the marker:
-    /// the next record then lands one offset later. Both are ours; anything else is foreign.
-    after_abort: bool,
+    /// `expected_next_destination` was read from the broker when a marker of this slot's writer
+    /// may still have been on its way: right after an abort, or by the engine for a partition
+    /// assigned here (a slot's previous data path, or this one before a pause, may have just
+    /// committed or aborted on it). The transaction coordinator writes the markers after EndTxn
+    /// has returned, so the read may have come before the marker, and the next record then lands
+    /// one offset later. Both are ours; anything else is foreign.
+    marker_may_follow: bool,
     /// Records of the open transaction: (source offset, leader epoch, timestamp, bytes, slot).
     pending: Vec<Pending>,
     /// The current producer's codec for this partition's topic is settled (see
@@ -489,7 +492,10 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
                     committed_destination_end: s.destination_end_offset,
                     expected_next_destination: Some(s.destination_next_offset),
                     after_commit: false,
-                    after_abort: false,
+                    // The end was read by the engine, maybe before the marker of the transaction
+                    // that last wrote here (the bench's rebuild of an idle slot's data path failed
+                    // 24 busy partitions as foreign writes when that marker came 2 s late).
+                    marker_may_follow: true,
                     pending: Vec::new(),
                     codec_settled: false,
                 },

@@ -92,9 +92,10 @@ pub(super) fn near_fetched_end(last_read: i64, in_txn: usize, fetched_end: Optio
     fetched_end.is_none_or(|end| end - (last_read + 1) <= in_txn)
 }
 
-/// Whether a partition's first record after an abort landed where ours can: at the end read
-/// after the abort, or one later when the abort marker was written after that read.
-pub(super) fn landed_after_abort(read_end: i64, landed: i64) -> bool {
+/// Whether a partition's first record after its end was read (after an abort, or by the engine
+/// before assigning it) landed where ours can: at the end read, or one later when a marker of
+/// ours was written after that read.
+pub(super) fn landed_where_ours_can(read_end: i64, landed: i64) -> bool {
     landed == read_end || landed == read_end + 1
 }
 

@@ -112,11 +112,11 @@ fn a_transaction_ends_early_within_its_own_size_of_the_fetched_end() {
 }
 
 #[test]
-fn after_an_abort_the_first_landing_may_follow_the_abort_marker_and_nothing_else() {
-    assert!(landed_after_abort(100, 100)); // the marker was already there when read
-    assert!(landed_after_abort(100, 101)); // the marker came after the read
-    assert!(!landed_after_abort(100, 102)); // somebody else's record in between
-    assert!(!landed_after_abort(100, 99)); // below the end: never ours
+fn once_its_end_was_read_the_first_landing_may_follow_our_marker_and_nothing_else() {
+    assert!(landed_where_ours_can(100, 100)); // the marker was already there when read
+    assert!(landed_where_ours_can(100, 101)); // the marker came after the read
+    assert!(!landed_where_ours_can(100, 102)); // somebody else's record in between
+    assert!(!landed_where_ours_can(100, 99)); // below the end: never ours
 }
 
 #[test]

@@ -21,12 +21,13 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
         let started = Instant::now();
         self.last_fill_end = started;
         // A partition whose next destination offset is unknown (the broker did not answer after
-        // an abort), or was read right after an abort, learns it from its first delivery before
-        // anything is predicted.
+        // an abort), or was read when one of our markers may still have been on its way (after
+        // an abort, or before the partition was assigned here), learns it from its first
+        // delivery before anything is predicted.
         if self
             .parts
             .values()
-            .any(|p| !p.pending.is_empty() && (p.expected_next_destination.is_none() || p.after_abort))
+            .any(|p| !p.pending.is_empty() && (p.expected_next_destination.is_none() || p.marker_may_follow))
         {
             if let Err(e) = self.flush_sent() {
                 return self.after_txn_error("flush", e, Vec::new());
@@ -34,24 +35,24 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             let results = self.writer.deliveries();
             for (key, part) in self.parts.iter_mut().filter(|(_, p)| !p.pending.is_empty()) {
                 let Some(Some(Ok(first))) = part.pending.first().and_then(|p| results.get(p.slot)) else { continue };
-                match (part.expected_next_destination, part.after_abort) {
+                match (part.expected_next_destination, part.marker_may_follow) {
                     (None, _) => part.expected_next_destination = Some(*first),
                     (Some(read), true) => {
                         if *first == read + 1 {
                             tracing::debug!(
                                 mirror = %self.config.mirror, topic = %key.0, partition = key.1, read,
-                                "the abort marker landed after the destination end was read"
+                                "our marker landed after the destination end was read"
                             );
                         }
                         // Otherwise the prediction stays and the landing check reports a foreign write.
-                        if landed_after_abort(read, *first) {
+                        if landed_where_ours_can(read, *first) {
                             part.expected_next_destination = Some(*first);
                         }
                     }
                     (Some(_), false) => continue,
                 }
                 part.after_commit = false;
-                part.after_abort = false;
+                part.marker_may_follow = false;
             }
         }
         let progress = match self.predicted_progress() {
@@ -504,7 +505,7 @@ impl<S: SourceFetcher, W: TransactionalWriter> Pipe<S, W> {
             part.pending.clear();
             part.expected_next_destination = ends.get(key).copied();
             part.after_commit = false;
-            part.after_abort = true;
+            part.marker_may_follow = true;
             positions.push(PartitionPosition {
                 topic: key.0.clone(),
                 partition: key.1,
