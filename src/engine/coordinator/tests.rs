@@ -1618,6 +1618,17 @@ impl GroupRig {
         (g, before, pause)
     }
 
+    /// Waits until a takeover asked the destination for the state topic's end (the read a
+    /// takeover makes before it restores its slots).
+    async fn state_end_read(&self) {
+        let state_topic = config().state_topic;
+        let read = || {
+            let calls = self.rig.world.destination.list_offsets_calls();
+            calls.iter().any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
+        };
+        assert!(polled(read).await, "the takeover never read the state topic's end");
+    }
+
     fn slot_of(&self, topic: &str, partition: i32) -> i32 {
         self.rig.partition("m", topic, partition).slot
     }
@@ -1932,11 +1943,7 @@ async fn tail_batches_that_queued_up_complete_their_takeovers_together() {
     // the tail's batches arrive.
     g.rig.world.destination.set_delay(Duration::from_millis(300));
     g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
-    let read_state_end = || {
-        let calls = g.rig.world.destination.list_offsets_calls();
-        calls.iter().any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
-    };
-    assert!(polled(read_state_end).await, "the takeover never read the state topic's end");
+    g.state_end_read().await;
     g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
     g.tail.send(TailBatch { records: Vec::new(), positions: vec![(1, 3)] }).unwrap();
     g.rig
@@ -1967,12 +1974,8 @@ async fn a_takeover_waits_briefly_for_the_tail_to_reach_all_its_slots() {
     let owned = |slots: &'static [i32]| {
         move |s: &Snapshot| s.cluster.instances.iter().any(|i| i.this && i.slots == slots).then_some(())
     };
-    let read_state_end = || {
-        let calls = g.rig.world.destination.list_offsets_calls();
-        calls.iter().any(|(_, req)| req.iter().any(|(t, ..)| *t == state_topic))
-    };
     g.group.send(MembershipEvent::Assigned(vec![0, 1])).unwrap();
-    assert!(polled(read_state_end).await, "the takeover never read the state topic's end");
+    g.state_end_read().await;
     // The tail reads slot 0's end, and slot 1's a fetch later (the pause stands for that fetch;
     // nothing is synchronised by it).
     g.tail.send(TailBatch { records: Vec::new(), positions: vec![(0, 3)] }).unwrap();
