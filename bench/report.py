@@ -745,11 +745,12 @@ def content_md(ct):
     return L
 
 
-def header_lines(meta, complete, ct):
+def header_lines(meta, complete, ct, stopped=None):
     L = []
     smoke = meta["mode"] != "full"
     if not complete:
-        L += ["> **INCOMPLETE**: the run stopped early; only the measurements below were taken.", ""]
+        why = f" ({stopped})" if stopped else ""
+        L += [f"> **INCOMPLETE**: the run stopped early{why}; only the measurements below were taken.", ""]
     if ct["mismatches"]:
         L += ["> **CONTENT MISMATCH**: " + "; ".join(ct["mismatches"]) + ". Those runs are failed (see Content checks).", ""]
     if not ct["enabled"]:
@@ -774,7 +775,7 @@ def markdown(summary):
     smoke = meta["mode"] != "full"
     title = "smoke run, not representative" if smoke else "full run"
     L = [f"# kmirror vs MirrorMaker 2: {title} ({meta['started_utc']})", ""]
-    L += header_lines(meta, complete, ct)
+    L += header_lines(meta, complete, ct, summary.get("stopped"))
     c = meta.get("commit") or {}
     v = meta["versions"]
     L += [f"- Command: `{meta.get('command', 'scripts/bench')}`",
@@ -817,6 +818,9 @@ def markdown(summary):
 def summarize(raw):
     meta = load(os.path.join(raw, "meta.json"))
     s = {"meta": meta, "complete": os.path.exists(os.path.join(raw, "complete"))}
+    # Why a run stopped early (the script's error, written by its `die`), for the report's banner.
+    stopped = os.path.join(raw, "stopped.txt")
+    s["stopped"] = open(stopped).read().strip() if os.path.exists(stopped) else None
     s["throughput"] = throughput(raw)
     s["latency"] = latency(raw)
     s["idle"] = idle(raw)
