@@ -136,6 +136,33 @@ impl Running {
         });
     }
 
+    /// orders-0 and orders-1 with 20 records each, both mirrored by a new data path.
+    fn with_two_partitions_mirrored(kafka: &FakeKafka) -> Running {
+        kafka.produce("orders", 0, 20, 0);
+        kafka.produce("orders", 1, 20, 0);
+        let mut dp = Running::start(kafka);
+        dp.assign("orders", 0, None);
+        dp.assign("orders", 1, None);
+        dp.wait_mirrored("orders", 0, 20);
+        dp.wait_mirrored("orders", 1, 20);
+        dp
+    }
+
+    /// Waits for a partition to fail with a foreign write: (topic, partition, expected offset,
+    /// found offset).
+    fn wait_foreign_write(&mut self) -> (String, i32, i64, i64) {
+        let failed = self.wait_for("a foreign write", |e| matches!(e, PipeEvent::PartitionFailed { .. }));
+        let PipeEvent::PartitionFailed {
+            topic,
+            partition,
+            fault: PartitionFault::ForeignWrite { expected_offset, found_offset },
+        } = failed
+        else {
+            panic!("{failed:?}");
+        };
+        (topic.clone(), *partition, *expected_offset, *found_offset)
+    }
+
     fn retries(&self) -> usize {
         self.seen.iter().filter(|e| matches!(e, PipeEvent::Retrying { .. })).count()
     }
@@ -262,28 +289,14 @@ fn a_new_owner_fences_the_data_path_and_none_of_its_open_transaction_shows() {
 #[test]
 fn a_foreign_write_fails_its_partition_and_the_others_go_on() {
     let kafka = FakeKafka::default();
-    kafka.produce("orders", 0, 20, 0);
-    kafka.produce("orders", 1, 20, 0);
-    let mut dp = Running::start(&kafka);
-    dp.assign("orders", 0, None);
-    dp.assign("orders", 1, None);
-    dp.wait_mirrored("orders", 0, 20);
-    dp.wait_mirrored("orders", 1, 20);
+    let mut dp = Running::with_two_partitions_mirrored(&kafka);
     // Somebody else writes to the mirror topic's partition 0.
     kafka.foreign_write("orders", 0);
     kafka.produce("orders", 0, 20, 0);
     kafka.produce("orders", 1, 20, 0);
-    let failed = dp.wait_for("the foreign write", |e| matches!(e, PipeEvent::PartitionFailed { .. }));
-    let PipeEvent::PartitionFailed {
-        topic,
-        partition,
-        fault: PartitionFault::ForeignWrite { expected_offset, found_offset },
-    } = failed
-    else {
-        panic!("{failed:?}");
-    };
-    assert_eq!((topic.as_str(), *partition), ("orders", 0));
-    assert_eq!(*found_offset, expected_offset + 1, "our record landed behind the foreign one");
+    let (topic, partition, expected_offset, found_offset) = dp.wait_foreign_write();
+    assert_eq!((topic.as_str(), partition), ("orders", 0));
+    assert_eq!(found_offset, expected_offset + 1, "our record landed behind the foreign one");
     dp.wait_mirrored("orders", 1, 40);
     assert_copied(&kafka, "orders", 1, 40);
     // Partition 0: what was committed before, then the foreign record; none of ours after it.
@@ -405,13 +418,7 @@ fn a_partition_released_mid_batch_keeps_exactly_its_committed_records_and_resume
 #[test]
 fn a_partition_assigned_before_the_previous_commit_s_marker_landed_goes_on_after_it() {
     let kafka = FakeKafka::default();
-    kafka.produce("orders", 0, 20, 0);
-    kafka.produce("orders", 1, 20, 0);
-    let mut dp = Running::start(&kafka);
-    dp.assign("orders", 0, None);
-    dp.assign("orders", 1, None);
-    dp.wait_mirrored("orders", 0, 20);
-    dp.wait_mirrored("orders", 1, 20);
+    let dp = Running::with_two_partitions_mirrored(&kafka);
     let finals = dp.release(&[("orders", 0), ("orders", 1)], Finish::Commit, false).unwrap();
     dp.shutdown();
     let final_of = |p: i32| finals.iter().find(|f| f.partition == p).unwrap().clone();
@@ -433,16 +440,9 @@ fn a_partition_assigned_before_the_previous_commit_s_marker_landed_goes_on_after
     assert_copied(&kafka, "orders", 0, 40);
     let (next, end) = committed_state(&kafka, "orders", 0).unwrap();
     assert_eq!((next, end), (40, kafka.visible("orders", 0).last().unwrap().offset + 1));
-    let failed = dp.wait_for("partition 1's foreign write", |e| matches!(e, PipeEvent::PartitionFailed { .. }));
-    let PipeEvent::PartitionFailed {
-        partition: 1,
-        fault: PartitionFault::ForeignWrite { expected_offset, found_offset },
-        ..
-    } = failed
-    else {
-        panic!("{failed:?}");
-    };
-    assert_eq!(*found_offset, expected_offset + 2, "our record landed behind the marker and the foreign record");
+    let (topic, partition, expected_offset, found_offset) = dp.wait_foreign_write();
+    assert_eq!((topic.as_str(), partition), ("orders", 1));
+    assert_eq!(found_offset, expected_offset + 2, "our record landed behind the marker and the foreign record");
     assert!(
         !dp.seen.iter().any(|e| matches!(e, PipeEvent::PartitionFailed { partition: 0, .. })),
         "partition 0 failed: {:?}",
