@@ -311,6 +311,8 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts (tokio's workers, librdkafka's): see the function.
+    kmirror::kafka::limit_malloc_arenas();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match cli.command {

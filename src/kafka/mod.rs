@@ -22,7 +22,7 @@ pub mod types;
 
 pub use admin::KafkaAdmin;
 pub use error::{KafkaCode, KafkaError, KafkaErrorKind, KafkaResult};
-pub use ffi::release_freed_memory;
+pub use ffi::{limit_malloc_arenas, release_freed_memory};
 pub use types::*;
 
 /// `transaction.timeout.ms` of kmirror's transactional producers (data paths, quarantine
