@@ -370,14 +370,17 @@ def box(raw):
         stretches = [(a, b) for a, b in stretches if a in snaps and b in snaps and snaps[b]["t"] >= snaps[a]["t"]]
         if not stretches:
             return None
-        d, wall = [0] * 8, 0.0
+        d, wall, returned = [0] * 8, 0.0, 0
         for a, b in stretches:
             d = [s + (j - i) for s, i, j in zip(d, snaps[a]["cpu"], snaps[b]["cpu"])]
             wall += snaps[b]["t"] - snaps[a]["t"]
+            r0, r1 = snaps[a].get("returned_to_host_kib"), snaps[b].get("returned_to_host_kib")
+            returned = None if returned is None or r0 is None or r1 is None else returned + r1 - r0
         total = sum(d) or 1
         busy = total - d[3] - d[4]  # minus idle and iowait
         return {"wall_s": wall, "steal_pct": 100.0 * d[7] / total,
-                "busy_pct": 100.0 * busy / total, "loadavg_start": snaps[stretches[0][0]]["loadavg"]}
+                "busy_pct": 100.0 * busy / total, "loadavg_start": snaps[stretches[0][0]]["loadavg"],
+                "returned_to_host_gib": None if returned is None else returned / 2**20}
 
     # A phase entered again has snapshots name~2, name~3, ... (scripts/bench `phase`): one row.
     entries = {}
@@ -482,16 +485,24 @@ def box_lines(meta, bx):
     L = [f"- Box: {mc['cpu']}, {mc['nproc']} cores, {mc['memory']}, Linux {mc['kernel']}; load average before the "
          f"run {bx.get('loadavg_before', mc.get('loadavg_at_start'))}"
          + (f"; over the run: steal {run['steal_pct']:.1f} % of the CPU time, the box busy {run['busy_pct']:.0f} %, "
-            f"{run['wall_s'] / 60:.1f} min" if run else "")]
+            f"{run['wall_s'] / 60:.1f} min" if run else "")
+         + (f"; memory the VM handed back to its host (free page reporting) {run['returned_to_host_gib']:.1f} GiB: "
+            "a page touched afresh after that costs a fault in the host, counted as system CPU time of the "
+            "process that touches it" if run and run.get("returned_to_host_gib") is not None else "")]
     return L
 
 
 def phases_table(bx):
     if not bx.get("phases"):
         return []
-    L = ["| phase | minutes | steal % | box busy % | load average at its start |", "|---|---|---|---|---|"]
+    returned = any(p.get("returned_to_host_gib") is not None for p in bx["phases"])
+    L = ["| phase | minutes | steal % | box busy % | load average at its start |"
+         + (" handed back to the host GiB |" if returned else ""),
+         "|---|---|---|---|---|" + ("---|" if returned else "")]
     for p in bx["phases"]:
-        L.append(f"| {p['name']} | {p['wall_s'] / 60:.1f} | {p['steal_pct']:.1f} | {p['busy_pct']:.0f} | {p['loadavg_start']} |")
+        g = p.get("returned_to_host_gib")
+        L.append(f"| {p['name']} | {p['wall_s'] / 60:.1f} | {p['steal_pct']:.1f} | {p['busy_pct']:.0f} | {p['loadavg_start']} |"
+                 + ((" – |" if g is None else f" {g:.1f} |") if returned else ""))
     return L
 
 
