@@ -962,7 +962,7 @@ def summary_lines(root=""):
                        f"(session timeout {r['session_timeout_ms'] / 1000:g} s)")
     x = (d["failback"] or {}).get("_ratio")
     if x:
-        ops.append(f"**failback** at 1 % new data {x['median']:.0f}× faster than a full resync")
+        ops.append(f"**failback** at 1 % new data {x['median']:.1f}× faster than a full resync")
     if ops:
         lines.append("- " + "; ".join(ops) + ".")
     return lines
