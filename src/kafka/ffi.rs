@@ -489,14 +489,19 @@ pub(super) unsafe fn drain_main_queue(rk: *mut rd::rd_kafka_t, max: usize) -> Ve
 pub fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let arenas = libc::c_int::try_from(cores.max(2)).unwrap_or(libc::c_int::MAX);
+        let arenas = libc::c_int::try_from(malloc_arena_cap()).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only sets a parameter of the allocator under its own lock; it has no
         // preconditions. Called before other threads exist, no thread has picked an arena yet.
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, arenas);
         }
     }
+}
+
+/// The arenas [`limit_malloc_arenas`] allows: one per core, at least two.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn malloc_arena_cap() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).max(2)
 }
 
 /// Hands the allocator's free pages back to the system, after clients were destroyed. A
@@ -527,7 +532,7 @@ mod tests {
         if mode == "limited" {
             super::limit_malloc_arenas();
         }
-        let threads = 4 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 4;
+        let threads = 4 * super::malloc_arena_cap() + 4;
         let all_alive = std::sync::Arc::new(std::sync::Barrier::new(threads));
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -567,7 +572,7 @@ mod tests {
         if std::env::var_os(CHILD).is_some() {
             return;
         }
-        let cap = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+        let cap = super::malloc_arena_cap();
         let glibc_default = arenas_of_child("default", None);
         assert!(
             glibc_default > cap,
