@@ -839,21 +839,44 @@ impl Digest {
 
 /// What a drain saw in one partition: every record in order (`all`); with `dedupe`, also the
 /// records whose key and value had not been seen before in that partition (`unique`) and how many
-/// repeated an earlier one (an at-least-once copy's duplicates).
+/// repeated an earlier one (an at-least-once copy's duplicates); with `prefixes`, the hash after
+/// each record, so that the digest of the first n records can be read off once n is known.
 #[derive(Clone)]
 struct PartitionRead {
     all: Digest,
     unique: Digest,
     duplicates: u64,
     seen: Option<std::collections::HashSet<u64>>,
+    prefixes: Option<Vec<u64>>,
 }
 
 impl PartitionRead {
-    fn new(dedupe: bool) -> Self {
-        PartitionRead { all: Digest::EMPTY, unique: Digest::EMPTY, duplicates: 0, seen: dedupe.then(Default::default) }
+    fn new(dedupe: bool, prefixes: bool) -> Self {
+        PartitionRead {
+            all: Digest::EMPTY,
+            unique: Digest::EMPTY,
+            duplicates: 0,
+            seen: dedupe.then(Default::default),
+            prefixes: prefixes.then(Vec::new),
+        }
+    }
+    /// The digest of the partition's first `n` records, if it has that many (and was read with
+    /// `prefixes`, or `n` is all of it).
+    fn first(&self, n: u64) -> Option<Digest> {
+        if n == self.all.count {
+            return Some(self.all);
+        }
+        if n == 0 {
+            return Some(Digest::EMPTY);
+        }
+        let hash = *self.prefixes.as_ref()?.get(usize::try_from(n - 1).ok()?)?;
+        Some(Digest { count: n, hash })
     }
     fn add(&mut self, record: u64) {
         self.all.add(record);
+        if let Some(p) = self.prefixes.as_mut() {
+            p.push(self.all.hash);
+        }
         let repeated = self.seen.as_mut().is_some_and(|seen| !seen.insert(record));
         if repeated {
             self.duplicates += 1;
@@ -890,17 +913,10 @@ const DRAIN_SILENCE: Duration = Duration::from_secs(20);
 
 /// Reads every partition of `topics` from its start to the end offsets at call time, up to
 /// [`DRAIN_GROUP`] partitions at a time. A partition is done when a record at or past its last
-/// offset arrived, when the consumer's position passed the end (the tail is control records:
-/// transaction markers), or when it holds `limit` records (records past the limit are not
-/// counted). Gives up on a group's partitions that stay silent for [`DRAIN_SILENCE`] once records
-/// came, and says how many it gave up on (`unfinished`).
-fn drain(
-    consumer: &BaseConsumer,
-    topics: &[String],
-    timeout: Duration,
-    limit: Option<&[u64]>,
-    dedupe: bool,
-) -> Drained {
+/// offset arrived, or when the consumer's position passed the end (the tail is control records:
+/// transaction markers). Gives up on a group's partitions that stay silent for [`DRAIN_SILENCE`]
+/// once records came, and says how many it gave up on (`unfinished`).
+fn drain(consumer: &BaseConsumer, topics: &[String], timeout: Duration, dedupe: bool, prefixes: bool) -> Drained {
     let mut keys: Vec<(String, i32)> = Vec::new();
     let mut marks: Vec<(i64, i64)> = Vec::new();
     for t in topics {
@@ -912,11 +928,10 @@ fn drain(
     }
     let index: HashMap<(String, i32), usize> = keys.iter().cloned().enumerate().map(|(i, k)| (k, i)).collect();
     let n = keys.len();
-    let cap = |i: usize| limit.map_or(u64::MAX, |l| l[i]);
-    let mut done: Vec<bool> = (0..n).map(|i| marks[i].1 <= marks[i].0 || cap(i) == 0).collect();
+    let mut done: Vec<bool> = (0..n).map(|i| marks[i].1 <= marks[i].0).collect();
     let todo: Vec<usize> = (0..n).filter(|&i| !done[i]).collect();
     let start_ms = now_ms_f();
-    let mut per: Vec<PartitionRead> = vec![PartitionRead::new(dedupe); n];
+    let mut per: Vec<PartitionRead> = vec![PartitionRead::new(dedupe, prefixes); n];
     let (mut records, mut bytes) = (0u64, 0u64);
     let (mut first_ms, mut last_ms) = (start_ms, start_ms);
     let mut unfinished = 0usize;
@@ -958,16 +973,13 @@ fn drain(
                         index[&(m.topic().to_string(), m.partition())]
                     };
                     let e = &mut per[i];
-                    if e.all.count >= cap(i) {
-                        continue;
-                    }
                     let k = m.key().unwrap_or(&[]);
                     let v = m.payload().unwrap_or(&[]);
                     e.add(record_hash(k, v));
                     records += 1;
                     group_records += 1;
                     bytes += (k.len() + v.len()) as u64;
-                    if !done[i] && (m.offset() + 1 >= marks[i].1 || e.all.count >= cap(i)) {
+                    if !done[i] && m.offset() + 1 >= marks[i].1 {
                         done[i] = true;
                         remaining -= 1;
                     }
@@ -1008,7 +1020,7 @@ fn drain(
 
 fn consume(a: ConsumeArgs) -> Value {
     let c = plain_consumer(&a.bootstrap, &a.isolation, &a.props);
-    let d = drain(&c, std::slice::from_ref(&a.topic), Duration::from_secs(a.timeout_s), None, false);
+    let d = drain(&c, std::slice::from_ref(&a.topic), Duration::from_secs(a.timeout_s), false, false);
     let elapsed = ((d.last_ms - d.first_ms) / 1000.0).max(1e-9);
     json!({
         "records": d.records, "bytes": d.bytes, "start_ms": d.start_ms, "first_ms": d.first_ms,
@@ -1017,15 +1029,17 @@ fn consume(a: ConsumeArgs) -> Value {
     })
 }
 
-/// Per source partition (topic, partition) its digest.
-type PartitionDigests = Vec<((String, i32), Digest)>;
+/// Per source partition (topic, partition) what was read of it.
+type SourceReads = Vec<((String, i32), PartitionRead)>;
 
-/// The source side of a check, kept in a file so that the runs of one scenario read the source
-/// once: per partition its end offset, record count and ordered hash.
-/// The source's digests, whether they came from the cache, and how many partitions the read gave
-/// up on (see `drain`).
-fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, bool, usize) {
-    let cache = a.source_summary.as_deref().filter(|_| limit.is_none());
+/// The source side of a check: per partition its record count and ordered hash, and with
+/// `prefixes` the hash after each record (a prefix check compares the destination with the
+/// source's first records, however many the destination holds). Without `prefixes` it is kept in
+/// a file, so that the runs of one scenario read the source once: per partition its end offset,
+/// record count and ordered hash. Returns the reads, whether they came from that file, and how
+/// many partitions the read gave up on (see `drain`).
+fn source_digests(a: &VerifyArgs, prefixes: bool) -> (SourceReads, bool, usize) {
+    let cache = a.source_summary.as_deref().filter(|_| !prefixes);
     let probe = plain_consumer(&a.src, "read_committed", &[]);
     let mut ends = Vec::new();
     for t in &a.topics {
@@ -1043,10 +1057,10 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, b
         let parsed: Option<Vec<_>> = parts
             .iter()
             .map(|x| {
-                Some((
-                    (x["topic"].as_str()?.to_string(), x["partition"].as_i64()? as i32),
-                    Digest { count: x["count"].as_u64()?, hash: u64::from_str_radix(x["hash"].as_str()?, 16).ok()? },
-                ))
+                let all =
+                    Digest { count: x["count"].as_u64()?, hash: u64::from_str_radix(x["hash"].as_str()?, 16).ok()? };
+                let read = PartitionRead { all, ..PartitionRead::new(false, false) };
+                Some(((x["topic"].as_str()?.to_string(), x["partition"].as_i64()? as i32), read))
             })
             .collect();
         if let Some(parsed) = parsed {
@@ -1054,22 +1068,22 @@ fn source_digests(a: &VerifyArgs, limit: Option<&[u64]>) -> (PartitionDigests, b
         }
     }
     let s = plain_consumer(&a.src, "read_committed", &verify_props());
-    let d = drain(&s, &a.topics, Duration::from_secs(a.timeout_s), limit, false);
-    let digests: Vec<_> = d.parts.into_iter().map(|(k, r)| (k, r.all)).collect();
+    let d = drain(&s, &a.topics, Duration::from_secs(a.timeout_s), false, prefixes);
     // A partial read is never kept: the next check would take it for the whole source.
     if let Some(path) = cache.filter(|_| d.unfinished == 0) {
-        let parts: Vec<Value> = digests
+        let parts: Vec<Value> = d
+            .parts
             .iter()
-            .map(
-                |((t, p), g)| json!({"topic": t, "partition": p, "count": g.count, "hash": format!("{:016x}", g.hash)}),
-            )
+            .map(|((t, p), r)| {
+                json!({"topic": t, "partition": p, "count": r.all.count, "hash": format!("{:016x}", r.all.hash)})
+            })
             .collect();
         let v = json!({"topics": a.topics, "ends": d.ends, "partitions": parts});
         if let Err(e) = std::fs::write(path, v.to_string()) {
             eprintln!("kbench: cannot write {path}: {e}");
         }
     }
-    (digests, false, d.unfinished)
+    (d.parts, false, d.unfinished)
 }
 
 /// The consumer settings of a check's reads: [`drain`] reads a group of partitions to its end
@@ -1091,37 +1105,42 @@ fn verify(a: VerifyArgs) -> Value {
         die(format!("unknown --mode {} (exact, dedupe, prefix)", a.mode));
     }
     let t0 = Instant::now();
+    let prefix = a.mode == "prefix";
+    // Both sides at once, each with its own consumer: a check reads two copies of the data, and
+    // one side's fetch waits and group hand-overs (see `drain`) overlap the other's reading. A
+    // prefix check reads the whole source (to its end at the start of the check) with the hash
+    // after every record, and compares the destination with as many of its first records as the
+    // destination holds.
+    let (dst, (src, cached, src_unfinished)) = std::thread::scope(|scope| {
+        let dst = scope.spawn(|| {
+            let d = plain_consumer(&a.dst, "read_committed", &verify_props());
+            drain(&d, &a.topics, Duration::from_secs(a.timeout_s), dedupe, false)
+        });
+        let src = source_digests(&a, prefix);
+        (dst.join().unwrap_or_else(|_| die("the destination read failed")), src)
+    });
     // A side read only in part proves nothing (in prefix mode a short destination read would
     // compare only the source's first records): partitions given up on fail the check.
-    let (dst, src, cached, src_unfinished) = if a.mode == "prefix" {
-        let d = plain_consumer(&a.dst, "read_committed", &verify_props());
-        let dst = drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, false);
-        drop(d);
-        let counts: Vec<u64> = dst.parts.iter().map(|(_, r)| r.all.count).collect();
-        let (src, cached, src_unfinished) = source_digests(&a, Some(&counts));
-        (dst, src, cached, src_unfinished)
-    } else {
-        let (src, cached, src_unfinished) = source_digests(&a, None);
-        let d = plain_consumer(&a.dst, "read_committed", &verify_props());
-        (drain(&d, &a.topics, Duration::from_secs(a.timeout_s), None, dedupe), src, cached, src_unfinished)
-    };
     let mut mismatched = Vec::new();
     let mut n_mismatched = 0u64;
     let (mut src_records, mut dst_records, mut dups) = (0u64, 0u64, 0u64);
     let dst_by_key: HashMap<&(String, i32), &PartitionRead> = dst.parts.iter().map(|(k, r)| (k, r)).collect();
+    let empty = PartitionRead::new(false, false);
     for (key, s) in &src {
-        src_records += s.count;
-        let empty = PartitionRead::new(false);
         let d = dst_by_key.get(key).copied().unwrap_or(&empty);
+        // What the destination must equal: the whole source partition, or in prefix mode its
+        // first records (none when the destination holds more than the source).
+        let want = if prefix { s.first(d.all.count) } else { Some(s.all) };
+        src_records += want.map_or(s.all.count, |w| w.count);
         dst_records += d.all.count;
         dups += d.duplicates;
         let got = if dedupe { d.unique } else { d.all };
-        if got != *s || !dst_by_key.contains_key(key) {
+        if want != Some(got) || !dst_by_key.contains_key(key) {
             n_mismatched += 1;
             if mismatched.len() < 20 {
-                mismatched.push(json!({"topic": key.0, "partition": key.1, "source_records": s.count,
+                mismatched.push(json!({"topic": key.0, "partition": key.1, "source_records": s.all.count,
                     "destination_records": d.all.count, "destination_unique_records": d.unique.count,
-                    "duplicates": d.duplicates, "hash_equal": got.hash == s.hash,
+                    "duplicates": d.duplicates, "hash_equal": want.is_some_and(|w| w.hash == got.hash),
                     "present": dst_by_key.contains_key(key)}));
             }
         }
