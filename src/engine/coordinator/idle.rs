@@ -16,12 +16,18 @@
 //! woken, so the new data path's clients know only the topics with work.
 //!
 //! A slot rarely goes wholly quiet when some of a mirror's topics are busy: each topic's
-//! partitions are spread over all the slots. So a data path that holds at least
-//! [`REBUILD_AT_QUIET`] quiet partitions, more than its active ones, is rebuilt: it commits and
-//! releases everything it holds (the final positions applied, as a source change does), closes,
-//! and a new data path takes the active partitions from those positions. The quiet ones are
-//! idle from then on, and its clients forget their topics. The busy partitions pause for the
-//! restart (a commit, a new producer): at most once per quiet spell of that many partitions.
+//! partitions are spread over all the slots. So a data path is rebuilt when that lets go of
+//! enough: at least [`REBUILD_AT_QUIET`] partitions, and more than it keeps active, counted as
+//! its quiet partitions or as all the partitions of its quiet topics (those with no active
+//! partition here), whichever is more, since its clients keep state for every partition of a
+//! topic they know. It commits and releases everything it holds (the final positions applied,
+//! as a source change does), closes, and a new data path takes the active partitions from those
+//! positions. The quiet ones are idle from then on, and its clients forget their topics. The
+//! busy partitions pause for the restart (a commit, a new producer): at most once per quiet
+//! spell (`after`). Counting topics matters for many small topics, and for the partitions that
+//! were still catching up when the first rebuild came: a handful per slot of each of their
+//! topics, which a count of partitions alone would leave in the data path for as long as the
+//! busy ones run.
 //!
 //! The cost: an idle partition's first new records wait for the next lag refresh (1 s, or
 //! partitions × 1 ms for larger mirrors) and the new data path's start (~0.1-0.3 s).
@@ -37,9 +43,9 @@ fn quiet(rt: &PartRt, now: tokio::time::Instant, after: Duration) -> bool {
         && now.saturating_duration_since(rt.active_at) >= after
 }
 
-/// A data path that holds at least this many quiet partitions, and more quiet than active ones,
-/// is rebuilt with only its active ones: its clients then forget the quiet partitions' topics.
-/// Fewer are not worth the busy partitions' pause (a commit, a new producer and its start).
+/// A data path is rebuilt with only its active partitions when that lets go of at least this
+/// many partitions (and more than it keeps): less is not worth the busy partitions' pause (a
+/// commit, a new producer and its start).
 const REBUILD_AT_QUIET: usize = 100;
 
 /// How the partitions of one slot stand, for closing or rebuilding its data path.
@@ -53,6 +59,8 @@ struct SlotLook {
     /// MIRRORING partitions the data path holds, [`quiet`] or not.
     quiet: Vec<(String, i32)>,
     active: Vec<(String, i32)>,
+    /// The partition count of each topic with a quiet partition here.
+    quiet_topics: BTreeMap<String, usize>,
 }
 
 /// What to do with a slot's data path.
@@ -69,10 +77,22 @@ enum Verdict {
 }
 
 impl SlotLook {
-    fn see(&mut self, topic: &str, partition: i32, rt: &PartRt, now: tokio::time::Instant, after: Duration) {
+    /// Takes in `topic`'s `partition` (`topic_partitions`: how many the topic has).
+    fn see(
+        &mut self,
+        (topic, partition, topic_partitions): (&str, i32, usize),
+        rt: &PartRt,
+        now: tokio::time::Instant,
+        after: Duration,
+    ) {
         match rt.record.state {
             PartitionState::Mirroring if rt.idle => {}
-            PartitionState::Mirroring if quiet(rt, now, after) => self.quiet.push((topic.to_string(), partition)),
+            PartitionState::Mirroring if quiet(rt, now, after) => {
+                if !self.quiet_topics.contains_key(topic) {
+                    self.quiet_topics.insert(topic.to_string(), topic_partitions);
+                }
+                self.quiet.push((topic.to_string(), partition));
+            }
             PartitionState::Mirroring => self.active.push((topic.to_string(), partition)),
             PartitionState::Paused | PartitionState::Stopped | PartitionState::Unknown => {
                 self.moved |= now.saturating_duration_since(rt.active_at) < after;
@@ -86,12 +106,22 @@ impl SlotLook {
             Verdict::Leave
         } else if self.active.is_empty() {
             if self.moved { Verdict::Leave } else { Verdict::Close }
-        } else if self.quiet.len() >= REBUILD_AT_QUIET && self.quiet.len() > self.active.len() {
+        } else if self.released() >= REBUILD_AT_QUIET.max(self.active.len() + 1) {
             let held = self.quiet.iter().chain(&self.active).cloned().collect();
             Verdict::Rebuild { active: self.active, held }
         } else {
             Verdict::Leave
         }
+    }
+
+    /// What a rebuild lets go of, in partitions: the quiet ones the data path stops fetching, or
+    /// all the partitions of the topics its clients forget (the quiet topics with no active
+    /// partition here), whichever is more.
+    fn released(&self) -> usize {
+        let active: HashSet<&str> = self.active.iter().map(|(t, _)| t.as_str()).collect();
+        let forgotten: usize =
+            self.quiet_topics.iter().filter(|(t, _)| !active.contains(t.as_str())).map(|(_, n)| n).sum();
+        forgotten.max(self.quiet.len())
     }
 }
 
@@ -149,7 +179,7 @@ impl Coordinator {
         for (t, topic) in &m.topics {
             for (p, rt) in &topic.partitions {
                 if m.pipes.contains_key(&rt.slot) {
-                    looks.entry(rt.slot).or_default().see(t, *p, rt, now, after);
+                    looks.entry(rt.slot).or_default().see((t, *p, topic.partitions.len()), rt, now, after);
                 }
             }
         }
@@ -246,5 +276,53 @@ impl Coordinator {
         // The active partitions of a rebuilt slot go on in a new data path, from their committed
         // positions (its producer's start fences the closed one's, should it linger).
         self.reassign_mirroring(mirror, &reassign).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(topics: &[(&str, i32)]) -> Vec<(String, i32)> {
+        topics.iter().flat_map(|(t, n)| (0..*n).map(move |p| (t.to_string(), p))).collect()
+    }
+
+    fn look(quiet: &[(&str, i32)], active: &[(&str, i32)], topic_partitions: usize) -> SlotLook {
+        let quiet = parts(quiet);
+        let quiet_topics = quiet.iter().map(|(t, _)| (t.clone(), topic_partitions)).collect();
+        SlotLook { quiet, active: parts(active), quiet_topics, ..SlotLook::default() }
+    }
+
+    fn rebuilds(l: SlotLook) -> bool {
+        matches!(l.verdict(), Verdict::Rebuild { .. })
+    }
+
+    #[test]
+    fn a_data_path_is_rebuilt_for_many_quiet_partitions_or_quiet_topics_of_many_partitions() {
+        // 100 quiet partitions of one topic beside 4 busy ones: their fetch state goes.
+        assert!(rebuilds(look(&[("quiet", 100)], &[("busy", 4)], 800)));
+        // 60 quiet partitions of 30 topics of 100 partitions each (stragglers of a large start,
+        // or many small topics): the clients forget 3,000 partitions' state.
+        let quiet: Vec<(String, i32)> = (0..30).map(|i| (format!("t{i}"), 2)).collect();
+        let quiet: Vec<(&str, i32)> = quiet.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+        assert!(rebuilds(look(&quiet, &[("busy", 4)], 100)));
+        // The same partitions of topics that also have busy partitions here: nothing forgotten,
+        // and too few quiet partitions for the pause.
+        let l = SlotLook {
+            quiet: parts(&[("t0", 60)]),
+            active: parts(&[("t0", 4)]).into_iter().map(|(t, p)| (t, p + 60)).collect(),
+            quiet_topics: [("t0".to_string(), 100)].into(),
+            ..SlotLook::default()
+        };
+        assert!(!rebuilds(l));
+        // A few quiet partitions of one small topic: not worth the pause.
+        assert!(!rebuilds(look(&[("small", 10)], &[("busy", 4)], 10)));
+        // Stragglers: 6 quiet partitions of a 100-partition topic beside 31 busy ones, the rest
+        // of that topic idle already: the clients forget all 100.
+        assert!(rebuilds(look(&[("late", 6)], &[("busy", 31)], 100)));
+        // Never for less than the data path keeps active.
+        assert!(!rebuilds(look(&[("quiet", 150)], &[("busy", 200)], 150)));
+        // Everything at rest: closed, not rebuilt.
+        assert!(matches!(look(&[("quiet", 5)], &[], 5).verdict(), Verdict::Close));
     }
 }

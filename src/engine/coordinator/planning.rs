@@ -12,7 +12,7 @@
 use std::future::Future;
 
 use super::failback::{Copies, FailbackPlan, read_source_state};
-use super::starting::offsets_of;
+use super::starting::{offsets_of, until_available};
 use super::*;
 use crate::domain::lineage::{
     FailbackCopy, FailbackPreview, LogBounds, PartitionLineage, RecordScan, Refusal, StartDecision, decide_failback,
@@ -488,23 +488,16 @@ impl Planner {
                 Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
                 Err(e) => return Err(unavailable(e)),
             }
-            let deadline = tokio::time::Instant::now() + self.config.request_timeout;
-            while existing.is_none() {
-                match dest.describe_topic(&target).await {
-                    Ok(t) if t.partitions.len() as i32 >= n && t.partitions.iter().all(|p| p.leader.is_some()) => {
-                        existing = Some(t);
-                    }
-                    _ if tokio::time::Instant::now() >= deadline => {
-                        return Err(Problem {
-                            kind: ProblemKind::DestinationUnavailable,
-                            detail: format!(
-                                "quarantine topic {target:?} was created but did not become available; nothing was deleted"
-                            ),
-                        });
-                    }
-                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
+            let wait = self.config.request_timeout;
+            let Some(t) = until_available(dest, &target, n, wait).await else {
+                return Err(Problem {
+                    kind: ProblemKind::DestinationUnavailable,
+                    detail: format!(
+                        "quarantine topic {target:?} was created but did not become available; nothing was deleted"
+                    ),
+                });
+            };
+            existing = Some(t);
         }
         let target_partitions = existing.as_ref().map_or(0, |t| t.partitions.len() as i32);
         let target_ends = if target_partitions > 0 {

@@ -440,18 +440,8 @@ impl Coordinator {
                 Err(e) if e.is(crate::kafka::KafkaErrorKind::InvalidPartitions) => {}
                 Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
             }
-            let mut visible = false;
-            for _ in 0..100 {
-                if let Ok(d) = dest.describe_topic(topic).await
-                    && d.partitions.len() >= partitions
-                    && d.partitions.iter().all(|p| p.leader.is_some())
-                {
-                    visible = true;
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            if !visible {
+            let wait = self.config.request_timeout;
+            if super::starting::until_available(&*dest, topic, partitions as i32, wait).await.is_none() {
                 return Err(Problem {
                     kind: ProblemKind::DestinationUnavailable,
                     detail: format!("new partitions of {topic:?} did not become available"),

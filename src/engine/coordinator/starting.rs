@@ -160,21 +160,24 @@ impl Coordinator {
                     Err(e) if e.is(crate::kafka::KafkaErrorKind::TopicAlreadyExists) => {}
                     Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
                 }
-                let mut found = None;
-                for _ in 0..100 {
-                    if let Ok(d) = dest.describe_topic(topic).await
-                        && d.partitions.len() as i32 == partitions
-                        && d.partitions.iter().all(|p| p.leader.is_some())
-                    {
-                        found = Some(d);
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                let d =
+                    until_available(&*dest, topic, partitions, self.config.request_timeout).await.ok_or_else(|| {
+                        Problem {
+                            kind: ProblemKind::DestinationUnavailable,
+                            detail: format!("destination topic {topic:?} was created but did not become available"),
+                        }
+                    })?;
+                // Created meanwhile by someone else with another count (our create found it).
+                if d.partitions.len() as i32 != partitions {
+                    return Err(Problem {
+                        kind: ProblemKind::DestinationTopicConflict,
+                        detail: format!(
+                            "destination topic {topic:?} has {} partitions, the source has {partitions}",
+                            d.partitions.len()
+                        ),
+                    });
                 }
-                found.ok_or_else(|| Problem {
-                    kind: ProblemKind::DestinationUnavailable,
-                    detail: format!("destination topic {topic:?} was created but did not become available"),
-                })?
+                d
             }
             Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
         };
@@ -578,6 +581,31 @@ impl Coordinator {
             self.fail(mirror, topic, *p, cluster.error_code(), e.to_string());
         }
         kafka_problem(cluster, e)
+    }
+}
+
+/// `topic` once it has at least `partitions` partitions, each with a leader: asked every 100 ms
+/// until `wait` has passed (`None` then). A destination busy creating many partitions at once
+/// (10,000 new ones on one broker) takes well over 10 s to give them all leaders, so the wait is
+/// the request timeout, as for any other call to the cluster.
+pub(super) async fn until_available(
+    admin: &dyn ClusterAdmin,
+    topic: &str,
+    partitions: i32,
+    wait: Duration,
+) -> Option<crate::kafka::TopicDescription> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if let Ok(d) = admin.describe_topic(topic).await
+            && d.partitions.len() as i32 >= partitions
+            && d.partitions.iter().all(|p| p.leader.is_some())
+        {
+            return Some(d);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -975,6 +975,53 @@ async fn a_data_path_with_many_quiet_partitions_is_rebuilt_with_its_busy_ones() 
     assert_eq!(rig.destination_end("quiet", 8), 1);
 }
 
+/// Many small quiet topics beside a busy one: fewer quiet partitions per data path than a
+/// rebuild needs by count (about 50 of 4 slots), but their topics are what the data paths'
+/// clients keep state for, so the data paths are rebuilt with the busy partitions only and the
+/// quiet ones show idle while records keep flowing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_small_quiet_topics_beside_a_busy_one_go_idle() {
+    let rig = Rig::with_config(idle_config()).await;
+    rig.mirroring("m", "busy", 4, 1).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producing = {
+        let (source, stop) = (Arc::clone(&rig.source), Arc::clone(&stop));
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                source.produce("busy", i % 4, 1);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let small: Vec<String> = (0..20).map(|i| format!("small-{i:02}")).collect();
+    for t in &small {
+        rig.source.add_topic(t, 10, 1);
+    }
+    let names: Vec<&str> = small.iter().map(String::as_str).collect();
+    rig.op_ok("m", &names, START).await;
+    for t in &small {
+        all_idle(&rig, "m", t).await;
+    }
+    let busy_idle = rig.engine.snapshot().mirror("m").unwrap().topic("busy").unwrap().partitions.iter().any(|p| p.idle);
+    assert!(!busy_idle, "busy partitions are never idle");
+    let held = rig.world.pipes.held("m");
+    assert!(held.iter().all(|(t, _)| t == "busy"), "the data paths hold the busy partitions only: {held:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    producing.await.unwrap();
+    rig.caught_up("m", "busy").await;
+    for p in 0..4 {
+        let end = rig.source.partitions("busy")[p as usize].end;
+        assert_eq!(rig.destination_end("busy", p), end, "busy-{p}: every record once across the rebuild");
+    }
+    for t in &small {
+        for p in 0..10 {
+            assert_eq!(rig.destination_end(t, p), 1, "{t}-{p}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_that_cannot_be_recorded_fails_then_is_retried_to_paused() {
     let rig = Rig::new().await;
