@@ -634,7 +634,8 @@ def idle_md(idl):
               "under the same load, with the same settle time and samples: while the data paths still hold every "
               "partition (within 60 s of the quiet ones' catch-up; on a slow start some are rebuilt earlier, "
               "and the row says so), and once kmirror has rebuilt them with their active partitions "
-              "only (a data path with 100 or more quiet partitions, more than its active ones), the quiet ones "
+              "only (when that lets go of 100 or more partitions, more than it keeps: its quiet ones, or all "
+              "the partitions of its quiet topics), the quiet ones "
               "show `idle` and what the first minute left behind is copied. A busy partition that got no record for 60 s counts as quiet (it is woken at the next "
               "lag refresh that finds records). *copied*: records/s kmirror committed during the samples; below the "
               "load's rate, the mirror was falling behind. The load then stops and the all-idle sample above follows.", "",
