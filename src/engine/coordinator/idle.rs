@@ -15,19 +15,20 @@
 //! checked, exactly as after a producer failure. Only the partitions that have records are
 //! woken, so the new data path's clients know only the topics with work.
 //!
-//! A slot rarely goes wholly quiet when some of a mirror's topics are busy: each topic's
-//! partitions are spread over all the slots. So a data path is rebuilt when that lets go of
-//! enough: at least [`REBUILD_AT_QUIET`] partitions, and more than it keeps active, counted as
-//! its quiet partitions or as all the partitions of its quiet topics (those with no active
-//! partition here), whichever is more, since its clients keep state for every partition of a
-//! topic they know. It commits and releases everything it holds (the final positions applied,
-//! as a source change does), closes, and a new data path takes the active partitions from those
-//! positions. The quiet ones are idle from then on, and its clients forget their topics. The
-//! busy partitions pause for the restart (a commit, a new producer): at most once per quiet
-//! spell (`after`). Counting topics matters for many small topics, and for the partitions that
-//! were still catching up when the first rebuild came: a handful per slot of each of their
-//! topics, which a count of partitions alone would leave in the data path for as long as the
-//! busy ones run.
+//! A slot rarely goes wholly quiet when some of a mirror's topics are busy: each topic's partitions
+//! are spread over all the slots. So a data path is rebuilt when that lets go of enough: at least
+//! [`REBUILD_AT_QUIET`] partitions, and more than it keeps active, counted as its quiet partitions
+//! or as all the partitions of its quiet topics (those with no active partition here), whichever is
+//! more, since its clients keep state for every partition of a topic they know. It commits and
+//! releases everything it holds (the final positions applied, as a source change does), closes, and
+//! a new data path takes the active partitions from those positions. The quiet ones are idle from
+//! then on, and its clients forget their topics. The busy partitions pause for the restart (a
+//! commit, a new producer): at most once per quiet spell (`after`). Only a data path with a
+//! partition that copied something lately is rebuilt: when its active partitions are winding down
+//! too, it closes soon anyway. Counting topics matters for many small topics, and for the
+//! partitions that were still catching up when the first rebuild came: a handful per slot of each
+//! of their topics, which a count of partitions alone would leave in the data path for as long as
+//! the busy ones run.
 //!
 //! The cost: an idle partition's first new records wait for the next lag refresh (1 s, or
 //! partitions × 1 ms for larger mirrors) and the new data path's start (~0.1-0.3 s).
@@ -48,6 +49,13 @@ fn quiet(rt: &PartRt, now: tokio::time::Instant, after: Duration) -> bool {
 /// commit, a new producer and its start).
 const REBUILD_AT_QUIET: usize = 100;
 
+/// An active partition had something to copy within this part of `after`: the data path is busy
+/// and will stay open. When none has, its active partitions are winding down (the last of a
+/// catch-up, or a load that stopped) and the whole data path closes within `after` anyway: a
+/// rebuild then would only restart their clocks (a reassigned partition counts as active from
+/// its assignment) and close it a full `after` later.
+const BUSY_WITHIN_PARTS_OF_AFTER: u32 = 4;
+
 /// How the partitions of one slot stand, for closing or rebuilding its data path.
 #[derive(Default)]
 struct SlotLook {
@@ -61,6 +69,8 @@ struct SlotLook {
     active: Vec<(String, i32)>,
     /// The partition count of each topic with a quiet partition here.
     quiet_topics: BTreeMap<String, usize>,
+    /// An active partition had something to copy lately (see [`BUSY_WITHIN_PARTS_OF_AFTER`]).
+    busy: bool,
 }
 
 /// What to do with a slot's data path.
@@ -93,7 +103,10 @@ impl SlotLook {
                 }
                 self.quiet.push((topic.to_string(), partition));
             }
-            PartitionState::Mirroring => self.active.push((topic.to_string(), partition)),
+            PartitionState::Mirroring => {
+                self.busy |= now.saturating_duration_since(rt.active_at) < after / BUSY_WITHIN_PARTS_OF_AFTER;
+                self.active.push((topic.to_string(), partition));
+            }
             PartitionState::Paused | PartitionState::Stopped | PartitionState::Unknown => {
                 self.moved |= now.saturating_duration_since(rt.active_at) < after;
             }
@@ -106,7 +119,7 @@ impl SlotLook {
             Verdict::Leave
         } else if self.active.is_empty() {
             if self.moved { Verdict::Leave } else { Verdict::Close }
-        } else if self.released() >= REBUILD_AT_QUIET.max(self.active.len() + 1) {
+        } else if self.busy && self.released() >= REBUILD_AT_QUIET.max(self.active.len() + 1) {
             let held = self.quiet.iter().chain(&self.active).cloned().collect();
             Verdict::Rebuild { active: self.active, held }
         } else {
@@ -290,7 +303,7 @@ mod tests {
     fn look(quiet: &[(&str, i32)], active: &[(&str, i32)], topic_partitions: usize) -> SlotLook {
         let quiet = parts(quiet);
         let quiet_topics = quiet.iter().map(|(t, _)| (t.clone(), topic_partitions)).collect();
-        SlotLook { quiet, active: parts(active), quiet_topics, ..SlotLook::default() }
+        SlotLook { quiet, active: parts(active), quiet_topics, busy: true, ..SlotLook::default() }
     }
 
     fn rebuilds(l: SlotLook) -> bool {
@@ -312,6 +325,7 @@ mod tests {
             quiet: parts(&[("t0", 60)]),
             active: parts(&[("t0", 4)]).into_iter().map(|(t, p)| (t, p + 60)).collect(),
             quiet_topics: [("t0".to_string(), 100)].into(),
+            busy: true,
             ..SlotLook::default()
         };
         assert!(!rebuilds(l));
@@ -320,6 +334,9 @@ mod tests {
         // Stragglers: 6 quiet partitions of a 100-partition topic beside 31 busy ones, the rest
         // of that topic idle already: the clients forget all 100.
         assert!(rebuilds(look(&[("late", 6)], &[("busy", 31)], 100)));
+        // Not while the active partitions are winding down (none copied anything lately): the
+        // data path closes once they are quiet too.
+        assert!(!rebuilds(SlotLook { busy: false, ..look(&[("quiet", 400)], &[("busy", 4)], 400) }));
         // Never for less than the data path keeps active.
         assert!(!rebuilds(look(&[("quiet", 150)], &[("busy", 200)], 150)));
         // Everything at rest: closed, not rebuilt.
