@@ -99,15 +99,7 @@ impl Coordinator {
         let mut ends_read = None;
         let dest_topic = match dest.describe_topic(topic).await {
             Ok(d) => {
-                if d.partitions.len() as i32 != partitions {
-                    return Err(Problem {
-                        kind: ProblemKind::DestinationTopicConflict,
-                        detail: format!(
-                            "destination topic {topic:?} has {} partitions, the source has {partitions}",
-                            d.partitions.len()
-                        ),
-                    });
-                }
+                same_partition_count(topic, &d, partitions)?;
                 if existing.is_none() && truncation == Truncation::None {
                     // Adopt only an empty topic: anything in it would be mistaken for mirrored data.
                     // With `resync` (failback onto the old primary) its records are deleted first.
@@ -168,15 +160,7 @@ impl Coordinator {
                         }
                     })?;
                 // Created meanwhile by someone else with another count (our create found it).
-                if d.partitions.len() as i32 != partitions {
-                    return Err(Problem {
-                        kind: ProblemKind::DestinationTopicConflict,
-                        detail: format!(
-                            "destination topic {topic:?} has {} partitions, the source has {partitions}",
-                            d.partitions.len()
-                        ),
-                    });
-                }
+                same_partition_count(topic, &d, partitions)?;
                 d
             }
             Err(e) => return Err(kafka_problem(Cluster::Destination, &e)),
@@ -582,6 +566,20 @@ impl Coordinator {
         }
         kafka_problem(cluster, e)
     }
+}
+
+/// A destination topic to mirror into has the source's `partitions`, or the start is refused.
+fn same_partition_count(topic: &str, d: &crate::kafka::TopicDescription, partitions: i32) -> Result<(), Problem> {
+    if d.partitions.len() as i32 == partitions {
+        return Ok(());
+    }
+    Err(Problem {
+        kind: ProblemKind::DestinationTopicConflict,
+        detail: format!(
+            "destination topic {topic:?} has {} partitions, the source has {partitions}",
+            d.partitions.len()
+        ),
+    })
 }
 
 /// `topic` once it has at least `partitions` partitions, each with a leader: asked every 100 ms

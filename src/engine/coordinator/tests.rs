@@ -932,6 +932,47 @@ async fn idle_data_paths_close_and_new_records_wake_only_their_partitions() {
     }
 }
 
+/// Records into the 4-partition topic "busy" of mirror "m", one every 10 ms, round the
+/// partitions, so its slots' data paths never go wholly quiet.
+struct BusyLoad {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    producing: tokio::task::JoinHandle<()>,
+}
+
+impl BusyLoad {
+    fn start(rig: &Rig) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let producing = {
+            let (source, stop) = (Arc::clone(&rig.source), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    source.produce("busy", i % 4, 1);
+                    i += 1;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+        };
+        BusyLoad { stop, producing }
+    }
+
+    /// Once the quiet partitions are idle: the busy ones are not, the data paths hold only them,
+    /// and after the load stops every busy record was copied once across the rebuilds.
+    async fn finish_kept_apart(self, rig: &Rig) {
+        let busy = rig.engine.snapshot().mirror("m").unwrap().topic("busy").unwrap().partitions.iter().any(|p| p.idle);
+        assert!(!busy, "busy partitions are never idle");
+        let held = rig.world.pipes.held("m");
+        assert!(held.iter().all(|(t, _)| t == "busy"), "the data paths hold the busy partitions only: {held:?}");
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.producing.await.unwrap();
+        rig.caught_up("m", "busy").await;
+        for p in 0..4 {
+            let end = rig.source.partitions("busy")[p as usize].end;
+            assert_eq!(rig.destination_end("busy", p), end, "busy-{p}: every record once across the rebuild");
+        }
+    }
+}
+
 /// A data path holding many quiet partitions beside busy ones is rebuilt with the busy ones only:
 /// the quiet ones show idle, the busy ones copy every record once across the rebuild, and a quiet
 /// one with records later is woken.
@@ -945,30 +986,9 @@ async fn a_data_path_with_many_quiet_partitions_is_rebuilt_with_its_busy_ones() 
     // from the positions it had heard of (without first releasing them and applying the final
     // positions) copied their last records a second time.
     rig.world.pipes.delay_commit_events("m", Duration::from_millis(40));
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let producing = {
-        let (source, stop) = (Arc::clone(&rig.source), Arc::clone(&stop));
-        tokio::spawn(async move {
-            let mut i = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                source.produce("busy", i % 4, 1);
-                i += 1;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-    };
+    let load = BusyLoad::start(&rig);
     all_idle(&rig, "m", "quiet").await;
-    let busy_idle = rig.engine.snapshot().mirror("m").unwrap().topic("busy").unwrap().partitions.iter().any(|p| p.idle);
-    assert!(!busy_idle, "busy partitions are never idle");
-    let held = rig.world.pipes.held("m");
-    assert!(held.iter().all(|(t, _)| t == "busy"), "the data paths hold the busy partitions only: {} held", held.len());
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    producing.await.unwrap();
-    rig.caught_up("m", "busy").await;
-    for p in 0..4 {
-        let end = rig.source.partitions("busy")[p as usize].end;
-        assert_eq!(rig.destination_end("busy", p), end, "busy-{p}: every record once across the rebuild");
-    }
+    load.finish_kept_apart(&rig).await;
     rig.source.produce("quiet", 7, 2);
     rig.caught_up("m", "quiet").await;
     assert_eq!(rig.destination_end("quiet", 7), 3);
@@ -983,18 +1003,7 @@ async fn a_data_path_with_many_quiet_partitions_is_rebuilt_with_its_busy_ones() 
 async fn many_small_quiet_topics_beside_a_busy_one_go_idle() {
     let rig = Rig::with_config(idle_config()).await;
     rig.mirroring("m", "busy", 4, 1).await;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let producing = {
-        let (source, stop) = (Arc::clone(&rig.source), Arc::clone(&stop));
-        tokio::spawn(async move {
-            let mut i = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                source.produce("busy", i % 4, 1);
-                i += 1;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-    };
+    let load = BusyLoad::start(&rig);
     let small: Vec<String> = (0..20).map(|i| format!("small-{i:02}")).collect();
     for t in &small {
         rig.source.add_topic(t, 10, 1);
@@ -1004,17 +1013,7 @@ async fn many_small_quiet_topics_beside_a_busy_one_go_idle() {
     for t in &small {
         all_idle(&rig, "m", t).await;
     }
-    let busy_idle = rig.engine.snapshot().mirror("m").unwrap().topic("busy").unwrap().partitions.iter().any(|p| p.idle);
-    assert!(!busy_idle, "busy partitions are never idle");
-    let held = rig.world.pipes.held("m");
-    assert!(held.iter().all(|(t, _)| t == "busy"), "the data paths hold the busy partitions only: {held:?}");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    producing.await.unwrap();
-    rig.caught_up("m", "busy").await;
-    for p in 0..4 {
-        let end = rig.source.partitions("busy")[p as usize].end;
-        assert_eq!(rig.destination_end("busy", p), end, "busy-{p}: every record once across the rebuild");
-    }
+    load.finish_kept_apart(&rig).await;
     for t in &small {
         for p in 0..10 {
             assert_eq!(rig.destination_end(t, p), 1, "{t}-{p}");
